@@ -1,0 +1,160 @@
+// Package adapter turns the spans of one trace into evaluation cases, whatever
+// GenAI convention the application's instrumentation follows (OTel GenAI
+// semconv, OpenInference, OpenLLMetry, Vercel AI SDK).
+package adapter
+
+import (
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Level says what a case covers.
+type Level string
+
+const (
+	// LevelLLM is one LLM call span.
+	LevelLLM Level = "llm"
+	// LevelAgent is one agent run: an agent span with every LLM, tool and
+	// retrieval span below it.
+	LevelAgent Level = "agent"
+)
+
+// Case is one unit of evaluation, built from spans. Fields that the spans did
+// not carry stay at their zero value; evaluators that need them report
+// `skipped`.
+type Case struct {
+	Level Level
+	// TraceID and SpanID identify the span the case came from (the anchor);
+	// results are written back onto it.
+	TraceID  pcommon.TraceID
+	SpanID   pcommon.SpanID
+	SpanName string
+
+	// Input is the last user message; Output the final assistant text.
+	Input              string
+	Output             string
+	Messages           []Message
+	SystemInstructions string
+
+	// ToolCalls are in the order they happened (tool spans by start time, or
+	// the calls requested in LLM outputs when no tool span exists).
+	ToolCalls       []ToolCall
+	ToolDefinitions []ToolDefinition
+	Documents       []Document
+
+	Model          string
+	Provider       string
+	AgentName      string
+	ConversationID string
+	ResponseID     string
+	Usage          Usage
+	Latency        time.Duration
+
+	Expected Expectations
+
+	// Problems lists what could not be read (malformed JSON, wrong types,
+	// missing parents, …). The case holds whatever was readable.
+	Problems []string
+}
+
+// Message is one conversation message.
+type Message struct {
+	Role       string // system, user, assistant, tool
+	Content    string
+	ToolCalls  []ToolCall // calls requested by an assistant message
+	ToolCallID string     // for role tool: the call this answers
+}
+
+// ToolCall is one tool invocation.
+type ToolCall struct {
+	Name string
+	// Arguments is the call's arguments as a JSON object; nil when the call
+	// carried none or they could not be parsed (see RawArguments).
+	Arguments map[string]any
+	// RawArguments is the arguments as they were found (a JSON string usually).
+	RawArguments string
+	Result       string
+	HasResult    bool
+	// Errored is true when the tool span's status is ERROR.
+	Errored      bool
+	ErrorMessage string
+	ID           string
+	Duration     time.Duration
+	// SpanID is the tool span's id when the call came from a tool span.
+	SpanID pcommon.SpanID
+}
+
+// ToolDefinition describes a tool the model was offered.
+type ToolDefinition struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the tool's arguments; nil when absent.
+	Parameters map[string]any
+}
+
+// Document is one retrieved document.
+type Document struct {
+	ID       string
+	Content  string
+	Score    float64
+	HasScore bool
+	Metadata map[string]any
+}
+
+// Usage holds token counts; a zero with the Has flag false means unknown.
+type Usage struct {
+	InputTokens     int64
+	OutputTokens    int64
+	TotalTokens     int64
+	HasInputTokens  bool
+	HasOutputTokens bool
+	HasTotalTokens  bool
+}
+
+// Total returns the total token count, summing input and output when the
+// spans gave no total; ok is false when nothing is known.
+func (u Usage) Total() (int64, bool) {
+	if u.HasTotalTokens {
+		return u.TotalTokens, true
+	}
+	if u.HasInputTokens || u.HasOutputTokens {
+		return u.InputTokens + u.OutputTokens, true
+	}
+	return 0, false
+}
+
+// Expectations are read from the case's span, else from the trace's root
+// span (contract section 3). Each Has* flag distinguishes "not given" from an
+// empty value: `eval.expected.tool_calls = []` expects no call at all.
+type Expectations struct {
+	ToolCalls    []ExpectedCall
+	HasToolCalls bool
+
+	// Output is the expected output: a string, or a decoded JSON value when
+	// the attribute held JSON that is not a plain string.
+	Output    any
+	HasOutput bool
+
+	// Documents are the relevant documents or ids (strings or JSON objects).
+	Documents    []any
+	HasDocuments bool
+
+	Tasks    []string
+	HasTasks bool
+
+	Constraints      string
+	ConversationGoal string
+
+	Context    []string
+	HasContext bool
+}
+
+// ExpectedCall is one expected tool call. An expected call without
+// arguments (HasArguments false) matches a call of that name with any
+// arguments; `arguments: {}` expects none.
+type ExpectedCall struct {
+	Name         string
+	Arguments    map[string]any
+	HasArguments bool
+}

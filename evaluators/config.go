@@ -1,0 +1,159 @@
+package evaluators
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+// Config is one entry of `evaluators:` (contract section 5). Common keys are
+// fields; everything else is the type's own options, decoded strictly by the
+// type so that an unknown option is an error naming the evaluator.
+type Config struct {
+	Type       string        `mapstructure:"type"`
+	Name       string        `mapstructure:"name"`
+	Threshold  *float64      `mapstructure:"threshold"`
+	Case       adapter.Level `mapstructure:"case"`
+	When       []string      `mapstructure:"when"`
+	SampleRate *float64      `mapstructure:"sample_rate"`
+	Judge      string        `mapstructure:"judge"`
+	// Options are the type-specific keys.
+	Options map[string]any `mapstructure:",remain"`
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9_]+$`)
+
+// InstanceName is the configured name, or the type when none is given.
+func (c *Config) InstanceName() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.Type
+}
+
+// Validate checks the common keys and decodes the type's options, so that a
+// bad option is reported at config time, not on the first span.
+func (c *Config) Validate() error {
+	if c.Type == "" {
+		return errors.New("evaluator: `type` is required")
+	}
+	f, ok := Lookup(c.Type)
+	if !ok {
+		return fmt.Errorf("evaluator %q: unknown type %q (known: %v)", c.InstanceName(), c.Type, Types())
+	}
+	name := c.InstanceName()
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("evaluator %q: name must match [a-z0-9_]+", name)
+	}
+	if c.Threshold != nil && (*c.Threshold < 0 || *c.Threshold > 1) {
+		return fmt.Errorf("evaluator %q: threshold %v must be within [0, 1]", name, *c.Threshold)
+	}
+	switch c.Case {
+	case "", adapter.LevelLLM, adapter.LevelAgent:
+	default:
+		return fmt.Errorf("evaluator %q: case %q must be llm or agent", name, c.Case)
+	}
+	if c.SampleRate != nil && (*c.SampleRate < 0 || *c.SampleRate > 1) {
+		return fmt.Errorf("evaluator %q: sample_rate %v must be within [0, 1]", name, *c.SampleRate)
+	}
+	if f.NeedsJudge && c.Judge == "" {
+		return fmt.Errorf("evaluator %q: type %s needs `judge`", name, c.Type)
+	}
+	if _, err := f.New(c.optionsConf(), Deps{}); err != nil {
+		return fmt.Errorf("evaluator %q (%s): %w", name, c.Type, err)
+	}
+	return nil
+}
+
+func (c *Config) optionsConf() *confmap.Conf {
+	return confmap.NewFromStringMap(c.Options)
+}
+
+// ValidateAll checks every entry and that names are unique.
+func ValidateAll(cfgs []Config) error {
+	seen := map[string]bool{}
+	var errs []error
+	for i := range cfgs {
+		if err := cfgs[i].Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		name := cfgs[i].InstanceName()
+		if seen[name] {
+			errs = append(errs, fmt.Errorf("evaluator %q: name is used twice; give each instance its own `name`", name))
+		}
+		seen[name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// Instance is a configured evaluator: its type's Evaluator plus the common
+// settings that decide where it runs and when it passes.
+type Instance struct {
+	Name       string
+	Type       string
+	Threshold  float64
+	Level      adapter.Level
+	When       []string
+	SampleRate float64
+	Judge      string
+	Evaluator  Evaluator
+}
+
+// Build turns validated configs into instances.
+func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
+	out := make([]*Instance, 0, len(cfgs))
+	for i := range cfgs {
+		c := &cfgs[i]
+		f, ok := Lookup(c.Type)
+		if !ok {
+			return nil, fmt.Errorf("evaluator %q: unknown type %q", c.InstanceName(), c.Type)
+		}
+		ev, err := f.New(c.optionsConf(), deps)
+		if err != nil {
+			return nil, fmt.Errorf("evaluator %q (%s): %w", c.InstanceName(), c.Type, err)
+		}
+		inst := &Instance{
+			Name: c.InstanceName(), Type: c.Type,
+			Threshold: f.DefaultThreshold, Level: f.DefaultLevel,
+			When: c.When, SampleRate: 1, Judge: c.Judge, Evaluator: ev,
+		}
+		if c.Threshold != nil {
+			inst.Threshold = *c.Threshold
+		}
+		if c.Case != "" {
+			inst.Level = c.Case
+		}
+		if c.SampleRate != nil {
+			inst.SampleRate = *c.SampleRate
+		}
+		out = append(out, inst)
+	}
+	return out, nil
+}
+
+// Evaluate runs the instance on a case and decides passed or failed.
+func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
+	defer func() {
+		// An evaluator bug must not take the collector down: report it.
+		if p := recover(); p != nil {
+			r = Errored("evaluator panicked: %v", p)
+			r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
+		}
+	}()
+	r = in.Evaluator.Evaluate(ctx, c)
+	r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
+	if r.Scored() {
+		if r.Score >= in.Threshold {
+			r.Status = StatusPassed
+		} else {
+			r.Status = StatusFailed
+		}
+	}
+	return r
+}

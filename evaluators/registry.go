@@ -1,0 +1,59 @@
+package evaluators
+
+import (
+	"sort"
+
+	"go.opentelemetry.io/collector/confmap"
+	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+// Deps are what an evaluator may need from its host.
+type Deps struct {
+	Logger *zap.Logger
+}
+
+// Factory creates evaluators of one type.
+type Factory struct {
+	Type             string
+	DefaultThreshold float64
+	DefaultLevel     adapter.Level
+	NeedsJudge       bool
+	// New decodes the type's options strictly (unknown keys are errors) and
+	// builds the evaluator. It must be cheap and start nothing.
+	New func(opts *confmap.Conf, deps Deps) (Evaluator, error)
+}
+
+// registry lists every evaluator type, keyed by `type`. Each family file
+// defines its factories; they are listed here so the catalogue is in one place.
+var registry = index(
+// Add factories here, one family per file.
+)
+
+func index(fs ...Factory) map[string]Factory {
+	m := make(map[string]Factory, len(fs))
+	for _, f := range fs {
+		if _, dup := m[f.Type]; dup {
+			panic("evaluators: duplicate type " + f.Type)
+		}
+		m[f.Type] = f
+	}
+	return m
+}
+
+// Lookup returns the factory for a type.
+func Lookup(typ string) (Factory, bool) {
+	f, ok := registry[typ]
+	return f, ok
+}
+
+// Types lists the registered types, sorted.
+func Types() []string {
+	out := make([]string, 0, len(registry))
+	for t := range registry {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
