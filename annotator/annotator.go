@@ -1,0 +1,116 @@
+// Package annotator writes evaluation results back onto spans as `eval.*`
+// attributes and `gen_ai.evaluation.result` span events (contract section 4).
+package annotator
+
+import (
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/evalbridge/evalbridge/evaluators"
+)
+
+// Attribute and event names.
+const (
+	AttrPrefix       = "eval."
+	AttrFailed       = "eval.failed"
+	EventName        = "gen_ai.evaluation.result"
+	EventEvalName    = "gen_ai.evaluation.name"
+	EventScoreValue  = "gen_ai.evaluation.score.value"
+	EventScoreLabel  = "gen_ai.evaluation.score.label"
+	EventExplanation = "gen_ai.evaluation.explanation"
+	AttrResponseID   = "gen_ai.response.id"
+
+	// MaxReasonBytes bounds `eval.<name>.reason`.
+	MaxReasonBytes = 1024
+)
+
+// Attribute keys of one evaluator instance.
+func ScoreKey(name string) string     { return AttrPrefix + name + ".score" }
+func PassedKey(name string) string    { return AttrPrefix + name + ".passed" }
+func StatusKey(name string) string    { return AttrPrefix + name + ".status" }
+func ReasonKey(name string) string    { return AttrPrefix + name + ".reason" }
+func ThresholdKey(name string) string { return AttrPrefix + name + ".threshold" }
+
+// Annotate writes results onto span. ts stamps the events. The span must be
+// owned by the caller (a copy), never the pipeline's read-only input.
+func Annotate(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestamp) {
+	if len(results) == 0 {
+		return
+	}
+	attrs := span.Attributes()
+	responseID, hasResponseID := attrs.Get(AttrResponseID)
+	var failed []string
+	for _, r := range results {
+		attrs.PutStr(StatusKey(r.Name), string(r.Status))
+		if r.Reason != "" {
+			attrs.PutStr(ReasonKey(r.Name), Truncate(r.Reason, MaxReasonBytes))
+		}
+		if !r.Scored() {
+			continue
+		}
+		attrs.PutDouble(ScoreKey(r.Name), r.Score)
+		attrs.PutBool(PassedKey(r.Name), r.Status == evaluators.StatusPassed)
+		// Not in the contract's table, but an alert must say what the score fell
+		// below, and the span is the only thing the webhook exporter sees.
+		attrs.PutDouble(ThresholdKey(r.Name), r.Threshold)
+		if r.Status == evaluators.StatusFailed {
+			failed = append(failed, r.Name)
+		}
+
+		ev := span.Events().AppendEmpty()
+		ev.SetName(EventName)
+		ev.SetTimestamp(ts)
+		ea := ev.Attributes()
+		ea.PutStr(EventEvalName, r.Name)
+		ea.PutDouble(EventScoreValue, r.Score)
+		if r.Status == evaluators.StatusPassed {
+			ea.PutStr(EventScoreLabel, "pass")
+		} else {
+			ea.PutStr(EventScoreLabel, "fail")
+		}
+		if r.Reason != "" {
+			ea.PutStr(EventExplanation, Truncate(r.Reason, MaxReasonBytes))
+		}
+		if hasResponseID && responseID.Str() != "" {
+			ea.PutStr(AttrResponseID, responseID.Str())
+		}
+	}
+	if len(failed) > 0 {
+		addFailed(attrs, failed)
+	}
+}
+
+// addFailed merges names into `eval.failed`, keeping any names already there
+// (a span can anchor both an llm and an agent case).
+func addFailed(attrs pcommon.Map, names []string) {
+	var s pcommon.Slice
+	if v, ok := attrs.Get(AttrFailed); ok && v.Type() == pcommon.ValueTypeSlice {
+		s = v.Slice()
+	} else {
+		s = attrs.PutEmptySlice(AttrFailed)
+	}
+	have := make(map[string]bool, s.Len())
+	for i := 0; i < s.Len(); i++ {
+		have[s.At(i).AsString()] = true
+	}
+	for _, n := range names {
+		if !have[n] {
+			s.AppendEmpty().SetStr(n)
+			have[n] = true
+		}
+	}
+}
+
+// Truncate cuts s to at most max bytes without splitting a UTF-8 sequence.
+func Truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

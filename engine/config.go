@@ -1,0 +1,73 @@
+// Package engine is what the `eval` processor and `evalctl` share: the
+// configuration (contract section 5) and the scoring of one trace — adapt its
+// spans into cases, run the evaluators that apply, and write the results back.
+// Both front ends call the same code, so they agree on every score.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evalbridge/evalbridge/evaluators"
+)
+
+// Config is the `processors: eval:` block and the `evalctl --config` file.
+type Config struct {
+	// Wait is the time after a trace's last span before it is scored.
+	Wait time.Duration `mapstructure:"wait"`
+	// RootGrace, when set, scores a trace sooner: once its root span has
+	// arrived and this much time has passed since its last span.
+	RootGrace time.Duration `mapstructure:"root_grace"`
+	// MaxTraces bounds the traces held at once; beyond it the oldest is
+	// forwarded unscored (never dropped).
+	MaxTraces int `mapstructure:"max_traces"`
+	// Timeout is the deadline for one trace's evaluation.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// Workers bounds the traces scored at once.
+	Workers int `mapstructure:"workers"`
+	// Evaluators are the evaluator instances to run.
+	Evaluators []evaluators.Config `mapstructure:"evaluators"`
+
+	_ struct{}
+}
+
+// NewDefaultConfig returns the defaults of contract section 5.
+func NewDefaultConfig() Config {
+	return Config{
+		Wait:      5 * time.Second,
+		MaxTraces: 50000,
+		Timeout:   60 * time.Second,
+		Workers:   4,
+	}
+}
+
+// Validate checks the whole configuration, naming what is wrong.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Wait < 0 {
+		errs = append(errs, fmt.Errorf("wait: %v must not be negative", c.Wait))
+	}
+	if c.RootGrace < 0 || (c.RootGrace > 0 && c.RootGrace > c.Wait) {
+		errs = append(errs, fmt.Errorf("root_grace: %v must be within [0, wait]", c.RootGrace))
+	}
+	if c.MaxTraces <= 0 {
+		errs = append(errs, fmt.Errorf("max_traces: %d must be positive", c.MaxTraces))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: %v must be positive", c.Timeout))
+	}
+	if c.Workers <= 0 {
+		errs = append(errs, fmt.Errorf("workers: %d must be positive", c.Workers))
+	}
+	if len(c.Evaluators) == 0 {
+		errs = append(errs, errors.New("evaluators: at least one evaluator is required"))
+	}
+	if err := evaluators.ValidateAll(c.Evaluators); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateConditions(c.Evaluators); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
