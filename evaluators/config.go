@@ -64,7 +64,7 @@ func (c *Config) Validate() error {
 	if f.NeedsJudge && c.Judge == "" {
 		return fmt.Errorf("evaluator %q: type %s needs `judge`", name, c.Type)
 	}
-	if _, err := f.New(c.optionsConf(), Deps{}); err != nil {
+	if _, err := f.New(c.optionsConf(), Deps{Judge: c.Judge}); err != nil {
 		return fmt.Errorf("evaluator %q (%s): %w", name, c.Type, err)
 	}
 	return nil
@@ -114,7 +114,9 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 		if !ok {
 			return nil, fmt.Errorf("evaluator %q: unknown type %q", c.InstanceName(), c.Type)
 		}
-		ev, err := f.New(c.optionsConf(), deps)
+		d := deps
+		d.Judge = c.Judge
+		ev, err := f.New(c.optionsConf(), d)
 		if err != nil {
 			return nil, fmt.Errorf("evaluator %q (%s): %w", c.InstanceName(), c.Type, err)
 		}

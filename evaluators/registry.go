@@ -12,6 +12,9 @@ import (
 // Deps are what an evaluator may need from its host.
 type Deps struct {
 	Logger *zap.Logger
+	// Judge is the instance's configured `judge` name ("" when none); Build
+	// sets it per instance so evaluators with optional judge checks know.
+	Judge string
 }
 
 // Factory creates evaluators of one type.
@@ -28,7 +31,10 @@ type Factory struct {
 // registry lists every evaluator type, keyed by `type`. Each family file
 // defines its factories; they are listed here so the catalogue is in one place.
 var registry = index(
-// Add factories here, one family per file.
+	// Tool calls compared with an expectation (toolcalls.go).
+	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolCorrectness},
+	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolTrajectory},
+	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newToolCallAccuracy},
 )
 
 func index(fs ...Factory) map[string]Factory {

@@ -1,0 +1,345 @@
+package evaluators
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Argument matching modes (contract section 6, `arguments:`).
+const (
+	ArgsExact    = "exact"
+	ArgsSubset   = "subset"
+	ArgsSuperset = "superset"
+	ArgsIgnore   = "ignore"
+	ArgsFuzzy    = "fuzzy"
+)
+
+const defaultFuzzyThreshold = 0.8
+
+// ArgumentOptions is the `arguments:` option (and each entry of
+// `tool_arguments:`). Pointer fields distinguish "not given" so that a
+// per-tool entry inherits what it does not set from `arguments`.
+type ArgumentOptions struct {
+	Mode            *string  `mapstructure:"mode"`
+	TrimStrings     *bool    `mapstructure:"trim_strings"`
+	CaseInsensitive *bool    `mapstructure:"case_insensitive"`
+	FuzzyThreshold  *float64 `mapstructure:"fuzzy_threshold"`
+}
+
+// argMatcher compares an expected argument object with an actual one.
+//
+// Direction: matches(expected, actual). In subset mode the expected keys
+// must be a subset of the actual keys (the call may carry extra arguments),
+// as Dokimos' TolerantArgumentMatcher (SUBSET) and Axion's "subset" strategy
+// do; superset is the opposite (the call may omit expected arguments but
+// must not add any). The mode applies at every object level. Lists compare
+// element by element. Numbers compare by value; strings exactly unless
+// trim_strings / case_insensitive. Fuzzy mode treats keys like subset and
+// compares strings by difflib's SequenceMatcher ratio (as Axion does) against
+// fuzzy_threshold.
+type argMatcher struct {
+	mode            string
+	trim            bool
+	caseInsensitive bool
+	fuzzyThreshold  float64
+}
+
+var defaultMatcher = &argMatcher{mode: ArgsExact, fuzzyThreshold: defaultFuzzyThreshold}
+
+// newArgMatcher builds a matcher from options over a base (nil: defaults).
+// option names the option for error messages (`arguments`,
+// `tool_arguments.book_hotel`).
+func newArgMatcher(o *ArgumentOptions, base *argMatcher, option string) (*argMatcher, error) {
+	m := *defaultMatcher
+	if base != nil {
+		m = *base
+	}
+	if o == nil {
+		return &m, nil
+	}
+	if o.Mode != nil {
+		switch *o.Mode {
+		case ArgsExact, ArgsSubset, ArgsSuperset, ArgsIgnore, ArgsFuzzy:
+			m.mode = *o.Mode
+		default:
+			return nil, fmt.Errorf("option `%s.mode`: %q is not one of exact, subset, superset, ignore, fuzzy", option, *o.Mode)
+		}
+	}
+	if o.TrimStrings != nil {
+		m.trim = *o.TrimStrings
+	}
+	if o.CaseInsensitive != nil {
+		m.caseInsensitive = *o.CaseInsensitive
+	}
+	if o.FuzzyThreshold != nil {
+		t := *o.FuzzyThreshold
+		if !(t > 0 && t <= 1) {
+			return nil, fmt.Errorf("option `%s.fuzzy_threshold`: %v must be within (0, 1]", option, t)
+		}
+		m.fuzzyThreshold = t
+	}
+	return &m, nil
+}
+
+// matches reports whether actual arguments satisfy the expected ones.
+// A nil map is an empty object.
+func (m *argMatcher) matches(expected, actual map[string]any) bool {
+	if m.mode == ArgsIgnore {
+		return true
+	}
+	return m.objects(expected, actual)
+}
+
+func (m *argMatcher) objects(exp, act map[string]any) bool {
+	switch m.mode {
+	case ArgsExact:
+		if len(exp) != len(act) {
+			return false
+		}
+		for k, ev := range exp {
+			av, ok := act[k]
+			if !ok || !m.values(ev, av) {
+				return false
+			}
+		}
+		return true
+	case ArgsSuperset:
+		for k, av := range act {
+			ev, ok := exp[k]
+			if !ok || !m.values(ev, av) {
+				return false
+			}
+		}
+		return true
+	default: // subset, fuzzy
+		for k, ev := range exp {
+			av, ok := act[k]
+			if !ok || !m.values(ev, av) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func (m *argMatcher) values(e, a any) bool {
+	if e == nil || a == nil {
+		return e == nil && a == nil
+	}
+	if en, ok := toNumber(e); ok {
+		an, ok := toNumber(a)
+		return ok && en.equal(an)
+	}
+	switch ev := e.(type) {
+	case string:
+		av, ok := a.(string)
+		return ok && m.strings(ev, av)
+	case bool:
+		av, ok := a.(bool)
+		return ok && ev == av
+	case map[string]any:
+		av, ok := a.(map[string]any)
+		return ok && m.objects(ev, av)
+	case []any:
+		av, ok := a.([]any)
+		if !ok || len(ev) != len(av) {
+			return false
+		}
+		for i := range ev {
+			if !m.values(ev[i], av[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	// Other decoded shapes (typed slices/maps from config decoding).
+	return fmt.Sprint(e) == fmt.Sprint(a)
+}
+
+func (m *argMatcher) strings(e, a string) bool {
+	if m.trim {
+		e, a = strings.TrimSpace(e), strings.TrimSpace(a)
+	}
+	if m.mode == ArgsFuzzy {
+		if m.caseInsensitive {
+			e, a = strings.ToLower(e), strings.ToLower(a)
+		}
+		if e == a {
+			return true
+		}
+		return sequenceRatio(a, e) >= m.fuzzyThreshold
+	}
+	if m.caseInsensitive {
+		return strings.EqualFold(e, a)
+	}
+	return e == a
+}
+
+// explain returns the first difference between expected and actual
+// arguments, in words ("argument `nights`: expected 5, got 3"); "" when
+// they match.
+func (m *argMatcher) explain(expected, actual map[string]any) string {
+	if m.matches(expected, actual) {
+		return ""
+	}
+	return m.explainObject("", expected, actual)
+}
+
+func (m *argMatcher) explainObject(path string, exp, act map[string]any) string {
+	for _, k := range sortedKeys(exp) {
+		p := joinPath(path, k)
+		av, ok := act[k]
+		if !ok {
+			if m.mode == ArgsSuperset {
+				continue
+			}
+			return fmt.Sprintf("argument `%s` is missing (expected %s)", p, render(exp[k]))
+		}
+		if !m.values(exp[k], av) {
+			return m.explainValue(p, exp[k], av)
+		}
+	}
+	if m.mode == ArgsExact || m.mode == ArgsSuperset {
+		for _, k := range sortedKeys(act) {
+			if _, ok := exp[k]; !ok {
+				return fmt.Sprintf("unexpected argument `%s` = %s", joinPath(path, k), render(act[k]))
+			}
+		}
+	}
+	return "arguments differ"
+}
+
+func (m *argMatcher) explainValue(path string, e, a any) string {
+	if em, ok := e.(map[string]any); ok {
+		if am, ok := a.(map[string]any); ok {
+			return m.explainObject(path, em, am)
+		}
+	}
+	if el, ok := e.([]any); ok {
+		if al, ok := a.([]any); ok && len(el) == len(al) {
+			for i := range el {
+				if !m.values(el[i], al[i]) {
+					return m.explainValue(fmt.Sprintf("%s[%d]", path, i), el[i], al[i])
+				}
+			}
+		}
+	}
+	if es, ok := e.(string); ok && m.mode == ArgsFuzzy {
+		if as, ok := a.(string); ok {
+			return fmt.Sprintf("argument `%s`: expected %s, got %s (similarity %.2f < %.2f)", path, render(e), render(a),
+				sequenceRatio(m.fuzzyNorm(as), m.fuzzyNorm(es)), m.fuzzyThreshold)
+		}
+	}
+	return fmt.Sprintf("argument `%s`: expected %s, got %s", path, render(e), render(a))
+}
+
+func (m *argMatcher) fuzzyNorm(s string) string {
+	if m.trim {
+		s = strings.TrimSpace(s)
+	}
+	if m.caseInsensitive {
+		s = strings.ToLower(s)
+	}
+	return s
+}
+
+func joinPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// render shows a value compactly for reasons.
+func render(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return truncate(fmt.Sprint(v), 80)
+	}
+	return truncate(string(b), 80)
+}
+
+// number is a JSON number held exactly when it is an integer.
+type number struct {
+	isInt bool
+	i     int64
+	f     float64
+}
+
+func (n number) equal(o number) bool {
+	if n.isInt && o.isInt {
+		return n.i == o.i
+	}
+	return n.float() == o.float()
+}
+
+func (n number) float() float64 {
+	if n.isInt {
+		return float64(n.i)
+	}
+	return n.f
+}
+
+func toNumber(v any) (number, bool) {
+	switch t := v.(type) {
+	case int:
+		return number{isInt: true, i: int64(t)}, true
+	case int8:
+		return number{isInt: true, i: int64(t)}, true
+	case int16:
+		return number{isInt: true, i: int64(t)}, true
+	case int32:
+		return number{isInt: true, i: int64(t)}, true
+	case int64:
+		return number{isInt: true, i: t}, true
+	case uint:
+		return fromUint(uint64(t)), true
+	case uint8:
+		return number{isInt: true, i: int64(t)}, true
+	case uint16:
+		return number{isInt: true, i: int64(t)}, true
+	case uint32:
+		return number{isInt: true, i: int64(t)}, true
+	case uint64:
+		return fromUint(t), true
+	case float32:
+		return fromFloat(float64(t)), true
+	case float64:
+		return fromFloat(t), true
+	case json.Number:
+		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
+			return number{isInt: true, i: i}, true
+		}
+		if f, err := strconv.ParseFloat(string(t), 64); err == nil {
+			return fromFloat(f), true
+		}
+	}
+	return number{}, false
+}
+
+func fromUint(u uint64) number {
+	if u <= math.MaxInt64 {
+		return number{isInt: true, i: int64(u)}
+	}
+	return number{f: float64(u)}
+}
+
+func fromFloat(f float64) number {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return number{isInt: true, i: int64(f)}
+	}
+	return number{f: f}
+}

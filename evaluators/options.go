@@ -1,0 +1,150 @@
+package evaluators
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+// decodeOptions decodes a type's options strictly into out (a pointer to a
+// struct with mapstructure tags). An unknown key becomes an error naming the
+// option and listing the known ones.
+func decodeOptions(opts *confmap.Conf, out any) error {
+	if opts == nil {
+		return nil
+	}
+	known := optionNames(reflect.TypeOf(out).Elem())
+	var unknown []string
+	for _, k := range opts.AllKeys() {
+		top := k
+		if i := strings.Index(k, confmap.KeyDelimiter); i >= 0 {
+			top = k[:i]
+		}
+		if !containsString(known, top) && !containsString(unknown, top) {
+			unknown = append(unknown, top)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("unknown option %s (known options: %s)", quoteList(unknown), strings.Join(known, ", "))
+	}
+	if err := opts.Unmarshal(out); err != nil {
+		return fmt.Errorf("bad option value: %s", cleanDecodeError(err))
+	}
+	return nil
+}
+
+// optionNames lists the top-level mapstructure names of a struct type,
+// following squashed embedded structs.
+func optionNames(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("mapstructure")
+		name, rest, _ := strings.Cut(tag, ",")
+		if strings.Contains(rest, "squash") && f.Type.Kind() == reflect.Struct {
+			out = append(out, optionNames(f.Type)...)
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var decodeNoise = regexp.MustCompile(`decoding failed due to the following error\(s\):\s*`)
+
+func cleanDecodeError(err error) string {
+	s := decodeNoise.ReplaceAllString(err.Error(), "")
+	s = strings.ReplaceAll(s, "\n", "; ")
+	return strings.TrimSpace(s)
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = "`" + s + "`"
+	}
+	return strings.Join(q, ", ")
+}
+
+// compileOptionRegex compiles a regex option, naming it in the error.
+func compileOptionRegex(option, pattern string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("option `%s`: invalid regular expression %q: %v", option, pattern, err)
+	}
+	return re, nil
+}
+
+// expectedOption is the `expected:` option shared by the tool-call
+// comparison evaluators. Absent (nil) means no expectation from config.
+type expectedOption struct {
+	Expected any `mapstructure:"expected"`
+}
+
+// parse decodes the option with adapter.ParseExpectedCalls, so the config
+// and the span attribute `eval.expected.tool_calls` mean the same thing.
+func (e expectedOption) parse() (calls []adapter.ExpectedCall, ok bool, err error) {
+	if e.Expected == nil {
+		return nil, false, nil
+	}
+	calls, err = adapter.ParseExpectedCalls(e.Expected)
+	if err != nil {
+		return nil, false, fmt.Errorf("option `expected`: %w", err)
+	}
+	return calls, true, nil
+}
+
+// expectation picks the case's expected tool calls, else the configured ones.
+func expectation(c *adapter.Case, cfg []adapter.ExpectedCall, hasCfg bool) ([]adapter.ExpectedCall, string, bool) {
+	if c.Expected.HasToolCalls {
+		return c.Expected.ToolCalls, "eval.expected.tool_calls", true
+	}
+	if hasCfg {
+		return cfg, "the evaluator's `expected` option", true
+	}
+	return nil, "", false
+}
+
+const noExpectation = "no expected tool calls: set the span attribute eval.expected.tool_calls or the evaluator's `expected` option"
+
+// plural returns "1 call" / "2 calls".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// truncate shortens s to at most n bytes (on a rune boundary) with an ellipsis.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,521 @@
+package evaluators
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+// callCompareOptions are the options shared by the evaluators that compare
+// the calls made with an expectation.
+type callCompareOptions struct {
+	expectedOption `mapstructure:",squash"`
+	Arguments      *ArgumentOptions            `mapstructure:"arguments"`
+	ToolArguments  map[string]*ArgumentOptions `mapstructure:"tool_arguments"`
+}
+
+// callComparer decides whether an actual call satisfies an expected one.
+type callComparer struct {
+	cfg     []adapter.ExpectedCall
+	hasCfg  bool
+	def     *argMatcher
+	perTool map[string]*argMatcher
+}
+
+func newCallComparer(o callCompareOptions) (*callComparer, error) {
+	cc := &callComparer{}
+	var err error
+	if cc.cfg, cc.hasCfg, err = o.parse(); err != nil {
+		return nil, err
+	}
+	if cc.def, err = newArgMatcher(o.Arguments, nil, "arguments"); err != nil {
+		return nil, err
+	}
+	if len(o.ToolArguments) > 0 {
+		cc.perTool = make(map[string]*argMatcher, len(o.ToolArguments))
+		for tool, to := range o.ToolArguments {
+			if to == nil {
+				to = &ArgumentOptions{}
+			}
+			m, err := newArgMatcher(to, cc.def, "tool_arguments."+tool)
+			if err != nil {
+				return nil, err
+			}
+			cc.perTool[tool] = m
+		}
+	}
+	return cc, nil
+}
+
+func (cc *callComparer) matcher(tool string) *argMatcher {
+	if m, ok := cc.perTool[tool]; ok {
+		return m
+	}
+	return cc.def
+}
+
+// match: same name, and the arguments match under the tool's matcher. An
+// expected call without `arguments` matches any arguments.
+func (cc *callComparer) match(e adapter.ExpectedCall, a adapter.ToolCall) bool {
+	if e.Name != a.Name {
+		return false
+	}
+	if !e.HasArguments {
+		return true
+	}
+	return cc.matcher(e.Name).matches(e.Arguments, a.Arguments)
+}
+
+func (cc *callComparer) adjacency(exp []adapter.ExpectedCall, act []adapter.ToolCall) [][]bool {
+	return eqMatrix(len(exp), len(act), func(i, j int) bool { return cc.match(exp[i], act[j]) })
+}
+
+// edgeCase handles the contract's common edge cases; ok is false when the
+// lists must be compared.
+func edgeCase(exp []adapter.ExpectedCall, act []adapter.ToolCall) (Result, bool) {
+	switch {
+	case len(exp) == 0 && len(act) == 0:
+		return Scored(1, "no tool call was expected and none was made", countMetrics(0, 0, 0)), true
+	case len(exp) == 0:
+		return Scored(0, fmt.Sprintf("no tool call was expected, but %s made: %s",
+			plural(len(act), "call was"), actualNames(act)), countMetrics(0, 0, len(act))), true
+	case len(act) == 0:
+		return Scored(0, fmt.Sprintf("%s expected (%s), but no tool was called",
+			plural(len(exp), "call"), expectedNames(exp)), countMetrics(0, len(exp), 0)), true
+	}
+	return Result{}, false
+}
+
+func countMetrics(matched, expected, actual int) map[string]float64 {
+	return map[string]float64{"matched": float64(matched), "expected": float64(expected), "actual": float64(actual)}
+}
+
+func actualNames(act []adapter.ToolCall) string {
+	n := make([]string, len(act))
+	for i, c := range act {
+		n[i] = c.Name
+	}
+	return truncate(strings.Join(n, ", "), 300)
+}
+
+func expectedNames(exp []adapter.ExpectedCall) string {
+	n := make([]string, len(exp))
+	for i, c := range exp {
+		n[i] = c.Name
+	}
+	return truncate(strings.Join(n, ", "), 300)
+}
+
+// describe explains a pairing: what was missing, what was unexpected, and
+// for a missing call, why a call of the same name did not match.
+func (cc *callComparer) describe(exp []adapter.ExpectedCall, act []adapter.ToolCall, p pairs) string {
+	used := make([]bool, len(act))
+	for _, j := range p {
+		if j >= 0 {
+			used[j] = true
+		}
+	}
+	var missing, why []string
+	for i, j := range p {
+		if j >= 0 {
+			continue
+		}
+		e := exp[i]
+		missing = append(missing, fmt.Sprintf("%s (expected #%d)", e.Name, i+1))
+		if len(why) >= 3 {
+			continue
+		}
+		// Prefer an unpaired call of that name; else any call of that name.
+		cand := -1
+		for k, a := range act {
+			if a.Name == e.Name && (!used[k] || cand < 0) {
+				cand = k
+				if !used[k] {
+					break
+				}
+			}
+		}
+		if cand >= 0 && e.HasArguments {
+			if d := cc.matcher(e.Name).explain(e.Arguments, act[cand].Arguments); d != "" {
+				why = append(why, fmt.Sprintf("%s (expected #%d) vs call #%d: %s", e.Name, i+1, cand+1, d))
+			}
+		}
+	}
+	var unexpected []string
+	for j, a := range act {
+		if !used[j] {
+			unexpected = append(unexpected, fmt.Sprintf("%s (call #%d)", a.Name, j+1))
+		}
+	}
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, "missing: "+truncate(strings.Join(missing, ", "), 300))
+	}
+	if len(unexpected) > 0 {
+		parts = append(parts, "unexpected: "+truncate(strings.Join(unexpected, ", "), 300))
+	}
+	parts = append(parts, why...)
+	return strings.Join(parts, "; ")
+}
+
+func withDetail(head, detail string) string {
+	if detail == "" {
+		return head
+	}
+	return head + "; " + detail
+}
+
+func ratio(num, den int) float64 {
+	if den == 0 {
+		return 1
+	}
+	return float64(num) / float64(den)
+}
+
+func f1(matched, actual, expected int) float64 {
+	if actual == 0 && expected == 0 {
+		return 1
+	}
+	if actual == 0 || expected == 0 || matched == 0 {
+		return 0
+	}
+	p := float64(matched) / float64(actual)
+	r := float64(matched) / float64(expected)
+	return 2 * p * r / (p + r)
+}
+
+// ---------------------------------------------------------------- tool_trajectory
+
+// Trajectory modes.
+const (
+	TrajStrict    = "strict"
+	TrajInOrder   = "in_order"
+	TrajAnyOrder  = "any_order"
+	TrajSuperset  = "superset"
+	TrajSubset    = "subset"
+	TrajPrecision = "precision"
+	TrajRecall    = "recall"
+	TrajF1        = "f1"
+)
+
+type trajectoryOptions struct {
+	callCompareOptions `mapstructure:",squash"`
+	Mode               string `mapstructure:"mode"`
+}
+
+type toolTrajectory struct {
+	mode string
+	cc   *callComparer
+}
+
+func newToolTrajectory(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+	o := trajectoryOptions{Mode: TrajInOrder}
+	if err := decodeOptions(opts, &o); err != nil {
+		return nil, err
+	}
+	switch o.Mode {
+	case TrajStrict, TrajInOrder, TrajAnyOrder, TrajSuperset, TrajSubset, TrajPrecision, TrajRecall, TrajF1:
+	default:
+		return nil, fmt.Errorf("option `mode`: %q is not one of strict, in_order, any_order, superset, subset, precision, recall, f1", o.Mode)
+	}
+	cc, err := newCallComparer(o.callCompareOptions)
+	if err != nil {
+		return nil, err
+	}
+	return &toolTrajectory{mode: o.Mode, cc: cc}, nil
+}
+
+func (t *toolTrajectory) Evaluate(_ context.Context, c *adapter.Case) Result {
+	exp, _, ok := expectation(c, t.cc.cfg, t.cc.hasCfg)
+	if !ok {
+		return Skipped(noExpectation)
+	}
+	act := c.ToolCalls
+	if r, done := edgeCase(exp, act); done {
+		return r
+	}
+	adj := t.cc.adjacency(exp, act)
+	longer := max(len(exp), len(act))
+	var p pairs
+	var score float64
+	var head string
+	switch t.mode {
+	case TrajStrict:
+		p = positional(len(exp), len(act), adj)
+		m := p.count()
+		if len(exp) == len(act) && m == len(exp) {
+			return Scored(1, fmt.Sprintf("the %s match the expected trajectory position by position", plural(len(act), "call")),
+				countMetrics(m, len(exp), len(act)))
+		}
+		head = fmt.Sprintf("trajectory differs (strict): %d of %d positions match", m, longer)
+		if len(exp) != len(act) {
+			head += fmt.Sprintf(", %s expected but %d made", plural(len(exp), "call"), len(act))
+		}
+		for i := 0; i < longer; i++ {
+			if i < len(exp) && i < len(act) && adj[i][i] {
+				continue
+			}
+			switch {
+			case i >= len(act):
+				head += fmt.Sprintf("; first difference at position %d: expected %s, no call", i+1, exp[i].Name)
+			case i >= len(exp):
+				head += fmt.Sprintf("; first difference at position %d: unexpected call %s", i+1, act[i].Name)
+			case exp[i].Name != act[i].Name:
+				head += fmt.Sprintf("; first difference at position %d: expected %s, got %s", i+1, exp[i].Name, act[i].Name)
+			default:
+				head += fmt.Sprintf("; first difference at position %d (%s): %s", i+1, exp[i].Name,
+					t.cc.matcher(exp[i].Name).explain(exp[i].Arguments, act[i].Arguments))
+			}
+			break
+		}
+		return Scored(0, head, countMetrics(m, len(exp), len(act)))
+	case TrajInOrder:
+		p = lcs(len(exp), len(act), adj)
+		m := p.count()
+		score = ratio(m, longer)
+		head = fmt.Sprintf("%d of %d calls in expected order (LCS / longer length)", m, longer)
+	default:
+		p = maxMatching(len(exp), len(act), adj)
+		m := p.count()
+		switch t.mode {
+		case TrajAnyOrder:
+			score = ratio(m, longer)
+			head = fmt.Sprintf("%d of %d calls matched in any order (matched / longer length)", m, longer)
+		case TrajSuperset:
+			score = b2f(m == len(exp))
+			head = fmt.Sprintf("%d of %d expected calls matched by distinct calls (superset)", m, len(exp))
+		case TrajSubset:
+			score = b2f(m == len(act))
+			head = fmt.Sprintf("%d of %d calls made are expected (subset)", m, len(act))
+		case TrajPrecision:
+			score = ratio(m, len(act))
+			head = fmt.Sprintf("precision: %d of %d calls made were expected", m, len(act))
+		case TrajRecall:
+			score = ratio(m, len(exp))
+			head = fmt.Sprintf("recall: %d of %d expected calls were made", m, len(exp))
+		case TrajF1:
+			score = f1(m, len(act), len(exp))
+			head = fmt.Sprintf("F1: %d matched, %d expected, %d made", m, len(exp), len(act))
+		}
+	}
+	m := p.count()
+	return Scored(score, withDetail(head, t.cc.describe(exp, act, p)), countMetrics(m, len(exp), len(act)))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ---------------------------------------------------------------- tool_correctness
+
+// Tool correctness modes (Dokimos ToolCorrectnessEvaluator.MatchMode).
+const (
+	CorrNamesOnly     = "names_only"
+	CorrNamesAndOrder = "names_and_order"
+	CorrNamesAndArgs  = "names_and_args"
+)
+
+type correctnessOptions struct {
+	callCompareOptions `mapstructure:",squash"`
+	Mode               string `mapstructure:"mode"`
+}
+
+type toolCorrectness struct {
+	mode string
+	cc   *callComparer
+}
+
+func newToolCorrectness(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+	o := correctnessOptions{Mode: CorrNamesOnly}
+	if err := decodeOptions(opts, &o); err != nil {
+		return nil, err
+	}
+	switch o.Mode {
+	case CorrNamesOnly, CorrNamesAndOrder, CorrNamesAndArgs:
+	default:
+		return nil, fmt.Errorf("option `mode`: %q is not one of names_only, names_and_order, names_and_args", o.Mode)
+	}
+	cc, err := newCallComparer(o.callCompareOptions)
+	if err != nil {
+		return nil, err
+	}
+	return &toolCorrectness{mode: o.Mode, cc: cc}, nil
+}
+
+func (t *toolCorrectness) Evaluate(_ context.Context, c *adapter.Case) Result {
+	exp, _, ok := expectation(c, t.cc.cfg, t.cc.hasCfg)
+	if !ok {
+		return Skipped(noExpectation)
+	}
+	act := c.ToolCalls
+	if r, done := edgeCase(exp, act); done {
+		return r
+	}
+	switch t.mode {
+	case CorrNamesOnly:
+		es, as := map[string]bool{}, map[string]bool{}
+		for _, e := range exp {
+			es[e.Name] = true
+		}
+		for _, a := range act {
+			as[a.Name] = true
+		}
+		var correct, missing, unexpected []string
+		for n := range es {
+			if as[n] {
+				correct = append(correct, n)
+			} else {
+				missing = append(missing, n)
+			}
+		}
+		for n := range as {
+			if !es[n] {
+				unexpected = append(unexpected, n)
+			}
+		}
+		sort.Strings(correct)
+		sort.Strings(missing)
+		sort.Strings(unexpected)
+		score := f1(len(correct), len(as), len(es))
+		reason := fmt.Sprintf("F1 of tool names: %d of %d expected names called, %d distinct names called", len(correct), len(es), len(as))
+		if len(missing) > 0 {
+			reason += "; missing: " + truncate(strings.Join(missing, ", "), 300)
+		}
+		if len(unexpected) > 0 {
+			reason += "; unexpected: " + truncate(strings.Join(unexpected, ", "), 300)
+		}
+		return Scored(score, reason, countMetrics(len(correct), len(es), len(as)))
+	case CorrNamesAndOrder:
+		adj := eqMatrix(len(exp), len(act), func(i, j int) bool { return exp[i].Name == act[j].Name })
+		p := lcs(len(exp), len(act), adj)
+		m := p.count()
+		longer := max(len(exp), len(act))
+		head := fmt.Sprintf("%d of %d tool names in expected order (LCS / longer length)", m, longer)
+		return Scored(ratio(m, longer), withDetail(head, describeNames(exp, act, p)), countMetrics(m, len(exp), len(act)))
+	default:
+		p := maxMatching(len(exp), len(act), t.cc.adjacency(exp, act))
+		m := p.count()
+		head := fmt.Sprintf("F1 of calls with arguments: %d matched, %d expected, %d made", m, len(exp), len(act))
+		return Scored(f1(m, len(act), len(exp)), withDetail(head, t.cc.describe(exp, act, p)), countMetrics(m, len(exp), len(act)))
+	}
+}
+
+func describeNames(exp []adapter.ExpectedCall, act []adapter.ToolCall, p pairs) string {
+	names := &callComparer{def: &argMatcher{mode: ArgsIgnore}}
+	return names.describe(exp, act, p)
+}
+
+// ---------------------------------------------------------------- tool_call_accuracy
+
+type accuracyOptions struct {
+	expectedOption     `mapstructure:",squash"`
+	RequireOrder       bool `mapstructure:"require_order"`
+	PenalizeUnexpected bool `mapstructure:"penalize_unexpected"`
+}
+
+// toolCallAccuracy follows multivon-eval's ToolCallAccuracy: the fraction of
+// expected tool names that were called; positional with require_order;
+// matched / |expected ∪ called names| with penalize_unexpected.
+type toolCallAccuracy struct {
+	o      accuracyOptions
+	cfg    []adapter.ExpectedCall
+	hasCfg bool
+}
+
+func newToolCallAccuracy(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+	var o accuracyOptions
+	if err := decodeOptions(opts, &o); err != nil {
+		return nil, err
+	}
+	cfg, has, err := o.parse()
+	if err != nil {
+		return nil, err
+	}
+	return &toolCallAccuracy{o: o, cfg: cfg, hasCfg: has}, nil
+}
+
+func (t *toolCallAccuracy) Evaluate(_ context.Context, c *adapter.Case) Result {
+	exp, _, ok := expectation(c, t.cfg, t.hasCfg)
+	if !ok {
+		return Skipped(noExpectation)
+	}
+	act := c.ToolCalls
+	if r, done := edgeCase(exp, act); done {
+		return r
+	}
+	expSet := map[string]bool{}
+	for _, e := range exp {
+		expSet[e.Name] = true
+	}
+	actSet := map[string]bool{}
+	for _, a := range act {
+		actSet[a.Name] = true
+	}
+	var missing, unexpected []string
+	seen := map[string]bool{}
+	for _, e := range exp {
+		if !actSet[e.Name] && !seen[e.Name] {
+			missing = append(missing, e.Name)
+			seen[e.Name] = true
+		}
+	}
+	for _, a := range act {
+		if !expSet[a.Name] && !seen["\x00"+a.Name] {
+			unexpected = append(unexpected, a.Name)
+			seen["\x00"+a.Name] = true
+		}
+	}
+	var matched, den int
+	var head string
+	var mismatch []string
+	if t.o.RequireOrder {
+		for i := range exp {
+			if i < len(act) && act[i].Name == exp[i].Name {
+				matched++
+			} else if len(mismatch) < 3 {
+				got := "no call"
+				if i < len(act) {
+					got = act[i].Name
+				}
+				mismatch = append(mismatch, fmt.Sprintf("position %d: expected %s, got %s", i+1, exp[i].Name, got))
+			}
+		}
+		den = len(exp)
+		head = fmt.Sprintf("%d of %d expected calls at their position", matched, den)
+	} else {
+		for n := range expSet {
+			if actSet[n] {
+				matched++
+			}
+		}
+		den = len(expSet)
+		head = fmt.Sprintf("%d of %d expected tools called", matched, den)
+	}
+	if t.o.PenalizeUnexpected && len(unexpected) > 0 {
+		union := len(expSet)
+		for n := range actSet {
+			if !expSet[n] {
+				union++
+			}
+		}
+		den = union
+		head += fmt.Sprintf("; unexpected tools penalized: score = %d / %d (expected ∪ called names)", matched, den)
+	}
+	parts := []string{head}
+	parts = append(parts, mismatch...)
+	if len(missing) > 0 {
+		parts = append(parts, "missing: "+truncate(strings.Join(missing, ", "), 300))
+	}
+	if len(unexpected) > 0 {
+		parts = append(parts, "unexpected: "+truncate(strings.Join(unexpected, ", "), 300))
+	}
+	return Scored(ratio(matched, den), strings.Join(parts, "; "), countMetrics(matched, len(exp), len(act)))
+}
