@@ -1,0 +1,310 @@
+// Program agent emits the OpenTelemetry GenAI traces of a few runs of a
+// (simulated) travel-booking agent over OTLP/gRPC, for otelcol-evalbridge to
+// score. No LLM is called: the spans are what an instrumented agent built on
+// gpt-4o would export.
+//
+//	go run ./examples/agent                        # to localhost:4317
+//	go run ./examples/agent -endpoint host:4317    # or OTEL_EXPORTER_OTLP_ENDPOINT=http://host:4317
+//
+// Runs: clean (passes everything), wrong_order, tool_error, loop and
+// invalid_arguments (each fails one evaluator of the default config).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const (
+	agentName = "travel_agent"
+	model     = "gpt-4o"
+	provider  = "openai"
+)
+
+// toolDefinitions is gen_ai.tool.definitions: the tools offered to the model.
+var toolDefinitions = []map[string]any{
+	{
+		"type": "function", "name": "search_flights",
+		"description": "Search direct flights between two airports on a date.",
+		"parameters": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"origin":      map[string]any{"type": "string", "description": "IATA code of the departure airport"},
+				"destination": map[string]any{"type": "string", "description": "IATA code of the arrival airport"},
+				"date":        map[string]any{"type": "string", "description": "Departure date, YYYY-MM-DD"},
+			},
+			"required":             []string{"origin", "destination", "date"},
+			"additionalProperties": false,
+		},
+	},
+	{
+		"type": "function", "name": "book_flight",
+		"description": "Book a seat on a flight returned by search_flights.",
+		"parameters": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"flight_id": map[string]any{"type": "string", "description": "Flight id from search_flights"},
+			},
+			"required":             []string{"flight_id"},
+			"additionalProperties": false,
+		},
+	},
+	{
+		"type": "function", "name": "book_hotel",
+		"description": "Book a hotel room in a city for a number of nights.",
+		"parameters": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"city":   map[string]any{"type": "string", "description": "City name"},
+				"nights": map[string]any{"type": "integer", "minimum": 1, "description": "Number of nights"},
+			},
+			"required":             []string{"city", "nights"},
+			"additionalProperties": false,
+		},
+	},
+}
+
+// expectedToolCalls is eval.expected.tool_calls: what a correct run calls, in order.
+const expectedToolCalls = `[{"name":"search_flights"},{"name":"book_flight"},{"name":"book_hotel"}]`
+
+const systemPrompt = "You are a travel agent. Search flights before booking one, then book the hotel."
+
+type step struct {
+	tool   string
+	args   map[string]any
+	result string
+	err    string // non-empty: the tool failed with this error
+}
+
+type agentRun struct {
+	name   string
+	about  string
+	prompt string
+	steps  []step
+	answer string
+}
+
+var (
+	search = step{tool: "search_flights",
+		args:   map[string]any{"origin": "SFO", "destination": "LIS", "date": "2026-06-12"},
+		result: `{"flights":[{"flight_id":"TP236","departs":"2026-06-12T15:10","price_usd":742}]}`}
+	bookFlight = step{tool: "book_flight",
+		args:   map[string]any{"flight_id": "TP236"},
+		result: `{"confirmation":"QX7K2P","status":"confirmed"}`}
+	bookHotel = step{tool: "book_hotel",
+		args:   map[string]any{"city": "Lisbon", "nights": 5},
+		result: `{"confirmation":"H-99812","hotel":"Casa do Rio","status":"confirmed"}`}
+)
+
+var runs = []agentRun{
+	{
+		name:   "clean",
+		about:  "searches, books the flight, books the hotel",
+		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for 5 nights.",
+		steps:  []step{search, bookFlight, bookHotel},
+		answer: "Done: flight TP236 on June 12 (confirmation QX7K2P) and 5 nights at Casa do Rio (H-99812).",
+	},
+	{
+		name:   "wrong_order",
+		about:  "books the hotel before searching and booking the flight",
+		prompt: "I need a hotel in Lisbon for 5 nights and a flight there from SFO on June 12.",
+		steps:  []step{bookHotel, search, bookFlight},
+		answer: "Booked Casa do Rio for 5 nights and flight TP236 on June 12.",
+	},
+	{
+		name:   "tool_error",
+		about:  "book_hotel fails (span status Error)",
+		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for 5 nights.",
+		steps: []step{search, bookFlight, {tool: "book_hotel",
+			args:   map[string]any{"city": "Lisbon", "nights": 5},
+			result: `{"error":"no rooms available for 2026-06-12..2026-06-17"}`,
+			err:    "no rooms available"}},
+		answer: "Your flight TP236 is booked (QX7K2P), but I could not find a hotel room in Lisbon for those dates.",
+	},
+	{
+		name:   "loop",
+		about:  "calls search_flights 3 times in a row with the same arguments",
+		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for 5 nights.",
+		steps:  []step{search, search, search, bookFlight, bookHotel},
+		answer: "Done: flight TP236 (QX7K2P) and 5 nights at Casa do Rio (H-99812).",
+	},
+	{
+		name:   "invalid_arguments",
+		about:  "calls book_hotel with nights as a string, against its schema",
+		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for five nights.",
+		steps: []step{search, bookFlight, {tool: "book_hotel",
+			args:   map[string]any{"city": "Lisbon", "nights": "five"},
+			result: `{"confirmation":"H-99813","hotel":"Casa do Rio","status":"confirmed"}`}},
+		answer: "Done: flight TP236 (QX7K2P) and Casa do Rio for five nights (H-99813).",
+	},
+}
+
+func main() {
+	endpoint := flag.String("endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
+		"OTLP/gRPC endpoint, host:port or http(s)://host:port (default localhost:4317; env OTEL_EXPORTER_OTLP_ENDPOINT)")
+	flag.Parse()
+	if *endpoint == "" {
+		*endpoint = "localhost:4317"
+	}
+
+	ctx := context.Background()
+	tp, err := newTracerProvider(ctx, *endpoint)
+	if err != nil {
+		log.Fatalf("agent: %v", err)
+	}
+	tracer := tp.Tracer("github.com/evalbridge/evalbridge/examples/agent")
+
+	fmt.Printf("sending %d travel_agent runs to %s\n", len(runs), *endpoint)
+	start := time.Now().Add(-time.Minute) // the runs happened during the last minute
+	for i, r := range runs {
+		traceID := emitRun(ctx, tracer, r, start.Add(time.Duration(i)*10*time.Second))
+		fmt.Printf("  %-18s trace_id=%s  (%s)\n", r.name, traceID, r.about)
+	}
+
+	shutdownCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(shutdownCtx); err != nil { // flushes the batch
+		log.Fatalf("agent: flushing spans to %s: %v", *endpoint, err)
+	}
+	fmt.Println("flushed; the collector scores each run a few seconds after its last span")
+}
+
+func newTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerProvider, error) {
+	opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(5 * time.Second)}
+	if strings.Contains(endpoint, "://") {
+		if _, err := url.Parse(endpoint); err != nil {
+			return nil, fmt.Errorf("bad endpoint %q: %w", endpoint, err)
+		}
+		opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
+	} else {
+		opts = append(opts, otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure())
+	}
+	exp, err := otlptracegrpc.New(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	res := resource.NewSchemaless(
+		attribute.String("service.name", "travel-agent-demo"),
+		attribute.String("service.version", "1.0.0"),
+	)
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// message is one entry of gen_ai.input.messages / gen_ai.output.messages.
+type message struct {
+	Role         string           `json:"role"`
+	Parts        []map[string]any `json:"parts"`
+	FinishReason string           `json:"finish_reason,omitempty"`
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// emitRun writes the spans of one agent run starting at t and returns its trace id.
+func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) string {
+	conversationID := "conv-" + r.name
+	ctx, agent := tracer.Start(ctx, "invoke_agent "+agentName,
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(t),
+		trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "invoke_agent"),
+			attribute.String("gen_ai.agent.name", agentName),
+			attribute.String("gen_ai.agent.id", "agt_travel_01"),
+			attribute.String("gen_ai.conversation.id", conversationID),
+			attribute.String("gen_ai.provider.name", provider),
+			attribute.String("gen_ai.request.model", model),
+			attribute.String("eval.expected.tool_calls", expectedToolCalls),
+			attribute.String("demo.run", r.name),
+		))
+
+	conv := []message{{Role: "user", Parts: []map[string]any{{"type": "text", "content": r.prompt}}}}
+	clock := t.Add(5 * time.Millisecond)
+	inputTokens := 310
+
+	chat := func(out message, finish string, i int) {
+		_, span := tracer.Start(ctx, "chat "+model,
+			trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithTimestamp(clock),
+			trace.WithAttributes(
+				attribute.String("gen_ai.operation.name", "chat"),
+				attribute.String("gen_ai.provider.name", provider),
+				attribute.String("gen_ai.request.model", model),
+				attribute.String("gen_ai.response.model", model+"-2024-08-06"),
+				attribute.String("gen_ai.response.id", fmt.Sprintf("chatcmpl-%s-%d", r.name, i)),
+				attribute.StringSlice("gen_ai.response.finish_reasons", []string{finish}),
+				attribute.String("gen_ai.conversation.id", conversationID),
+				attribute.String("gen_ai.system_instructions", mustJSON([]map[string]any{{"type": "text", "content": systemPrompt}})),
+				attribute.String("gen_ai.tool.definitions", mustJSON(toolDefinitions)),
+				attribute.String("gen_ai.input.messages", mustJSON(conv)),
+				attribute.String("gen_ai.output.messages", mustJSON([]message{out})),
+				attribute.Int("gen_ai.usage.input_tokens", inputTokens),
+				attribute.Int("gen_ai.usage.output_tokens", 24+len(out.Parts)*8),
+				attribute.String("server.address", "api.openai.com"),
+			))
+		clock = clock.Add(850 * time.Millisecond)
+		span.End(trace.WithTimestamp(clock))
+		clock = clock.Add(2 * time.Millisecond)
+		inputTokens += 60
+	}
+
+	for i, s := range r.steps {
+		callID := fmt.Sprintf("call_%s_%d", r.name, i+1)
+		args := mustJSON(s.args)
+		call := message{Role: "assistant", FinishReason: "tool_call", Parts: []map[string]any{{
+			"type": "tool_call", "id": callID, "name": s.tool, "arguments": s.args,
+		}}}
+		chat(call, "tool_call", i+1)
+		conv = append(conv, call)
+
+		_, span := tracer.Start(ctx, "execute_tool "+s.tool,
+			trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithTimestamp(clock),
+			trace.WithAttributes(
+				attribute.String("gen_ai.operation.name", "execute_tool"),
+				attribute.String("gen_ai.tool.name", s.tool),
+				attribute.String("gen_ai.tool.type", "function"),
+				attribute.String("gen_ai.tool.call.id", callID),
+				attribute.String("gen_ai.tool.call.arguments", args),
+				attribute.String("gen_ai.tool.call.result", s.result),
+			))
+		if s.err != "" {
+			span.SetAttributes(attribute.String("error.type", "ToolError"))
+			span.SetStatus(codes.Error, s.err)
+		}
+		clock = clock.Add(120 * time.Millisecond)
+		span.End(trace.WithTimestamp(clock))
+		clock = clock.Add(2 * time.Millisecond)
+		conv = append(conv, message{Role: "tool", Parts: []map[string]any{{
+			"type": "tool_call_response", "id": callID, "response": s.result,
+		}}})
+	}
+	chat(message{Role: "assistant", FinishReason: "stop",
+		Parts: []map[string]any{{"type": "text", "content": r.answer}}}, "stop", len(r.steps)+1)
+
+	agent.SetAttributes(
+		attribute.String("gen_ai.input.messages", mustJSON(conv[:1])),
+		attribute.String("gen_ai.output.messages", mustJSON([]message{{Role: "assistant", FinishReason: "stop",
+			Parts: []map[string]any{{"type": "text", "content": r.answer}}}})),
+	)
+	agent.End(trace.WithTimestamp(clock.Add(3 * time.Millisecond)))
+	return agent.SpanContext().TraceID().String()
+}
