@@ -63,8 +63,15 @@ func (c *Config) Validate() error {
 	if len(c.Evaluators) == 0 {
 		errs = append(errs, errors.New("evaluators: at least one evaluator is required"))
 	}
-	if err := evaluators.ValidateAll(c.Evaluators); err != nil {
-		errs = append(errs, err)
+	// Each entry validates itself (confmap.Validate walks into the slice);
+	// what only the whole list can tell is whether names are unique.
+	seen := map[string]bool{}
+	for i := range c.Evaluators {
+		name := c.Evaluators[i].InstanceName()
+		if seen[name] {
+			errs = append(errs, fmt.Errorf("evaluators: name %q is used twice; give each instance its own `name`", name))
+		}
+		seen[name] = true
 	}
 	if err := validateConditions(c.Evaluators); err != nil {
 		errs = append(errs, err)

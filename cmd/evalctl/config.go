@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+
+	"github.com/evalbridge/evalbridge/engine"
+)
+
+// loadConfig reads the same YAML as the `eval` processor block, with the
+// collector's own resolver so `${env:OPENAI_API_KEY}` works the same way.
+func loadConfig(ctx context.Context, path string) (*engine.Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	resolver, err := confmap.NewResolver(confmap.ResolverSettings{
+		URIs:              []string{"file:" + abs},
+		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+		DefaultScheme:     "env",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	defer func() { _ = resolver.Shutdown(ctx) }()
+	conf, err := resolver.Resolve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg := engine.NewDefaultConfig()
+	if err := conf.Unmarshal(&cfg); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := confmap.Validate(&cfg); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return &cfg, nil
+}

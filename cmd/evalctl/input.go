@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// document is one OTLP/JSON export request read from an input.
+type document struct {
+	source string // file name and document number, for messages
+	traces ptrace.Traces
+}
+
+// readInputs reads every INPUT. A file holds one or more JSON documents,
+// pretty-printed or as JSON Lines; each is an OTLP/JSON export request.
+func readInputs(paths []string, stdin io.Reader) ([]document, error) {
+	var docs []document
+	for _, p := range paths {
+		var r io.Reader
+		name := p
+		if p == "-" {
+			r, name = stdin, "stdin"
+		} else {
+			f, err := os.Open(p)
+			if err != nil {
+				return nil, fmt.Errorf("input %s: %w", p, err)
+			}
+			defer f.Close()
+			r = f
+		}
+		got, err := readDocuments(name, r)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, got...)
+	}
+	return docs, nil
+}
+
+func readDocuments(name string, r io.Reader) ([]document, error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	var u ptrace.JSONUnmarshaler
+	var docs []document
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input %s, document %d: not JSON: %w", name, n, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			continue
+		}
+		td, err := u.UnmarshalTraces(raw)
+		if err != nil {
+			return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON trace export request: %w", name, n, err)
+		}
+		docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), traces: td})
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("input %s: no OTLP/JSON document found", name)
+	}
+	return docs, nil
+}
+
+// writeDocuments writes the (annotated) documents as JSON Lines of OTLP/JSON.
+func writeDocuments(w io.Writer, docs []document) error {
+	var m ptrace.JSONMarshaler
+	bw := bufio.NewWriter(w)
+	for _, d := range docs {
+		b, err := m.MarshalTraces(d.traces)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.source, err)
+		}
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+		if err := bw.WriteByte('\n'); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,54 @@
+// Command evalctl runs the evalbridge engine offline over exported trace
+// files: a CI gate that scores agent runs exactly as the `eval` processor
+// does in a collector (contract section 7).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes (contract section 7).
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+const usage = `evalctl scores LLM agent traces offline, as the evalbridge collector does.
+
+Usage:
+  evalctl run --config FILE [--out FILE|-] [--summary text|json] INPUT...
+  evalctl validate --config FILE
+
+INPUT is OTLP/JSON: one export request per document, or JSON Lines of them
+(what the collector's file exporter writes); "-" reads stdin.
+
+Exit status: 0 when nothing failed, 1 when any evaluation failed,
+2 for bad usage, config or input.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "validate":
+		return validateCmd(ctx, args[1:], stderr, stdout)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "evalctl: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+func runEvalctl(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+var exampleTraces = []string{
+	"../../examples/traces/travel-agent-semconv.json",
+	"../../examples/traces/travel-agent-wrong-order.json",
+	"../../examples/traces/travel-agent-openinference.json",
+}
+
+func TestRunOnExamplesReportsFailuresAndExits1(t *testing.T) {
+	args := append([]string{"run", "--config", "../../examples/evalctl.yaml", "--summary", "json"}, exampleTraces...)
+	code, out, stderr := runEvalctl(t, "", args...)
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1; stderr: %s", code, stderr)
+	}
+	var sum struct {
+		Evaluators []evaluatorSummary `json:"evaluators"`
+		Failures   []failure          `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, out)
+	}
+	by := map[string]evaluatorSummary{}
+	for _, e := range sum.Evaluators {
+		by[e.Name] = e
+	}
+	// Three agent runs: the good run passes the booking flow, the wrong order
+	// and the OpenInference run (a repeated search) do not.
+	if e := by["booking_flow"]; e.Cases != 3 || e.Passed != 1 || e.Failed != 2 {
+		t.Errorf("booking_flow = %+v, want 3 cases, 1 passed, 2 failed", e)
+	}
+	if e := by["tool_error"]; e.Cases != 3 || e.Failed != 1 {
+		t.Errorf("tool_error = %+v, want 1 failure (the hotel booking error)", e)
+	}
+	if e := by["tool_efficiency"]; e.Failed != 1 {
+		t.Errorf("tool_efficiency = %+v, want 1 failure (repeated search_flights)", e)
+	}
+	if e := by["token_usage"]; e.Cases < 9 || e.Failed != 0 {
+		t.Errorf("token_usage = %+v, want one case per LLM span, none failing", e)
+	}
+}
+
+func TestRunTextSummaryAndPassingInputExits0(t *testing.T) {
+	code, out, stderr := runEvalctl(t, "", "run", "--config", "../../examples/evalctl.yaml", exampleTraces[0])
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"EVALUATOR", "booking_flow", "tool_trajectory", "all evaluations passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunWritesAnnotatedTracesAsJSONLines(t *testing.T) {
+	outPath := filepath.Join(t.TempDir(), "scored.jsonl")
+	code, _, stderr := runEvalctl(t, "", append([]string{"run", "--config", "../../examples/evalctl.yaml", "--out", outPath}, exampleTraces...)...)
+	if code != exitFailed {
+		t.Fatalf("exit %d; %s", code, stderr)
+	}
+	b, err := os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3 (one per input document)", len(lines))
+	}
+	var u ptrace.JSONUnmarshaler
+	td, err := u.UnmarshalTraces([]byte(lines[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	attrs := root.Attributes().AsRaw()
+	if attrs["eval.booking_flow.status"] != "failed" || attrs["eval.tool_error.score"] != 0.5 {
+		t.Errorf("root attributes lack the results: %v", attrs)
+	}
+}
+
+func TestRunReadsStdinAndJSONLines(t *testing.T) {
+	var buf bytes.Buffer
+	for _, p := range exampleTraces[:2] {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, b); err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(compact.Bytes())
+		buf.WriteByte('\n')
+	}
+	code, out, stderr := runEvalctl(t, buf.String(), "run", "--config", "../../examples/evalctl.yaml", "-")
+	if code != exitFailed || !strings.Contains(out, "booking_flow") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+func TestBadUsageConfigAndInputExit2(t *testing.T) {
+	dir := t.TempDir()
+	badCfg := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badCfg, []byte("evaluators:\n  - type: tool_trajectory\n    mode: sideways\n"), 0o600)
+	unknownOpt := filepath.Join(dir, "unknown.yaml")
+	os.WriteFile(unknownOpt, []byte("evaluators:\n  - type: tool_error\n    colour: red\n"), 0o600)
+	badInput := filepath.Join(dir, "bad.json")
+	os.WriteFile(badInput, []byte(`{"resourceSpans": [`), 0o600)
+
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no command":     {nil, "Usage"},
+		"unknown cmd":    {[]string{"frobnicate"}, "unknown command"},
+		"no config":      {[]string{"run", exampleTraces[0]}, "--config is required"},
+		"no input":       {[]string{"run", "--config", "../../examples/evalctl.yaml"}, "INPUT"},
+		"bad summary":    {[]string{"run", "--config", "../../examples/evalctl.yaml", "--summary", "xml", exampleTraces[0]}, "--summary"},
+		"missing config": {[]string{"run", "--config", filepath.Join(dir, "nope.yaml"), exampleTraces[0]}, "nope.yaml"},
+		"bad option":     {[]string{"run", "--config", badCfg, exampleTraces[0]}, "mode"},
+		"unknown option": {[]string{"validate", "--config", unknownOpt}, "colour"},
+		"bad input":      {[]string{"run", "--config", "../../examples/evalctl.yaml", badInput}, "bad.json"},
+		"missing input":  {[]string{"run", "--config", "../../examples/evalctl.yaml", filepath.Join(dir, "none.json")}, "none.json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := runEvalctl(t, "", tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want 2", code)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not name %q", stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	code, out, stderr := runEvalctl(t, "", "validate", "--config", "../../examples/evalctl.yaml")
+	if code != exitOK || !strings.Contains(out, "valid") {
+		t.Errorf("exit %d out %q err %q", code, out, stderr)
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/engine"
+)
+
+// parseInterleaved parses flags that may appear before, between or after the
+// positional arguments (`evalctl run in.json --config c.yaml` works too).
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func validateCmd(ctx context.Context, args []string, stderr, stdout io.Writer) int {
+	fs := flag.NewFlagSet("evalctl validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "evaluation config (the `eval` processor's YAML)")
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if *configPath == "" || len(rest) > 0 {
+		fmt.Fprintln(stderr, "evalctl validate: usage: evalctl validate --config FILE")
+		return exitUsage
+	}
+	cfg, err := loadConfig(ctx, *configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "evalctl validate: %v\n", err)
+		return exitUsage
+	}
+	if _, err := engine.New(cfg, telemetry(zap.NewNop())); err != nil {
+		fmt.Fprintf(stderr, "evalctl validate: config %s: %v\n", *configPath, err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "%s: valid (%d evaluators)\n", *configPath, len(cfg.Evaluators))
+	return exitOK
+}
+
+func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("evalctl run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "evaluation config (the `eval` processor's YAML)")
+	outPath := fs.String("out", "", "write the annotated traces as JSON Lines of OTLP/JSON to FILE, or - for stdout")
+	summaryFormat := fs.String("summary", "text", "summary format: text or json")
+	inputs, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	switch {
+	case *configPath == "":
+		fmt.Fprintln(stderr, "evalctl run: --config is required")
+		return exitUsage
+	case len(inputs) == 0:
+		fmt.Fprintln(stderr, "evalctl run: give at least one INPUT (a file, or - for stdin)")
+		return exitUsage
+	case *summaryFormat != "text" && *summaryFormat != "json":
+		fmt.Fprintf(stderr, "evalctl run: --summary %q: want text or json\n", *summaryFormat)
+		return exitUsage
+	}
+
+	cfg, err := loadConfig(ctx, *configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
+		return exitUsage
+	}
+	logger := newLogger(stderr)
+	eng, err := engine.New(cfg, telemetry(logger))
+	if err != nil {
+		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", *configPath, err)
+		return exitUsage
+	}
+	docs, err := readInputs(inputs, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
+		return exitUsage
+	}
+
+	sum := newSummary(eng.Instances())
+	for _, spans := range tracesInOrder(docs) {
+		tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		rep := eng.ScoreTrace(tctx, spans)
+		cancel()
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %s\n", spans[0].Span.TraceID(), p)
+		}
+		sum.add(rep)
+	}
+
+	// Traces to stdout keep it machine-readable: the summary then goes to stderr.
+	summaryOut := stdout
+	if *outPath != "" {
+		w := stdout
+		if *outPath == "-" {
+			summaryOut = stderr
+		} else {
+			f, err := os.Create(*outPath)
+			if err != nil {
+				fmt.Fprintf(stderr, "evalctl run: --out %s: %v\n", *outPath, err)
+				return exitUsage
+			}
+			defer f.Close()
+			w = f
+		}
+		if err := writeDocuments(w, docs); err != nil {
+			fmt.Fprintf(stderr, "evalctl run: --out %s: %v\n", *outPath, err)
+			return exitUsage
+		}
+	}
+	if *summaryFormat == "json" {
+		err = sum.writeJSON(summaryOut)
+	} else {
+		err = sum.writeText(summaryOut)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "evalctl run: summary: %v\n", err)
+		return exitUsage
+	}
+	if sum.anyFailed() {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// tracesInOrder groups the spans of all documents by trace id — a trace may
+// be split across documents and files — in order of first appearance.
+func tracesInOrder(docs []document) [][]adapter.SpanRef {
+	index := map[pcommon.TraceID]int{}
+	var out [][]adapter.SpanRef
+	for _, d := range docs {
+		// GroupByTrace returns a map; walk spans again for a stable order.
+		groups := adapter.GroupByTrace(d.traces)
+		rss := d.traces.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			sss := rss.At(i).ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				spans := sss.At(j).Spans()
+				for k := 0; k < spans.Len(); k++ {
+					id := spans.At(k).TraceID()
+					g, ok := groups[id]
+					if !ok {
+						continue // already taken from this document
+					}
+					delete(groups, id)
+					if at, seen := index[id]; seen {
+						out[at] = append(out[at], g...)
+						continue
+					}
+					index[id] = len(out)
+					out = append(out, g)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// newLogger writes warnings and errors to w, readable in a CI log.
+func newLogger(w io.Writer) *zap.Logger {
+	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), zapcore.WarnLevel))
+}
+
+func telemetry(l *zap.Logger) component.TelemetrySettings {
+	set := componenttest.NewNopTelemetrySettings()
+	set.Logger = l
+	return set
+}
