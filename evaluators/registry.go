@@ -35,6 +35,23 @@ var registry = index(
 	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolCorrectness},
 	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolTrajectory},
 	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newToolCallAccuracy},
+	// Calls on their own.
+	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolCallValidity},
+	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolError},
+	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolEfficiency},
+	// Tool definitions (reliability.go).
+	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newToolNameReliability},
+	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newToolDescriptionReliability},
+	// Final output (output.go).
+	Factory{Type: "exact_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newExactMatch},
+	Factory{Type: "regex", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newRegex},
+	Factory{Type: "structural_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newStructuralMatch},
+	// Retrieval (retrieval.go).
+	Factory{Type: "retrieval_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, New: newRetrieval(false)},
+	Factory{Type: "retrieval_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, New: newRetrieval(true)},
+	// Limits (limits.go).
+	Factory{Type: "latency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newLatency},
+	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newTokenUsage},
 )
 
 func index(fs ...Factory) map[string]Factory {

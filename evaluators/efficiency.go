@@ -1,0 +1,99 @@
+package evaluators
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+type efficiencyOptions struct {
+	Arguments *ArgumentOptions `mapstructure:"arguments"`
+}
+
+// toolEfficiency follows Dokimos' ToolEfficiencyEvaluator: distinct calls /
+// calls, where a call is a repeat of an earlier distinct call with the same
+// name and matching arguments (matches(earlier, later)).
+type toolEfficiency struct {
+	m *argMatcher
+}
+
+func newToolEfficiency(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+	var o efficiencyOptions
+	if err := decodeOptions(opts, &o); err != nil {
+		return nil, err
+	}
+	m, err := newArgMatcher(o.Arguments, nil, "arguments")
+	if err != nil {
+		return nil, err
+	}
+	return &toolEfficiency{m: m}, nil
+}
+
+func (t *toolEfficiency) same(a, b *adapter.ToolCall) bool {
+	return a.Name == b.Name && t.m.matches(a.Arguments, b.Arguments)
+}
+
+func (t *toolEfficiency) Evaluate(_ context.Context, c *adapter.Case) Result {
+	calls := c.ToolCalls
+	n := len(calls)
+	if n == 0 {
+		return Scored(1, "no tool calls to inspect", map[string]float64{"distinct": 0, "calls": 0, "repeats": 0})
+	}
+	var distinct []int
+	repeats := map[string]int{}
+	var repeatOrder []string
+	for i := range calls {
+		dup := false
+		for _, d := range distinct {
+			if t.same(&calls[d], &calls[i]) {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			if repeats[calls[i].Name] == 0 {
+				repeatOrder = append(repeatOrder, calls[i].Name)
+			}
+			repeats[calls[i].Name]++
+		} else {
+			distinct = append(distinct, i)
+		}
+	}
+	// Loops: runs of consecutive identical calls.
+	var loops []string
+	consecutive := 0
+	for i := 1; i < n; {
+		if !t.same(&calls[i-1], &calls[i]) {
+			i++
+			continue
+		}
+		start := i - 1
+		for i < n && t.same(&calls[i-1], &calls[i]) {
+			i++
+		}
+		consecutive += i - 1 - start
+		if len(loops) < 3 {
+			loops = append(loops, fmt.Sprintf("%s called %d times in a row with the same arguments (calls #%d-#%d)",
+				calls[start].Name, i-start, start+1, i))
+		}
+	}
+	d := len(distinct)
+	reason := fmt.Sprintf("%d of %d calls distinct (%d redundant)", d, n, n-d)
+	if len(loops) > 0 {
+		reason += "; loop: " + strings.Join(loops, "; ")
+	}
+	if n-d > 0 {
+		parts := make([]string, 0, len(repeatOrder))
+		for _, name := range repeatOrder {
+			parts = append(parts, fmt.Sprintf("%s ×%d", name, repeats[name]))
+		}
+		reason += "; repeated: " + truncate(strings.Join(parts, ", "), 300)
+	}
+	return Scored(float64(d)/float64(n), reason, map[string]float64{
+		"distinct": float64(d), "calls": float64(n), "repeats": float64(n - d), "consecutive_repeats": float64(consecutive),
+	})
+}

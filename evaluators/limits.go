@@ -1,0 +1,110 @@
+package evaluators
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+type latencyOptions struct {
+	Max time.Duration `mapstructure:"max"`
+}
+
+type latency struct{ max time.Duration }
+
+func newLatency(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+	var o latencyOptions
+	if err := decodeOptions(opts, &o); err != nil {
+		return nil, err
+	}
+	if o.Max <= 0 {
+		return nil, fmt.Errorf("option `max` is required and must be a positive duration such as 2s")
+	}
+	return &latency{max: o.Max}, nil
+}
+
+func (l *latency) Evaluate(_ context.Context, c *adapter.Case) Result {
+	if c.Latency <= 0 {
+		return Skipped("latency unknown")
+	}
+	m := map[string]float64{"latency_ms": float64(c.Latency) / float64(time.Millisecond), "max_ms": float64(l.max) / float64(time.Millisecond)}
+	if c.Latency <= l.max {
+		return Scored(1, fmt.Sprintf("latency %v within the limit of %v", c.Latency, l.max), m)
+	}
+	return Scored(0, fmt.Sprintf("latency %v exceeds the limit of %v", c.Latency, l.max), m)
+}
+
+type tokenOptions struct {
+	MaxInput  *int64 `mapstructure:"max_input"`
+	MaxOutput *int64 `mapstructure:"max_output"`
+	MaxTotal  *int64 `mapstructure:"max_total"`
+}
+
+type tokenUsage struct{ o tokenOptions }
+
+func newTokenUsage(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+	var o tokenOptions
+	if err := decodeOptions(opts, &o); err != nil {
+		return nil, err
+	}
+	if o.MaxInput == nil && o.MaxOutput == nil && o.MaxTotal == nil {
+		return nil, fmt.Errorf("at least one of the options `max_input`, `max_output`, `max_total` is required")
+	}
+	for name, v := range map[string]*int64{"max_input": o.MaxInput, "max_output": o.MaxOutput, "max_total": o.MaxTotal} {
+		if v != nil && *v <= 0 {
+			return nil, fmt.Errorf("option `%s`: %d must be > 0", name, *v)
+		}
+	}
+	return &tokenUsage{o: o}, nil
+}
+
+// Evaluate checks every limit whose count is known; it skips only when no
+// limited count is known.
+func (t *tokenUsage) Evaluate(_ context.Context, c *adapter.Case) Result {
+	u := c.Usage
+	total, hasTotal := u.Total()
+	type lim struct {
+		name  string
+		max   *int64
+		value int64
+		known bool
+	}
+	lims := []lim{
+		{"input", t.o.MaxInput, u.InputTokens, u.HasInputTokens},
+		{"output", t.o.MaxOutput, u.OutputTokens, u.HasOutputTokens},
+		{"total", t.o.MaxTotal, total, hasTotal},
+	}
+	m := map[string]float64{}
+	var over, within, unknown []string
+	for _, l := range lims {
+		if l.max == nil {
+			continue
+		}
+		if !l.known {
+			unknown = append(unknown, l.name)
+			continue
+		}
+		m[l.name+"_tokens"] = float64(l.value)
+		if l.value > *l.max {
+			over = append(over, fmt.Sprintf("%s tokens %d > %d", l.name, l.value, *l.max))
+		} else {
+			within = append(within, fmt.Sprintf("%s tokens %d <= %d", l.name, l.value, *l.max))
+		}
+	}
+	if len(over)+len(within) == 0 {
+		return Skipped("token counts unknown (%s)", strings.Join(unknown, ", "))
+	}
+	note := ""
+	if len(unknown) > 0 {
+		note = "; not checked (count unknown): " + strings.Join(unknown, ", ")
+	}
+	if len(over) > 0 {
+		return Scored(0, "over the limit: "+strings.Join(over, ", ")+note, m)
+	}
+	return Scored(1, "within the limits: "+strings.Join(within, ", ")+note, m)
+}

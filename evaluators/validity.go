@@ -1,0 +1,272 @@
+package evaluators
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+// schemaCache holds compiled tool schemas keyed by their canonical JSON
+// bytes (encoding/json sorts map keys) and the strict flag, so a schema seen
+// on every span is compiled once. It is bounded: when full, the oldest
+// entry is dropped. Safe for concurrent use.
+type schemaCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]*compiledSchema
+	order []string
+}
+
+type compiledSchema struct {
+	schema *jsonschema.Schema
+	err    error // the schema itself is invalid
+}
+
+var toolSchemas = &schemaCache{max: 1024, m: map[string]*compiledSchema{}}
+
+func (sc *schemaCache) get(params map[string]any, strict bool) *compiledSchema {
+	if strict {
+		params = strictSchema(params)
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return &compiledSchema{err: err}
+	}
+	key := string(b)
+	sc.mu.Lock()
+	if cs, ok := sc.m[key]; ok {
+		sc.mu.Unlock()
+		return cs
+	}
+	sc.mu.Unlock()
+	cs := compileSchema(b)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if prev, ok := sc.m[key]; ok {
+		return prev
+	}
+	if len(sc.order) >= sc.max {
+		delete(sc.m, sc.order[0])
+		sc.order = sc.order[1:]
+	}
+	sc.m[key] = cs
+	sc.order = append(sc.order, key)
+	return cs
+}
+
+func compileSchema(b []byte) *compiledSchema {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	const url = "mem://tool-parameters.json"
+	if err := c.AddResource(url, bytes.NewReader(b)); err != nil {
+		return &compiledSchema{err: err}
+	}
+	s, err := c.Compile(url)
+	return &compiledSchema{schema: s, err: err}
+}
+
+// strictSchema is a copy of the schema that refuses parameters it does not
+// declare (Dokimos' strict mode: only when the schema declares properties).
+func strictSchema(params map[string]any) map[string]any {
+	props, ok := params["properties"].(map[string]any)
+	if !ok || len(props) == 0 {
+		return params
+	}
+	cp := make(map[string]any, len(params)+1)
+	for k, v := range params {
+		cp[k] = v
+	}
+	cp["additionalProperties"] = false
+	return cp
+}
+
+type validityOptions struct {
+	Strict bool      `mapstructure:"strict"`
+	Tools  []toolDef `mapstructure:"tools"`
+}
+
+type toolDef struct {
+	Name        string         `mapstructure:"name"`
+	Description string         `mapstructure:"description"`
+	Parameters  map[string]any `mapstructure:"parameters"`
+}
+
+type toolCallValidity struct {
+	strict bool
+	// configured definitions, compiled in New
+	tools    map[string]*compiledSchema
+	hasTools bool
+}
+
+func newToolCallValidity(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+	var o validityOptions
+	if err := decodeOptions(opts, &o); err != nil {
+		return nil, err
+	}
+	v := &toolCallValidity{strict: o.Strict}
+	if len(o.Tools) > 0 {
+		v.hasTools = true
+		v.tools = make(map[string]*compiledSchema, len(o.Tools))
+		for i, t := range o.Tools {
+			if t.Name == "" {
+				return nil, fmt.Errorf("option `tools[%d].name` is required", i)
+			}
+			if _, dup := v.tools[t.Name]; dup {
+				return nil, fmt.Errorf("option `tools[%d]`: tool %q is defined twice", i, t.Name)
+			}
+			cs := &compiledSchema{}
+			if t.Parameters != nil {
+				cs = toolSchemas.get(normalizeJSON(t.Parameters), o.Strict)
+				if cs.err != nil {
+					return nil, fmt.Errorf("option `tools[%d].parameters` (%s): invalid JSON schema: %v", i, t.Name, firstLine(cs.err.Error()))
+				}
+			}
+			v.tools[t.Name] = cs
+		}
+	}
+	return v, nil
+}
+
+// normalizeJSON turns config-decoded values into plain JSON values.
+func normalizeJSON(m map[string]any) map[string]any {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out map[string]any
+	if json.Unmarshal(b, &out) != nil {
+		return m
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func (v *toolCallValidity) Evaluate(_ context.Context, c *adapter.Case) Result {
+	n := len(c.ToolCalls)
+	if n == 0 {
+		return Scored(1, "no tool calls to validate", map[string]float64{"valid": 0, "calls": 0})
+	}
+	lookup := v.lookup(c)
+	if lookup == nil {
+		return Skipped("no tool definitions: the spans carry none (gen_ai.tool.definitions) and the evaluator has no `tools` option")
+	}
+	valid := 0
+	var problems []string
+	var schemaTrouble []string
+	for i, tc := range c.ToolCalls {
+		cs, known := lookup(tc.Name)
+		why := ""
+		switch {
+		case !known:
+			why = "unknown tool"
+		case tc.Arguments == nil && strings.TrimSpace(tc.RawArguments) != "" && !isJSONNull(tc.RawArguments):
+			why = "arguments are not a JSON object: " + truncate(tc.RawArguments, 60)
+		case cs.err != nil:
+			schemaTrouble = append(schemaTrouble, tc.Name)
+		case cs.schema != nil:
+			why = validateArgs(cs.schema, tc.Arguments)
+		}
+		if why == "" {
+			valid++
+			continue
+		}
+		if len(problems) < 4 {
+			problems = append(problems, fmt.Sprintf("call #%d %s: %s", i+1, tc.Name, why))
+		}
+	}
+	reason := fmt.Sprintf("%d of %d tool calls valid against their schema", valid, n)
+	if len(problems) > 0 {
+		reason += "; " + strings.Join(problems, "; ")
+		if n-valid > len(problems) {
+			reason += fmt.Sprintf("; and %d more", n-valid-len(problems))
+		}
+	}
+	if len(schemaTrouble) > 0 {
+		reason += "; not checked (the tool's schema does not compile): " + truncate(strings.Join(schemaTrouble, ", "), 200)
+	}
+	return Scored(float64(valid)/float64(n), reason, map[string]float64{"valid": float64(valid), "invalid": float64(n - valid), "calls": float64(n)})
+}
+
+func isJSONNull(s string) bool { return strings.TrimSpace(s) == "null" }
+
+// lookup prefers the definitions on the spans, then the `tools` option;
+// nil when there are none anywhere.
+func (v *toolCallValidity) lookup(c *adapter.Case) func(string) (*compiledSchema, bool) {
+	if len(c.ToolDefinitions) > 0 {
+		defs := make(map[string]*adapter.ToolDefinition, len(c.ToolDefinitions))
+		for i := range c.ToolDefinitions {
+			d := &c.ToolDefinitions[i]
+			if _, ok := defs[d.Name]; !ok {
+				defs[d.Name] = d
+			}
+		}
+		return func(name string) (*compiledSchema, bool) {
+			d, ok := defs[name]
+			if !ok {
+				return nil, false
+			}
+			if d.Parameters == nil {
+				return &compiledSchema{}, true
+			}
+			return toolSchemas.get(d.Parameters, v.strict), true
+		}
+	}
+	if v.hasTools {
+		return func(name string) (*compiledSchema, bool) {
+			cs, ok := v.tools[name]
+			return cs, ok
+		}
+	}
+	return nil
+}
+
+func validateArgs(s *jsonschema.Schema, args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	err := s.Validate(args)
+	var typeErr jsonschema.InvalidJSONTypeError
+	if errors.As(err, &typeErr) {
+		err = s.Validate(normalizeJSON(args))
+	}
+	if err == nil {
+		return ""
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return firstLine(err.Error())
+	}
+	var leaves []string
+	collectLeaves(ve, &leaves)
+	if len(leaves) > 3 {
+		leaves = append(leaves[:3], "…")
+	}
+	return strings.Join(leaves, ", ")
+}
+
+func collectLeaves(ve *jsonschema.ValidationError, out *[]string) {
+	if len(ve.Causes) == 0 {
+		loc := ve.InstanceLocation
+		if loc == "" {
+			loc = "/"
+		}
+		*out = append(*out, fmt.Sprintf("at %s: %s", loc, ve.Message))
+		return
+	}
+	for _, c := range ve.Causes {
+		collectLeaves(c, out)
+	}
+}
