@@ -53,6 +53,9 @@ type Case struct {
 
 	Expected Expectations
 
+	// ServiceName is the anchor span's resource `service.name`.
+	ServiceName string
+
 	// Problems lists what could not be read (malformed JSON, wrong types,
 	// missing parents, …). The case holds whatever was readable.
 	Problems []string

@@ -1,0 +1,717 @@
+package adapter
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Adapt builds the llm and agent cases of one trace's spans. It never
+// panics: what it cannot read (malformed JSON, wrong types, invalid UTF-8,
+// huge or deeply nested values, parent cycles, missing parents) is returned
+// as problems, also appended to the affected cases, and the cases are built
+// from what was readable. Cases are ordered by their anchor span's start
+// time, then end time, then span id.
+func Adapt(spans []SpanRef) (cases []Case, problems []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			problems = append(problems, fmt.Sprintf("adapter: internal error: %v", r))
+		}
+	}()
+	if len(spans) == 0 {
+		return nil, nil
+	}
+	t := newTrace(spans)
+	t.build()
+	return t.cases, t.problems()
+}
+
+type trace struct {
+	spans    []spanData
+	children [][]int
+	root     int // earliest span without parent; -1 when none
+	cases    []Case
+	anchors  []int    // anchor span of each case
+	extra    []string // structural problems not tied to a span's parsing
+}
+
+func newTrace(refs []SpanRef) *trace {
+	n := len(refs)
+	t := &trace{spans: make([]spanData, n), children: make([][]int, n), root: -1}
+	byID := make(map[pcommon.SpanID]int, n)
+	for i, ref := range refs {
+		d := &t.spans[i]
+		d.ref = ref
+		d.c = newSpanCtx(ref)
+		d.start, d.end = ref.Span.StartTimestamp(), ref.Span.EndTimestamp()
+		d.parent = -1
+		id := ref.Span.SpanID()
+		if id.IsEmpty() {
+			d.c.report("span_id", "span has no id")
+			continue
+		}
+		if _, dup := byID[id]; dup {
+			d.c.report("span_id", "duplicate span id; children attach to the first span with it")
+			continue
+		}
+		byID[id] = i
+	}
+	for i := range t.spans {
+		d := &t.spans[i]
+		pid := d.ref.Span.ParentSpanID()
+		if pid.IsEmpty() {
+			d.kind = classify(d.ref.Span, true)
+			if t.root < 0 || t.before(i, t.root) {
+				t.root = i
+			}
+			continue
+		}
+		d.kind = classify(d.ref.Span, false)
+		p, ok := byID[pid]
+		if !ok {
+			d.c.report("parent_span_id", "parent span %s is not in the trace; treated as top-level", pid)
+			continue
+		}
+		if p == i {
+			d.c.report("parent_span_id", "span is its own parent; treated as top-level")
+			continue
+		}
+		d.parent = p
+	}
+	t.breakCycles()
+	for i := range t.spans {
+		if p := t.spans[i].parent; p >= 0 {
+			t.children[p] = append(t.children[p], i)
+		}
+	}
+	return t
+}
+
+// breakCycles makes every span whose ancestry loops top-level.
+func (t *trace) breakCycles() {
+	state := make([]uint8, len(t.spans)) // 0 new, 1 on path, 2 done
+	var stack []int
+	for i := range t.spans {
+		stack = stack[:0]
+		j := i
+		for j >= 0 && state[j] == 0 {
+			state[j] = 1
+			stack = append(stack, j)
+			j = t.spans[j].parent
+		}
+		if j >= 0 && state[j] == 1 { // cycle: j … end of stack
+			k := len(stack) - 1
+			for ; k >= 0 && stack[k] != j; k-- {
+			}
+			for _, s := range stack[k:] {
+				d := &t.spans[s]
+				d.c.report("parent_span_id", "parent cycle; span treated as top-level")
+				d.parent = -1
+			}
+		}
+		for _, s := range stack {
+			state[s] = 2
+		}
+	}
+}
+
+// before orders spans by start, then end, then span id, then appearance.
+func (t *trace) before(a, b int) bool {
+	x, y := &t.spans[a], &t.spans[b]
+	if x.start != y.start {
+		return x.start < y.start
+	}
+	if x.end != y.end {
+		return x.end < y.end
+	}
+	xi, yi := x.ref.Span.SpanID(), y.ref.Span.SpanID()
+	if c := bytes.Compare(xi[:], yi[:]); c != 0 {
+		return c < 0
+	}
+	return a < b
+}
+
+// byTime sorts span indexes by start, then end, then appearance (JS
+// exporters give millisecond start times, so siblings may tie).
+func (t *trace) byTime(idx []int) {
+	sort.SliceStable(idx, func(a, b int) bool {
+		x, y := &t.spans[idx[a]], &t.spans[idx[b]]
+		if x.start != y.start {
+			return x.start < y.start
+		}
+		return x.end < y.end
+	})
+}
+
+func (t *trace) data(i int) *spanData {
+	d := &t.spans[i]
+	d.parse()
+	return d
+}
+
+// descendants lists every span below i (iteratively; no recursion).
+func (t *trace) descendants(i int) []int {
+	var out []int
+	stack := append([]int(nil), t.children[i]...)
+	for len(stack) > 0 {
+		j := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		out = append(out, j)
+		stack = append(stack, t.children[j]...)
+	}
+	return out
+}
+
+func (t *trace) build() {
+	hasAgent := false
+	var genai []int
+	for i := range t.spans {
+		switch t.spans[i].kind {
+		case kindLLM:
+			t.add(t.llmCase(i), i)
+			genai = append(genai, i)
+		case kindAgent:
+			hasAgent = true
+			genai = append(genai, i)
+		case kindTool, kindRetrieval:
+			genai = append(genai, i)
+		}
+	}
+	for i := range t.spans {
+		if t.spans[i].kind == kindAgent {
+			t.add(t.agentCase(i, t.descendants(i)), i)
+		}
+	}
+	if !hasAgent {
+		hasLLMOrTool := false
+		for _, i := range genai {
+			if k := t.spans[i].kind; k == kindLLM || k == kindTool {
+				hasLLMOrTool = true
+				break
+			}
+		}
+		if hasLLMOrTool {
+			anchor := t.root
+			if anchor < 0 {
+				anchor = genai[0]
+				for _, i := range genai[1:] {
+					if t.before(i, anchor) {
+						anchor = i
+					}
+				}
+			}
+			var members []int
+			for _, i := range genai {
+				if i != anchor {
+					members = append(members, i)
+				}
+			}
+			t.add(t.agentCase(anchor, members), anchor)
+		}
+	}
+	sort.Stable(byAnchor{t})
+}
+
+func (t *trace) add(c Case, anchor int) {
+	t.cases = append(t.cases, c)
+	t.anchors = append(t.anchors, anchor)
+}
+
+// byAnchor orders cases by anchor span (start, end, id), agent before llm.
+type byAnchor struct{ t *trace }
+
+func (s byAnchor) Len() int { return len(s.t.cases) }
+func (s byAnchor) Swap(a, b int) {
+	s.t.cases[a], s.t.cases[b] = s.t.cases[b], s.t.cases[a]
+	s.t.anchors[a], s.t.anchors[b] = s.t.anchors[b], s.t.anchors[a]
+}
+func (s byAnchor) Less(a, b int) bool {
+	ia, ib := s.t.anchors[a], s.t.anchors[b]
+	if ia != ib {
+		return s.t.before(ia, ib)
+	}
+	return s.t.cases[a].Level < s.t.cases[b].Level
+}
+
+// problems returns every span's problems, in span order, without repeats.
+func (t *trace) problems() []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := range t.spans {
+		for _, p := range t.spans[i].c.problems {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return append(out, t.extra...)
+}
+
+func (t *trace) baseCase(level Level, i int) Case {
+	d := &t.spans[i]
+	sp := d.ref.Span
+	c := Case{
+		Level:    level,
+		TraceID:  sp.TraceID(),
+		SpanID:   sp.SpanID(),
+		SpanName: d.c.fixString("name", sp.Name()),
+		Latency:  d.duration(),
+	}
+	if v, ok := d.ref.Resource().Attributes().Get("service.name"); ok && v.Type() == pcommon.ValueTypeStr {
+		c.ServiceName = d.c.fixString("service.name", v.Str())
+	}
+	return c
+}
+
+// ancestorAgent returns the nearest agent span above i, or -1.
+func (t *trace) ancestorAgent(i int) int {
+	for j, n := t.spans[i].parent, 0; j >= 0 && n <= len(t.spans); j, n = t.spans[j].parent, n+1 {
+		if t.spans[j].kind == kindAgent {
+			return j
+		}
+	}
+	return -1
+}
+
+func (t *trace) llmCase(i int) Case {
+	d := t.data(i)
+	c := t.baseCase(LevelLLM, i)
+	c.Messages = concat(d.input, d.output)
+	c.Input = lastUser(d.input)
+	c.Output = finalAssistant(d.output)
+	c.SystemInstructions = d.system
+	c.ToolCalls = requestedCalls(d.output)
+	c.ToolDefinitions = d.toolDefs
+	c.Model, c.Provider, c.ResponseID = d.model, d.provider, d.responseID
+	c.AgentName, c.ConversationID = d.agentName, d.conversation
+	c.Usage = d.usage
+	if a := t.ancestorAgent(i); a >= 0 && (c.AgentName == "" || c.ConversationID == "") {
+		ad := t.data(a)
+		if c.AgentName == "" {
+			c.AgentName = ad.agentName
+		}
+		if c.ConversationID == "" {
+			c.ConversationID = ad.conversation
+		}
+	}
+	c.Documents = t.priorDocuments(i)
+	c.Problems = appendUnique(nil, d.c.problems)
+	t.expectations(&c, i)
+	return c
+}
+
+// priorDocuments are the documents of retrieval spans under the same agent
+// (or trace) that ended before the LLM span started.
+func (t *trace) priorDocuments(i int) []Document {
+	agent := t.ancestorAgent(i)
+	var docs []Document
+	for j := range t.spans {
+		if t.spans[j].kind != kindRetrieval || t.spans[j].end > t.spans[i].start {
+			continue
+		}
+		if t.ancestorAgent(j) != agent {
+			continue
+		}
+		docs = append(docs, t.data(j).docs...)
+	}
+	return docs
+}
+
+func (t *trace) agentCase(anchor int, members []int) Case {
+	a := t.data(anchor)
+	c := t.baseCase(LevelAgent, anchor)
+	t.byTime(members)
+	var llms, tools []int
+	problems := appendUnique(nil, a.c.problems)
+	for _, j := range members {
+		d := t.data(j)
+		switch d.kind {
+		case kindLLM:
+			llms = append(llms, j)
+		case kindTool:
+			tools = append(tools, j)
+		case kindRetrieval:
+			c.Documents = append(c.Documents, d.docs...)
+		}
+		problems = appendUnique(problems, d.c.problems)
+	}
+	var last *spanData
+	if len(llms) > 0 {
+		last = &t.spans[llms[len(llms)-1]]
+	}
+	// conversation
+	switch {
+	case len(a.input) > 0:
+		c.Messages = concat(a.input, a.output)
+		c.SystemInstructions = a.system
+	case last != nil:
+		c.Messages = concat(last.input, last.output)
+		c.SystemInstructions = last.system
+	}
+	if c.SystemInstructions == "" && a.system != "" {
+		c.SystemInstructions = a.system
+	}
+	c.Input = lastUser(c.Messages)
+	if c.Input == "" {
+		c.Input = a.ownInput
+	}
+	c.Output = a.ownOutput
+	if c.Output == "" {
+		c.Output = finalAssistant(a.output)
+	}
+	for k := len(llms) - 1; k >= 0 && c.Output == ""; k-- {
+		c.Output = finalAssistant(t.spans[llms[k]].output)
+	}
+	// tool calls
+	var requested []ToolCall
+	for _, j := range llms {
+		requested = append(requested, requestedCalls(t.spans[j].output)...)
+	}
+	if len(tools) > 0 {
+		c.ToolCalls = make([]ToolCall, 0, len(tools))
+		for _, j := range tools {
+			c.ToolCalls = append(c.ToolCalls, t.spans[j].call)
+		}
+		fillFromRequests(c.ToolCalls, requested)
+	} else {
+		c.ToolCalls = requested
+		if len(c.ToolCalls) == 0 {
+			c.ToolCalls = requestedCalls(a.output)
+		}
+		t.fillResults(c.ToolCalls, a, llms)
+	}
+	// tool definitions
+	defs := append([]ToolDefinition(nil), a.toolDefs...)
+	for _, j := range llms {
+		for _, def := range t.spans[j].toolDefs {
+			defs = mergeDef(defs, def)
+		}
+	}
+	for _, j := range tools {
+		for _, def := range t.spans[j].toolDefs {
+			defs = mergeDef(defs, def)
+		}
+	}
+	c.ToolDefinitions = defs
+	// metadata
+	c.Model, c.Provider = a.model, a.provider
+	if len(llms) > 0 {
+		first := &t.spans[llms[0]]
+		if c.Model == "" {
+			c.Model = first.model
+		}
+		if c.Provider == "" {
+			c.Provider = first.provider
+		}
+	}
+	c.ResponseID = a.responseID
+	if c.ResponseID == "" && last != nil {
+		c.ResponseID = last.responseID
+	}
+	c.AgentName, c.ConversationID = a.agentName, a.conversation
+	for _, j := range llms {
+		if c.AgentName != "" && c.ConversationID != "" {
+			break
+		}
+		if c.AgentName == "" && a.kind != kindAgent {
+			c.AgentName = t.spans[j].agentName
+		}
+		if c.ConversationID == "" {
+			c.ConversationID = t.spans[j].conversation
+		}
+	}
+	if c.AgentName == "" && a.kind != kindAgent {
+		if p := t.ancestorAgent(anchor); p >= 0 {
+			c.AgentName = t.data(p).agentName
+		}
+	}
+	if a.usage.HasInputTokens || a.usage.HasOutputTokens || a.usage.HasTotalTokens {
+		c.Usage = a.usage
+	} else {
+		for _, j := range llms {
+			u := t.spans[j].usage
+			c.Usage.InputTokens += u.InputTokens
+			c.Usage.OutputTokens += u.OutputTokens
+			c.Usage.TotalTokens += u.TotalTokens
+			c.Usage.HasInputTokens = c.Usage.HasInputTokens || u.HasInputTokens
+			c.Usage.HasOutputTokens = c.Usage.HasOutputTokens || u.HasOutputTokens
+			c.Usage.HasTotalTokens = c.Usage.HasTotalTokens || u.HasTotalTokens
+		}
+	}
+	c.Problems = problems
+	t.expectations(&c, anchor)
+	return c
+}
+
+// fillFromRequests fills missing call ids and arguments of tool-span calls
+// from the calls the model requested: by id, else by name (and arguments
+// when both have them), in order.
+func fillFromRequests(calls, requested []ToolCall) {
+	if len(requested) == 0 {
+		return
+	}
+	used := make([]bool, len(requested))
+	for i := range calls {
+		call := &calls[i]
+		match := -1
+		if call.ID != "" {
+			for k := range requested {
+				if !used[k] && requested[k].ID == call.ID {
+					match = k
+					break
+				}
+			}
+		}
+		if match < 0 {
+			for k := range requested {
+				if used[k] || requested[k].Name != call.Name {
+					continue
+				}
+				if call.ID != "" && requested[k].ID != "" {
+					continue // different ids: not this request
+				}
+				if call.Arguments != nil && requested[k].Arguments != nil && !reflect.DeepEqual(call.Arguments, requested[k].Arguments) {
+					continue
+				}
+				match = k
+				break
+			}
+		}
+		if match < 0 {
+			continue
+		}
+		used[match] = true
+		r := requested[match]
+		if call.ID == "" {
+			call.ID = r.ID
+		}
+		if call.Arguments == nil && r.Arguments != nil {
+			call.Arguments = r.Arguments
+			if call.RawArguments == "" {
+				call.RawArguments = r.RawArguments
+			}
+		}
+	}
+}
+
+// fillResults gives requested calls the results found in later tool
+// messages (matched by call id).
+func (t *trace) fillResults(calls []ToolCall, a *spanData, llms []int) {
+	if len(calls) == 0 {
+		return
+	}
+	results := map[string]string{}
+	collect := func(msgs []Message) {
+		for _, m := range msgs {
+			if m.Role == "tool" && m.ToolCallID != "" {
+				results[m.ToolCallID] = m.Content
+			}
+		}
+	}
+	collect(a.input)
+	for _, j := range llms {
+		collect(t.spans[j].input)
+	}
+	for i := range calls {
+		if r, ok := results[calls[i].ID]; ok && calls[i].ID != "" {
+			calls[i].Result, calls[i].HasResult = r, true
+		}
+	}
+}
+
+func concat(a, b []Message) []Message {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	out := make([]Message, 0, len(a)+len(b))
+	return append(append(out, a...), b...)
+}
+
+func appendUnique(dst, src []string) []string {
+	if len(src) == 0 {
+		return dst
+	}
+	if len(dst)+len(src) > 32 {
+		seen := make(map[string]struct{}, len(dst)+len(src))
+		for _, x := range dst {
+			seen[x] = struct{}{}
+		}
+		for _, x := range src {
+			if _, dup := seen[x]; !dup {
+				seen[x] = struct{}{}
+				dst = append(dst, x)
+			}
+		}
+		return dst
+	}
+	for _, s := range src {
+		dup := false
+		for _, x := range dst {
+			if x == s {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			dst = append(dst, s)
+		}
+	}
+	return dst
+}
+
+// expectSet is what one span's eval.* attributes say, read once.
+type expectSet struct {
+	e        Expectations
+	present  [7]bool // tool_calls, output, documents, tasks, context, constraints, goal
+	problems []string
+}
+
+func (t *trace) expectOf(i int) *expectSet {
+	d := &t.spans[i]
+	if d.expect != nil {
+		return d.expect
+	}
+	es := &expectSet{}
+	d.expect = es
+	attrs := d.ref.Span.Attributes()
+	sc := &d.c
+	n0 := len(sc.problems)
+	e := &es.e
+	get := func(slot int, key string) (pcommon.Value, bool) {
+		v, ok := attrs.Get(key)
+		if !ok || v.Type() == pcommon.ValueTypeEmpty {
+			return v, false
+		}
+		es.present[slot] = true
+		return v, true
+	}
+	if v, ok := get(0, "eval.expected.tool_calls"); ok {
+		const k = "eval.expected.tool_calls"
+		if val, ok := sc.valueOf(k, v); ok {
+			if s, isStr := val.(string); isStr && strings.TrimSpace(s) == "" {
+				val = []any{}
+			}
+			calls, err := ParseExpectedCalls(val)
+			if err != nil {
+				sc.report(k, "%v", err)
+			} else {
+				e.ToolCalls, e.HasToolCalls = calls, true
+			}
+		}
+	}
+	if v, ok := get(1, "eval.expected.output"); ok {
+		const k = "eval.expected.output"
+		if v.Type() == pcommon.ValueTypeStr {
+			s := sc.fixString(k, v.Str())
+			e.Output, e.HasOutput = s, true
+			if x := decodeQuiet(s); x != nil {
+				if _, isStr := x.(string); !isStr {
+					e.Output = x
+				}
+			}
+		} else {
+			e.Output, e.HasOutput = sc.convert(k, v), true
+		}
+	}
+	if v, ok := get(2, "eval.expected.documents"); ok {
+		const k = "eval.expected.documents"
+		if val, ok := sc.valueOf(k, v); ok {
+			if arr, isArr := val.([]any); isArr {
+				e.Documents, e.HasDocuments = arr, true
+			} else {
+				sc.report(k, "want a JSON array, got %s", typeName(val))
+			}
+		}
+	}
+	if v, ok := get(3, "eval.tasks"); ok {
+		e.Tasks, e.HasTasks = sc.stringList("eval.tasks", v)
+	}
+	if v, ok := get(4, "eval.context"); ok {
+		e.Context, e.HasContext = sc.stringList("eval.context", v)
+	}
+	if v, ok := get(5, "eval.constraints"); ok {
+		e.Constraints = sc.scalarText("eval.constraints", v)
+	}
+	if v, ok := get(6, "eval.conversation_goal"); ok {
+		e.ConversationGoal = sc.scalarText("eval.conversation_goal", v)
+	}
+	es.problems = sc.problems[n0:len(sc.problems):len(sc.problems)]
+	return es
+}
+
+// expectations reads eval.* from the anchor span, else the trace's root
+// span, attribute by attribute.
+func (t *trace) expectations(c *Case, anchor int) {
+	own := t.expectOf(anchor)
+	c.Expected = own.e
+	c.Problems = appendUnique(c.Problems, own.problems)
+	if t.root < 0 || t.root == anchor {
+		return
+	}
+	root := t.expectOf(t.root)
+	e, r := &c.Expected, &root.e
+	used := false
+	if !own.present[0] && root.present[0] {
+		e.ToolCalls, e.HasToolCalls, used = r.ToolCalls, r.HasToolCalls, true
+	}
+	if !own.present[1] && root.present[1] {
+		e.Output, e.HasOutput, used = r.Output, r.HasOutput, true
+	}
+	if !own.present[2] && root.present[2] {
+		e.Documents, e.HasDocuments, used = r.Documents, r.HasDocuments, true
+	}
+	if !own.present[3] && root.present[3] {
+		e.Tasks, e.HasTasks, used = r.Tasks, r.HasTasks, true
+	}
+	if !own.present[4] && root.present[4] {
+		e.Context, e.HasContext, used = r.Context, r.HasContext, true
+	}
+	if !own.present[5] && root.present[5] {
+		e.Constraints, used = r.Constraints, true
+	}
+	if !own.present[6] && root.present[6] {
+		e.ConversationGoal, used = r.ConversationGoal, true
+	}
+	if used {
+		c.Problems = appendUnique(c.Problems, root.problems)
+	}
+}
+
+// stringList reads a JSON array of strings, a string slice, or a plain
+// string (one item).
+func (c *spanCtx) stringList(key string, v pcommon.Value) ([]string, bool) {
+	val, ok := c.valueOf(key, v)
+	if !ok {
+		return nil, false
+	}
+	switch t := val.(type) {
+	case string:
+		return []string{t}, true
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, it := range t {
+			s, isStr := it.(string)
+			if !isStr {
+				c.report(key, "want strings, got %s", typeName(it))
+				s = textOf(it)
+			}
+			out = append(out, s)
+		}
+		return out, true
+	}
+	c.report(key, "want a string or an array of strings, got %s", typeName(val))
+	return nil, false
+}
+
+func (c *spanCtx) scalarText(key string, v pcommon.Value) string {
+	if v.Type() == pcommon.ValueTypeStr {
+		return c.fixString(key, v.Str())
+	}
+	c.report(key, "want a string, got %s", strings.ToLower(v.Type().String()))
+	return textOf(c.convert(key, v))
+}

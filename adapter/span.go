@@ -1,0 +1,667 @@
+package adapter
+
+import (
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// spanData is what was read from one span; each span is read at most once
+// per Adapt call.
+type spanData struct {
+	ref    SpanRef
+	kind   spanKind
+	parent int // index of the parent span; -1 for top-level
+	start  pcommon.Timestamp
+	end    pcommon.Timestamp
+	parsed bool
+	c      spanCtx
+	expect *expectSet
+
+	// conversation (llm and agent spans)
+	input, output []Message
+	system        string
+	toolDefs      []ToolDefinition
+	// own input and output text of agent spans
+	ownInput, ownOutput string
+	// tool spans
+	call ToolCall
+	// retrieval spans
+	docs []Document
+
+	usage                                                Usage
+	model, provider, responseID, agentName, conversation string
+}
+
+func (d *spanData) duration() time.Duration {
+	if d.end < d.start {
+		return 0
+	}
+	return time.Duration(d.end - d.start)
+}
+
+// flattened prefixes read in a single pass over the attributes.
+var flatPrefixes = [...]string{
+	"llm.input_messages.",
+	"llm.output_messages.",
+	"llm.tools.",
+	"retrieval.documents.",
+	"gen_ai.prompt.",
+	"gen_ai.completion.",
+	"llm.request.functions.",
+}
+
+const (
+	flatOIInput = iota
+	flatOIOutput
+	flatOITools
+	flatOIDocs
+	flatOLPrompt
+	flatOLCompletion
+	flatOLFunctions
+)
+
+// flatten collects the flattened attributes under flatPrefixes into trees.
+func (d *spanData) flatten(attrs pcommon.Map) [len(flatPrefixes)]map[string]any {
+	var trees [len(flatPrefixes)]map[string]any
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		if !strings.HasPrefix(k, "llm.") && !strings.HasPrefix(k, "gen_ai.") && !strings.HasPrefix(k, "retrieval.") {
+			return true
+		}
+		for i, p := range flatPrefixes {
+			if len(k) > len(p) && strings.HasPrefix(k, p) {
+				if trees[i] == nil {
+					trees[i] = make(map[string]any, 8)
+				}
+				if !unflatten(trees[i], k[len(p):], d.c.convert(k, v)) {
+					d.c.report(k, "key nested too deeply; skipped")
+				}
+				break
+			}
+		}
+		return true
+	})
+	return trees
+}
+
+// parse reads the span according to its kind.
+func (d *spanData) parse() {
+	if d.parsed {
+		return
+	}
+	d.parsed = true
+	span := d.ref.Span
+	attrs := span.Attributes()
+	c := &d.c
+
+	d.model = c.firstString(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model", "ai.model.id")
+	d.provider = c.firstString(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider")
+	d.responseID = c.firstString(attrs, "gen_ai.response.id", "ai.response.id")
+	d.conversation = c.firstString(attrs, "gen_ai.conversation.id", "session.id", "ai.telemetry.metadata.sessionId", "traceloop.association.properties.session_id")
+	d.agentName = c.firstString(attrs, "gen_ai.agent.name", "agent.name")
+	if d.agentName == "" && d.kind == kindAgent {
+		d.agentName = c.firstString(attrs, "traceloop.entity.name", "ai.telemetry.functionId")
+		if d.agentName == "" {
+			if n, ok := strings.CutPrefix(span.Name(), "invoke_agent "); ok {
+				d.agentName = n
+			}
+		}
+	}
+	d.readUsage(attrs)
+
+	switch d.kind {
+	case kindTool:
+		d.readToolSpan(attrs)
+		return
+	case kindRetrieval:
+		trees := d.flatten(attrs)
+		d.readDocuments(attrs, trees[flatOIDocs])
+		return
+	}
+	// llm, agent and anchors of synthetic agent cases
+	trees := d.flatten(attrs)
+	d.readConversation(attrs, trees)
+	d.readToolDefinitions(attrs, trees)
+	if d.kind != kindLLM {
+		d.readOwnIO(attrs)
+	}
+	if d.kind == kindLLM && len(d.input) == 0 && len(d.output) == 0 {
+		// OpenInference raw request/response as a last resort
+		if v, ok := c.attrValue(attrs, "input.value"); ok {
+			if _, isStr := v.(string); !isStr {
+				d.input = c.parseMessagesQuiet([]any{v})
+			}
+		}
+		if v, ok := c.attrValue(attrs, "output.value"); ok {
+			if _, isStr := v.(string); !isStr {
+				d.output = c.parseMessagesQuiet([]any{v})
+			} else if s := v.(string); s != "" {
+				d.output = []Message{{Role: "assistant", Content: s}}
+			}
+		}
+	}
+}
+
+func (d *spanData) readUsage(attrs pcommon.Map) {
+	c := &d.c
+	first := func(keys ...string) (int64, bool) {
+		for _, k := range keys {
+			if n, ok := c.attrInt(attrs, k); ok {
+				return n, true
+			}
+		}
+		return 0, false
+	}
+	u := &d.usage
+	u.InputTokens, u.HasInputTokens = first("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "ai.usage.inputTokens", "ai.usage.promptTokens")
+	u.OutputTokens, u.HasOutputTokens = first("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "ai.usage.outputTokens", "ai.usage.completionTokens")
+	u.TotalTokens, u.HasTotalTokens = first("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total", "ai.usage.totalTokens")
+}
+
+// readConversation reads input and output messages, each side from the
+// first convention that has it.
+func (d *spanData) readConversation(attrs pcommon.Map, trees [len(flatPrefixes)]map[string]any) {
+	c := &d.c
+	// OTel GenAI
+	if v, ok := c.attrValue(attrs, "gen_ai.input.messages"); ok {
+		d.input = c.parseMessages("gen_ai.input.messages", v, "user")
+	}
+	if v, ok := c.attrValue(attrs, "gen_ai.output.messages"); ok {
+		d.output = c.parseMessages("gen_ai.output.messages", v, "assistant")
+	}
+	if v, ok := c.attrValue(attrs, "gen_ai.system_instructions"); ok {
+		switch t := v.(type) {
+		case string:
+			d.system = t
+		case []any:
+			var parts []string
+			for _, p := range t {
+				if s, _, _ := c.parsePart("gen_ai.system_instructions", p); s != "" {
+					parts = append(parts, s)
+				}
+			}
+			d.system = strings.Join(parts, "\n")
+		case map[string]any:
+			d.system, _, _ = c.parsePart("gen_ai.system_instructions", t)
+		default:
+			c.report("gen_ai.system_instructions", "want parts or a string, got %s", typeName(v))
+		}
+	}
+	// OpenInference flattened
+	if len(d.input) == 0 && trees[flatOIInput] != nil {
+		d.input = c.flatMessages("llm.input_messages", trees[flatOIInput], "user")
+	}
+	if len(d.output) == 0 && trees[flatOIOutput] != nil {
+		d.output = c.flatMessages("llm.output_messages", trees[flatOIOutput], "assistant")
+	}
+	// OpenLLMetry flattened
+	if len(d.input) == 0 && trees[flatOLPrompt] != nil {
+		d.input = c.flatMessages("gen_ai.prompt", trees[flatOLPrompt], "user")
+	}
+	if len(d.output) == 0 && trees[flatOLCompletion] != nil {
+		d.output = c.flatMessages("gen_ai.completion", trees[flatOLCompletion], "assistant")
+	}
+	// Vercel AI SDK
+	if len(d.input) == 0 {
+		if v, ok := c.attrValue(attrs, "ai.prompt.messages"); ok {
+			d.input = c.parseMessages("ai.prompt.messages", v, "user")
+		}
+	}
+	if len(d.output) == 0 && d.kind == kindLLM {
+		text := c.attrString(attrs, "ai.response.text")
+		var calls []ToolCall
+		if v, ok := c.attrValue(attrs, "ai.response.toolCalls"); ok {
+			calls = c.parseToolCalls("ai.response.toolCalls", v)
+		}
+		if text != "" || len(calls) > 0 {
+			d.output = []Message{{Role: "assistant", Content: text, ToolCalls: calls}}
+		}
+	}
+	// older OTel event forms
+	if len(d.input) == 0 || len(d.output) == 0 {
+		in, out := d.readEvents()
+		if len(d.input) == 0 {
+			d.input = in
+		}
+		if len(d.output) == 0 {
+			d.output = out
+		}
+	}
+	if d.system == "" {
+		d.system = systemText(d.input)
+	}
+}
+
+// flatMessages reads flattened messages: N.{message.}role/content/…
+func (c *spanCtx) flatMessages(attr string, tree map[string]any, defaultRole string) []Message {
+	var out []Message
+	for _, it := range indexed(tree) {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		if inner, ok := m["message"].(map[string]any); ok { // OpenInference
+			m = inner
+		}
+		msg := Message{Role: defaultRole}
+		if r := str(m["role"]); r != "" {
+			msg.Role = normRole(r)
+		}
+		var texts []string
+		switch ct := m["content"].(type) {
+		case nil:
+		case string:
+			if !(ct == "null" && msg.Role == "assistant") {
+				if strings.HasPrefix(ct, "[{") {
+					if arr, ok := decodeQuiet(ct).([]any); ok && allTyped(arr) {
+						for _, p := range arr {
+							if t, _, _ := c.parsePart(attr, p); t != "" {
+								texts = append(texts, t)
+							}
+						}
+						break
+					}
+				}
+				if ct != "" {
+					texts = append(texts, ct)
+				}
+			}
+		default:
+			c.report(attr, "message content: want a string, got %s", typeName(ct))
+			texts = append(texts, textOf(ct))
+		}
+		for _, p := range indexed(m["contents"]) { // OpenInference multimodal
+			pm, _ := p.(map[string]any)
+			if mc, ok := pm["message_content"].(map[string]any); ok {
+				pm = mc
+			}
+			if pm != nil && (pm["type"] == nil || pm["type"] == "text") {
+				if s := str(pm["text"]); s != "" {
+					texts = append(texts, s)
+				}
+			}
+		}
+		msg.Content = strings.Join(texts, "\n")
+		for _, tc := range indexed(m["tool_calls"]) {
+			if tm, ok := tc.(map[string]any); ok {
+				msg.ToolCalls = append(msg.ToolCalls, c.parseToolCall(attr, tm))
+			}
+		}
+		if msg.Role == "tool" {
+			msg.ToolCallID = strField(m, "tool_call_id", "id")
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// eventNames of the older OTel GenAI forms.
+func eventRole(name string) string {
+	switch name {
+	case "gen_ai.system.message":
+		return "system"
+	case "gen_ai.user.message":
+		return "user"
+	case "gen_ai.assistant.message":
+		return "assistant"
+	case "gen_ai.tool.message":
+		return "tool"
+	}
+	return ""
+}
+
+// readEvents reads the older OTel forms carried as span events.
+func (d *spanData) readEvents() (in, out []Message) {
+	c := &d.c
+	evs := d.ref.Span.Events()
+	type choice struct {
+		index int
+		msgs  []Message
+	}
+	var choices []choice
+	for i := 0; i < evs.Len(); i++ {
+		ev := evs.At(i)
+		name := ev.Name()
+		attrs := ev.Attributes()
+		if !strings.HasPrefix(name, "gen_ai.") {
+			if n := strAttr(attrs, "event.name"); strings.HasPrefix(n, "gen_ai.") {
+				name = n
+			} else {
+				continue
+			}
+		}
+		switch name {
+		case "gen_ai.content.prompt":
+			if v, ok := c.attrValue(attrs, "gen_ai.prompt"); ok {
+				in = append(in, c.parseMessages("gen_ai.prompt", v, "user")...)
+			}
+		case "gen_ai.content.completion":
+			if v, ok := c.attrValue(attrs, "gen_ai.completion"); ok {
+				out = append(out, c.parseMessages("gen_ai.completion", v, "assistant")...)
+			}
+		case "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
+			body := d.eventBody(attrs, name)
+			in = append(in, c.parseMessage(name, body, eventRole(name))...)
+		case "gen_ai.choice":
+			body := d.eventBody(attrs, name)
+			idx := len(choices)
+			if f, ok := body["index"].(float64); ok {
+				idx = int(f)
+			}
+			if _, ok := body["message"]; !ok {
+				body = map[string]any{"message": map[string]any{"role": "assistant", "content": body["content"], "tool_calls": body["tool_calls"]}}
+			}
+			choices = append(choices, choice{idx, c.parseMessage(name, body, "assistant")})
+		}
+	}
+	// stable order by index
+	for i := 1; i < len(choices); i++ {
+		for j := i; j > 0 && choices[j].index < choices[j-1].index; j-- {
+			choices[j], choices[j-1] = choices[j-1], choices[j]
+		}
+	}
+	for _, ch := range choices {
+		out = append(out, ch.msgs...)
+	}
+	return in, out
+}
+
+// eventBody rebuilds an event's body from a `body` attribute or from the
+// event's attributes.
+func (d *spanData) eventBody(attrs pcommon.Map, name string) map[string]any {
+	c := &d.c
+	if v, ok := attrs.Get("body"); ok {
+		if b, ok := c.valueOf(name+".body", v); ok {
+			if m, ok := b.(map[string]any); ok {
+				return m
+			}
+			if s, ok := b.(string); ok {
+				return map[string]any{"content": s}
+			}
+		}
+	}
+	body := make(map[string]any, attrs.Len())
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		switch k {
+		case "gen_ai.system", "gen_ai.provider.name", "event.name":
+			return true
+		case "tool_calls", "message":
+			if x, ok := c.valueOf(name+"."+k, v); ok {
+				body[k] = x
+			}
+		default:
+			body[k] = c.convert(name+"."+k, v)
+		}
+		return true
+	})
+	return body
+}
+
+// readToolDefinitions reads the tools offered to the model.
+func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixes)]map[string]any) {
+	c := &d.c
+	add := func(attr string, v any) {
+		m, ok := c.asObject(attr, v)
+		if !ok {
+			c.report(attr, "tool definition: want an object, got %s", typeName(v))
+			return
+		}
+		if fn, ok := m["function"].(map[string]any); ok { // OpenAI wrapper
+			m = fn
+		}
+		def := ToolDefinition{Name: str(m["name"]), Description: str(m["description"])}
+		schema := field(m, "parameters", "inputSchema", "input_schema", "parametersJsonSchema", "arguments")
+		if js, ok := schema.(map[string]any); ok {
+			if inner, ok := js["jsonSchema"].(map[string]any); ok {
+				js = inner
+			}
+		}
+		if schema != nil {
+			if obj, ok := c.asObject(attr, schema); ok {
+				if inner, ok := obj["jsonSchema"].(map[string]any); ok {
+					obj = inner
+				}
+				def.Parameters = obj
+			} else {
+				c.report(attr, "tool %q parameters: want a JSON schema object, got %s", def.Name, typeName(schema))
+			}
+		}
+		if def.Name == "" {
+			c.report(attr, "tool definition without a name")
+			return
+		}
+		d.toolDefs = mergeDef(d.toolDefs, def)
+	}
+	list := func(attr string, v any) {
+		switch t := v.(type) {
+		case []any:
+			for _, it := range t {
+				add(attr, it)
+			}
+		case map[string]any:
+			add(attr, t)
+		default:
+			c.report(attr, "want an array of tool definitions, got %s", typeName(v))
+		}
+	}
+	if v, ok := c.attrValue(attrs, "gen_ai.tool.definitions"); ok {
+		list("gen_ai.tool.definitions", v)
+	}
+	if v, ok := c.attrValue(attrs, "ai.prompt.tools"); ok {
+		list("ai.prompt.tools", v)
+	}
+	for _, it := range indexed(trees[flatOITools]) {
+		if js := path(it, "tool", "json_schema"); js != nil {
+			add("llm.tools.tool.json_schema", js)
+		}
+	}
+	for _, it := range indexed(trees[flatOLFunctions]) {
+		if m, ok := it.(map[string]any); ok {
+			add("llm.request.functions", m)
+		}
+	}
+}
+
+// mergeDef adds def unless a tool of that name is known; a known one gets
+// its missing description or schema filled.
+func mergeDef(defs []ToolDefinition, def ToolDefinition) []ToolDefinition {
+	for i := range defs {
+		if defs[i].Name == def.Name {
+			if defs[i].Description == "" {
+				defs[i].Description = def.Description
+			}
+			if defs[i].Parameters == nil {
+				defs[i].Parameters = def.Parameters
+			}
+			return defs
+		}
+	}
+	return append(defs, def)
+}
+
+// readOwnIO reads an agent span's own input and output text.
+func (d *spanData) readOwnIO(attrs pcommon.Map) {
+	c := &d.c
+	for _, k := range []string{"input.value", "traceloop.entity.input", "ai.prompt"} {
+		if v, ok := c.attrValue(attrs, k); ok {
+			if s := c.plainText(k, v, false, 0); s != "" {
+				d.ownInput = s
+				break
+			}
+		}
+	}
+	for _, k := range []string{"output.value", "traceloop.entity.output", "ai.response.text"} {
+		if v, ok := c.attrValue(attrs, k); ok {
+			if s := c.plainText(k, v, true, 0); s != "" {
+				d.ownOutput = s
+				break
+			}
+		}
+	}
+}
+
+// readToolSpan reads the call a tool span made.
+func (d *spanData) readToolSpan(attrs pcommon.Map) {
+	c := &d.c
+	span := d.ref.Span
+	call := ToolCall{SpanID: span.SpanID(), Duration: d.duration()}
+	call.Name = c.firstString(attrs, "gen_ai.tool.name", "tool.name", "ai.toolCall.name", "tool_call.function.name")
+	if call.Name == "" && strAttr(attrs, "traceloop.span.kind") == "tool" {
+		call.Name = c.attrString(attrs, "traceloop.entity.name")
+	}
+	if call.Name == "" {
+		name := span.Name()
+		if n, ok := strings.CutPrefix(name, "execute_tool "); ok {
+			name = n
+		}
+		call.Name = c.fixString("name", strings.TrimSuffix(name, ".tool"))
+	}
+	call.ID = c.firstString(attrs, "gen_ai.tool.call.id", "tool_call.id", "ai.toolCall.id", "tool.id")
+
+	// arguments
+	switch {
+	case has(attrs, "gen_ai.tool.call.arguments"):
+		d.toolArgs(attrs, &call, "gen_ai.tool.call.arguments", false)
+	case has(attrs, "ai.toolCall.args"):
+		d.toolArgs(attrs, &call, "ai.toolCall.args", false)
+	case has(attrs, "ai.toolCall.input"):
+		d.toolArgs(attrs, &call, "ai.toolCall.input", false)
+	case has(attrs, "tool_call.function.arguments"):
+		d.toolArgs(attrs, &call, "tool_call.function.arguments", false)
+	case has(attrs, "traceloop.entity.input"):
+		d.toolArgs(attrs, &call, "traceloop.entity.input", true)
+	case has(attrs, "input.value"):
+		d.toolArgs(attrs, &call, "input.value", false)
+	}
+	// result
+	for _, k := range []struct {
+		key    string
+		unwrap bool
+	}{{"gen_ai.tool.call.result", false}, {"ai.toolCall.result", true}, {"ai.toolCall.output", true}, {"traceloop.entity.output", true}, {"output.value", false}} {
+		v, ok := attrs.Get(k.key)
+		if !ok {
+			continue
+		}
+		call.HasResult = true
+		if v.Type() == pcommon.ValueTypeStr {
+			s := v.Str()
+			if k.unwrap && strings.HasPrefix(strings.TrimSpace(s), `"`) {
+				if x, ok := c.decodeJSON(k.key, s); ok {
+					if xs, ok := x.(string); ok {
+						s = xs
+					}
+				}
+			}
+			call.Result = c.fixString(k.key, s)
+		} else {
+			call.Result = resultText(c.convert(k.key, v))
+		}
+		break
+	}
+	// errors
+	if span.Status().Code() == ptrace.StatusCodeError {
+		call.Errored = true
+		call.ErrorMessage = c.fixString("status.message", span.Status().Message())
+		if call.ErrorMessage == "" {
+			call.ErrorMessage = c.attrString(attrs, "error.type")
+		}
+		if call.ErrorMessage == "" {
+			evs := span.Events()
+			for i := 0; i < evs.Len(); i++ {
+				if evs.At(i).Name() == "exception" {
+					ea := evs.At(i).Attributes()
+					call.ErrorMessage = c.firstString(ea, "exception.message", "exception.type")
+					break
+				}
+			}
+		}
+	}
+	d.call = call
+	// the tool span's own description and schema
+	def := ToolDefinition{Name: call.Name, Description: c.firstString(attrs, "gen_ai.tool.description", "tool.description")}
+	if v, ok := c.attrValue(attrs, "tool.parameters"); ok {
+		if m, ok := v.(map[string]any); ok {
+			def.Parameters = m
+		}
+	}
+	if def.Name != "" && (def.Description != "" || def.Parameters != nil) {
+		d.toolDefs = []ToolDefinition{def}
+	}
+}
+
+func has(m pcommon.Map, key string) bool {
+	_, ok := m.Get(key)
+	return ok
+}
+
+// toolArgs reads a tool span's arguments; kwargs unwraps OpenLLMetry's
+// {"args":[…],"kwargs":{…}}.
+func (d *spanData) toolArgs(attrs pcommon.Map, call *ToolCall, key string, kwargs bool) {
+	c := &d.c
+	v, _ := attrs.Get(key)
+	if v.Type() == pcommon.ValueTypeStr {
+		c.setArguments(key, call, v.Str())
+	} else {
+		c.setArguments(key, call, c.convert(key, v))
+	}
+	if kwargs && call.Arguments != nil {
+		if kw, ok := call.Arguments["kwargs"].(map[string]any); ok {
+			if _, hasArgs := call.Arguments["args"]; hasArgs || len(call.Arguments) == 1 {
+				call.Arguments = kw
+			}
+		}
+	}
+}
+
+// readDocuments reads retrieved documents.
+func (d *spanData) readDocuments(attrs pcommon.Map, tree map[string]any) {
+	c := &d.c
+	add := func(attr string, v any) {
+		m, ok := c.asObject(attr, v)
+		if !ok {
+			if s, ok := v.(string); ok {
+				d.docs = append(d.docs, Document{Content: s})
+				return
+			}
+			c.report(attr, "document: want an object, got %s", typeName(v))
+			return
+		}
+		if inner, ok := m["document"].(map[string]any); ok {
+			m = inner
+		}
+		doc := Document{ID: strField(m, "id"), Content: strField(m, "content", "text", "page_content")}
+		switch s := m["score"].(type) {
+		case float64:
+			doc.Score, doc.HasScore = s, true
+		case string:
+			if f, err := parseFloat(s); err == nil {
+				doc.Score, doc.HasScore = f, true
+			} else {
+				c.report(attr, "document score: want a number, got %q", s)
+			}
+		case nil:
+		default:
+			c.report(attr, "document score: want a number, got %s", typeName(s))
+		}
+		if md := m["metadata"]; md != nil {
+			if mm, ok := c.asObject(attr, md); ok {
+				doc.Metadata = mm
+			}
+		}
+		d.docs = append(d.docs, doc)
+	}
+	if v, ok := c.attrValue(attrs, "gen_ai.retrieval.documents"); ok {
+		if arr, ok := v.([]any); ok {
+			for _, it := range arr {
+				add("gen_ai.retrieval.documents", it)
+			}
+		} else {
+			c.report("gen_ai.retrieval.documents", "want an array, got %s", typeName(v))
+		}
+	}
+	for _, it := range indexed(tree) {
+		add("retrieval.documents", it)
+	}
+}

@@ -1,0 +1,482 @@
+package adapter
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Limits on what one attribute may cost to read.
+const (
+	maxJSONBytes   = 1 << 20 // JSON strings longer than this are skipped
+	maxDepth       = 64      // nesting deeper than this is skipped
+	maxStringBytes = 1 << 20 // plain strings are truncated to this
+	maxElements    = 100000  // values per structured attribute
+	maxIndex       = 10000   // highest N in flattened `prefix.N.` keys
+)
+
+// spanCtx reads the attributes of one span and collects what it could not
+// read as problems naming the span and the attribute.
+type spanCtx struct {
+	name     string
+	id       string
+	problems []string
+}
+
+func newSpanCtx(ref SpanRef) spanCtx {
+	name := ref.Span.Name()
+	if len(name) > 200 {
+		name = truncateUTF8(name, 200) + "…"
+	}
+	id := ref.Span.SpanID()
+	return spanCtx{name: strings.ToValidUTF8(name, "\uFFFD"), id: hex.EncodeToString(id[:])}
+}
+
+func (c *spanCtx) report(attr, format string, args ...any) {
+	if len(attr) > 200 {
+		attr = truncateUTF8(attr, 200) + "…"
+	}
+	c.problems = append(c.problems, fmt.Sprintf("span %q (%s): attribute %q: %s",
+		c.name, c.id, strings.ToValidUTF8(attr, "\uFFFD"), fmt.Sprintf(format, args...)))
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a rune.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// fixString truncates huge strings and replaces invalid UTF-8.
+func (c *spanCtx) fixString(attr, s string) string {
+	if len(s) > maxStringBytes {
+		c.report(attr, "string of %d bytes truncated to %d bytes", len(s), maxStringBytes)
+		s = truncateUTF8(s, maxStringBytes)
+	}
+	if !utf8.ValidString(s) {
+		c.report(attr, "invalid UTF-8 replaced with U+FFFD")
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
+
+// looksJSON reports whether s starts like a JSON object, array or string.
+func looksJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[', '"':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// jsonTooDeep reports whether the JSON text nests deeper than limit. It is a
+// linear scan that stops early, run before decoding.
+func jsonTooDeep(s string, limit int) bool {
+	depth, inStr, esc := 0, false, false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case ch == '\\':
+				esc = true
+			case ch == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch ch {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// decodeJSON decodes a JSON text within the limits; ok is false (and a
+// problem reported) when it is too large, too deep or malformed.
+func (c *spanCtx) decodeJSON(attr, s string) (any, bool) {
+	if len(s) > maxJSONBytes {
+		c.report(attr, "JSON value of %d bytes exceeds the %d-byte limit; skipped", len(s), maxJSONBytes)
+		return nil, false
+	}
+	if jsonTooDeep(s, maxDepth) {
+		c.report(attr, "JSON value nested deeper than %d levels; skipped", maxDepth)
+		return nil, false
+	}
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		c.report(attr, "malformed JSON: %v", err)
+		return nil, false
+	}
+	return v, true
+}
+
+// maybeJSON decodes s when it looks like JSON; otherwise (or when decoding
+// fails) it returns the string itself, repaired.
+func (c *spanCtx) maybeJSON(attr, s string) any {
+	if looksJSON(s) {
+		if v, ok := c.decodeJSON(attr, s); ok {
+			return v
+		}
+		return nil
+	}
+	return c.fixString(attr, s)
+}
+
+// converter turns a pdata value into plain Go values (as encoding/json
+// decodes them: map[string]any, []any, string, float64, bool, nil).
+type converter struct {
+	c        *spanCtx
+	attr     string
+	budget   int
+	reported bool
+}
+
+func (c *spanCtx) convert(attr string, v pcommon.Value) any {
+	cv := converter{c: c, attr: attr, budget: maxElements}
+	return cv.conv(v, 0)
+}
+
+func (cv *converter) conv(v pcommon.Value, depth int) any {
+	if depth > maxDepth {
+		if !cv.reported {
+			cv.reported = true
+			cv.c.report(cv.attr, "value nested deeper than %d levels; deeper parts skipped", maxDepth)
+		}
+		return nil
+	}
+	cv.budget--
+	if cv.budget < 0 {
+		if !cv.reported {
+			cv.reported = true
+			cv.c.report(cv.attr, "value has more than %d elements; the rest skipped", maxElements)
+		}
+		return nil
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return cv.c.fixString(cv.attr, v.Str())
+	case pcommon.ValueTypeInt:
+		return float64(v.Int())
+	case pcommon.ValueTypeDouble:
+		return v.Double()
+	case pcommon.ValueTypeBool:
+		return v.Bool()
+	case pcommon.ValueTypeBytes:
+		return base64.StdEncoding.EncodeToString(v.Bytes().AsRaw())
+	case pcommon.ValueTypeMap:
+		m := v.Map()
+		out := make(map[string]any, m.Len())
+		m.Range(func(k string, x pcommon.Value) bool {
+			if !utf8.ValidString(k) {
+				k = strings.ToValidUTF8(k, "\uFFFD")
+			}
+			out[k] = cv.conv(x, depth+1)
+			return cv.budget >= 0
+		})
+		return out
+	case pcommon.ValueTypeSlice:
+		s := v.Slice()
+		n := s.Len()
+		if n > cv.budget {
+			n = cv.budget + 1
+		}
+		out := make([]any, 0, n)
+		for i := 0; i < s.Len() && cv.budget >= 0; i++ {
+			out = append(out, cv.conv(s.At(i), depth+1))
+		}
+		return out
+	}
+	return nil
+}
+
+// attrValue reads attribute key of m as a plain Go value, decoding JSON
+// strings. ok is false when the attribute is absent or unreadable.
+func (c *spanCtx) attrValue(m pcommon.Map, key string) (any, bool) {
+	v, ok := m.Get(key)
+	if !ok {
+		return nil, false
+	}
+	return c.valueOf(key, v)
+}
+
+func (c *spanCtx) valueOf(key string, v pcommon.Value) (any, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeEmpty:
+		return nil, false
+	case pcommon.ValueTypeStr:
+		s := v.Str()
+		if looksJSON(s) {
+			return c.decodeJSON(key, s)
+		}
+		return c.fixString(key, s), true
+	}
+	return c.convert(key, v), true
+}
+
+// attrString reads a string attribute; other scalar types are reported and
+// formatted.
+func (c *spanCtx) attrString(m pcommon.Map, key string) string {
+	v, ok := m.Get(key)
+	if !ok {
+		return ""
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return c.fixString(key, v.Str())
+	case pcommon.ValueTypeEmpty:
+		return ""
+	case pcommon.ValueTypeInt, pcommon.ValueTypeDouble, pcommon.ValueTypeBool:
+		c.report(key, "want a string, got %s", strings.ToLower(v.Type().String()))
+		return v.AsString()
+	}
+	c.report(key, "want a string, got %s", strings.ToLower(v.Type().String()))
+	return textOf(c.convert(key, v))
+}
+
+// firstString returns the first non-empty string attribute among keys.
+func (c *spanCtx) firstString(m pcommon.Map, keys ...string) string {
+	for _, k := range keys {
+		if s := c.attrString(m, k); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// attrInt reads an integer attribute (int, double or numeric string).
+func (c *spanCtx) attrInt(m pcommon.Map, key string) (int64, bool) {
+	v, ok := m.Get(key)
+	if !ok {
+		return 0, false
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int(), true
+	case pcommon.ValueTypeDouble:
+		return int64(v.Double()), true
+	case pcommon.ValueTypeStr:
+		s := strings.TrimSpace(v.Str())
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return n, true
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return int64(f), true
+		}
+	}
+	c.report(key, "want an integer, got %s", strings.ToLower(v.Type().String()))
+	return 0, false
+}
+
+// textOf renders a plain Go value as text: strings as they are, anything
+// else as compact JSON.
+func textOf(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return t
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(t)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// str returns v when it is a string, a number or bool formatted; "" else.
+func str(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(t)
+	}
+	return ""
+}
+
+// field returns the first present, non-nil value among keys of m.
+func field(m map[string]any, keys ...string) any {
+	for _, k := range keys {
+		if v, ok := m[k]; ok && v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// strField returns the first non-empty string value among keys of m.
+func strField(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s := str(m[k]); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// path follows keys through nested maps.
+func path(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// unflatten inserts a dotted key (relative to a prefix) into tree.
+func unflatten(tree map[string]any, rest string, val any) bool {
+	node := tree
+	for depth := 0; ; depth++ {
+		if depth > maxDepth {
+			return false
+		}
+		dot := strings.IndexByte(rest, '.')
+		if dot < 0 {
+			if existing, ok := node[rest].(map[string]any); ok {
+				existing[""] = val
+			} else {
+				node[rest] = val
+			}
+			return true
+		}
+		seg := rest[:dot]
+		rest = rest[dot+1:]
+		child, ok := node[seg].(map[string]any)
+		if !ok {
+			child = make(map[string]any, 4)
+			if old, present := node[seg]; present {
+				child[""] = old
+			}
+			node[seg] = child
+		}
+		node = child
+	}
+}
+
+// indexed returns the values under numeric keys of a map, in index order.
+func indexed(v any) []any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if s, ok := v.([]any); ok {
+			return s
+		}
+		return nil
+	}
+	type kv struct {
+		i int
+		v any
+	}
+	items := make([]kv, 0, len(m))
+	for k, x := range m {
+		if len(k) == 0 || len(k) > 6 {
+			continue
+		}
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i > maxIndex {
+			continue
+		}
+		items = append(items, kv{i, x})
+	}
+	sort.Slice(items, func(a, b int) bool { return items[a].i < items[b].i })
+	out := make([]any, len(items))
+	for i, it := range items {
+		out[i] = it.v
+	}
+	return out
+}
+
+// asObject returns v as a JSON object, decoding a JSON string; ok is false
+// when v is neither.
+func (c *spanCtx) asObject(attr string, v any) (map[string]any, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		return t, true
+	case string:
+		if !looksJSON(t) {
+			return nil, false
+		}
+		d, ok := c.decodeJSON(attr, t)
+		if !ok {
+			return nil, false
+		}
+		m, ok := d.(map[string]any)
+		return m, ok
+	}
+	return nil, false
+}
+
+// asArray returns v as an array, decoding a JSON string.
+func (c *spanCtx) asArray(attr string, v any) ([]any, bool) {
+	switch t := v.(type) {
+	case []any:
+		return t, true
+	case string:
+		if !looksJSON(t) {
+			return nil, false
+		}
+		d, ok := c.decodeJSON(attr, t)
+		if !ok {
+			return nil, false
+		}
+		a, ok := d.([]any)
+		return a, ok
+	}
+	return nil, false
+}
+
+// typeName names the JSON type of v for problem messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func parseFloat(s string) (float64, error) { return strconv.ParseFloat(strings.TrimSpace(s), 64) }
