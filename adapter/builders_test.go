@@ -73,8 +73,8 @@ const (
 )
 
 var (
-	flightArgs = map[string]any{"from": "NYC", "to": "PAR", "date": "2025-05-03"}
-	hotelArgs  = map[string]any{"city": "Paris", "nights": float64(5)}
+	flightArgs   = map[string]any{"from": "NYC", "to": "PAR", "date": "2025-05-03"}
+	hotelArgs    = map[string]any{"city": "Paris", "nights": float64(5)}
 	flightSchema = map[string]any{"type": "object", "properties": map[string]any{
 		"from": map[string]any{"type": "string"}, "to": map[string]any{"type": "string"}, "date": map[string]any{"type": "string"}},
 		"required": []any{"from", "to", "date"}}
