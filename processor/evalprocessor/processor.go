@@ -1,0 +1,397 @@
+package evalprocessor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/engine"
+)
+
+// traceState is what the processor knows of a trace id.
+type traceState uint8
+
+const (
+	stateUnknown traceState = iota
+	// stateHeld: the trace's spans are being held.
+	stateHeld
+	// stateDone: the trace was released (scored, or forwarded unscored);
+	// further spans are late.
+	stateDone
+)
+
+// ticker is the injectable tick source; tests drive it by hand.
+type ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+// clock gives the processor its time: now stamps arriving spans, ticks
+// release traces. Both are replaceable in tests, so no test sleeps for `wait`.
+type clock struct {
+	now       func() time.Time
+	newTicker func(time.Duration) ticker
+}
+
+type realTicker struct{ *time.Ticker }
+
+func (t realTicker) C() <-chan time.Time { return t.Ticker.C }
+
+var realClock = clock{
+	now:       time.Now,
+	newTicker: func(d time.Duration) ticker { return realTicker{time.NewTicker(d)} },
+}
+
+type evalProcessor struct {
+	cfg    *Config
+	set    component.TelemetrySettings
+	logger *zap.Logger
+	next   consumer.Traces
+	clk    clock
+	tel    *telemetry
+	eng    *engine.Engine
+
+	// lifeMu guards running. ConsumeTraces holds it for reading while it
+	// hands spans to the loop, so Shutdown (holding it for writing) knows no
+	// send to in is under way once running is false.
+	lifeMu  sync.RWMutex
+	running bool
+
+	// dirMu guards dir: the state of every trace id held or recently
+	// released. ConsumeTraces reads it to route spans and marks new GenAI
+	// traces held; the loop marks released traces done and forgets the
+	// oldest done ids (ring).
+	dirMu sync.RWMutex
+	dir   map[pcommon.TraceID]traceState
+	ring  []pcommon.TraceID
+	ringN int
+
+	in      chan []*chunk // ConsumeTraces -> loop (unbuffered: back-pressure)
+	jobs    chan job      // loop -> workers
+	stop    chan struct{} // closed by Shutdown
+	runCtx  context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started atomic.Bool
+
+	// loop-owned
+	traces map[pcommon.TraceID]*heldTrace
+	lists  [2]traceList // 0: every held trace by last span; 1: those whose root arrived
+
+	badInputLogged atomic.Bool
+}
+
+func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk *clock) (*evalProcessor, error) {
+	tel, err := newTelemetry(set.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	p := &evalProcessor{
+		cfg:    cfg,
+		set:    set.TelemetrySettings,
+		logger: set.Logger,
+		next:   next,
+		clk:    realClock,
+		tel:    tel,
+	}
+	if clk != nil {
+		p.clk = *clk
+	}
+	return p, nil
+}
+
+func (p *evalProcessor) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
+
+// Start builds the engine and starts the loop and the workers.
+func (p *evalProcessor) Start(_ context.Context, _ component.Host) error {
+	eng, err := engine.New(&p.cfg.Config, p.set)
+	if err != nil {
+		return err
+	}
+	p.eng = eng
+	ringSize := max(p.cfg.MaxTraces, 1024)
+	p.dir = make(map[pcommon.TraceID]traceState)
+	p.ring = make([]pcommon.TraceID, 0, ringSize)
+	p.traces = make(map[pcommon.TraceID]*heldTrace)
+	p.in = make(chan []*chunk)
+	p.jobs = make(chan job, p.cfg.Workers)
+	p.stop = make(chan struct{})
+	p.runCtx, p.cancel = context.WithCancel(context.Background())
+
+	tick := p.clk.newTicker(p.cfg.tickInterval())
+	p.wg.Add(1 + p.cfg.Workers)
+	go p.loop(tick)
+	for i := 0; i < p.cfg.Workers; i++ {
+		go p.worker()
+	}
+	p.started.Store(true)
+	p.lifeMu.Lock()
+	p.running = true
+	p.lifeMu.Unlock()
+	return nil
+}
+
+// Shutdown stops taking spans, scores the held traces while ctx allows and
+// forwards the rest unscored, and returns once every goroutine has ended.
+func (p *evalProcessor) Shutdown(ctx context.Context) error {
+	p.lifeMu.Lock()
+	wasRunning := p.running
+	p.running = false
+	p.lifeMu.Unlock()
+	if !wasRunning {
+		return nil
+	}
+	// When ctx ends, evaluations under way end too (marked `timeout`) and
+	// traces not yet scored are forwarded unscored.
+	stopAfter := context.AfterFunc(ctx, p.cancel)
+	close(p.stop)
+	p.wg.Wait()
+	stopAfter()
+	p.cancel()
+	return nil
+}
+
+// ConsumeTraces routes spans: those of traces without a GenAI span go on at
+// once, those of GenAI traces are copied and held, those of traces already
+// released go on as they are (late).
+func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	p.lifeMu.RLock()
+	if !p.running {
+		p.lifeMu.RUnlock()
+		return p.forwardSync(ctx, td)
+	}
+	r := p.route(td)
+	if r.held == 0 {
+		p.lifeMu.RUnlock()
+		if r.late > 0 {
+			p.tel.spansLate.Add(ctx, int64(r.late))
+		}
+		return p.forwardSync(ctx, td) // nothing held: as-is, zero copy
+	}
+	fwd, chunks := p.split(td, r)
+	p.in <- chunks
+	p.lifeMu.RUnlock()
+	if r.late > 0 {
+		p.tel.spansLate.Add(ctx, int64(r.late))
+	}
+	if fwd.ResourceSpans().Len() == 0 {
+		return nil
+	}
+	return p.forwardSync(ctx, fwd)
+}
+
+// forwardSync hands spans on within ConsumeTraces; an error goes back to
+// the caller (and is counted).
+func (p *evalProcessor) forwardSync(ctx context.Context, td ptrace.Traces) error {
+	err := p.next.ConsumeTraces(ctx, td)
+	if err != nil {
+		p.tel.nextConsumerErrors.Add(ctx, 1)
+	}
+	return err
+}
+
+// forwardAsync hands on released spans. Nobody waits for them any more, so
+// an error is logged and counted: never silently lost.
+func (p *evalProcessor) forwardAsync(td ptrace.Traces, what string) {
+	ctx := context.Background()
+	if err := p.next.ConsumeTraces(ctx, td); err != nil {
+		p.tel.nextConsumerErrors.Add(ctx, 1)
+		p.logger.Error("next consumer refused released spans",
+			zap.String("released", what), zap.Int("spans", td.SpanCount()), zap.Error(err))
+	}
+}
+
+type decision uint8
+
+const (
+	decForward decision = iota
+	decHold
+	decLate
+)
+
+// routing is how the spans of one batch go.
+type routing struct {
+	dec  map[pcommon.TraceID]decision
+	held int // spans to hold
+	late int // spans of released traces
+}
+
+// route decides, per trace id in td, where its spans go. A trace is held
+// when it has a GenAI span in this batch or is already held.
+func (p *evalProcessor) route(td ptrace.Traces) routing {
+	// Pass 1, lock-free: which traces have GenAI spans here.
+	var genai map[pcommon.TraceID]struct{}
+	var lastGenAI pcommon.TraceID
+	hasGenAI := false
+	forEachSpan(td, func(_, _ int, s ptrace.Span) {
+		id := s.TraceID()
+		if hasGenAI && id == lastGenAI {
+			return
+		}
+		if adapter.IsGenAI(s) {
+			if genai == nil {
+				genai = make(map[pcommon.TraceID]struct{}, 4)
+			}
+			genai[id] = struct{}{}
+			lastGenAI, hasGenAI = id, true
+		}
+	})
+
+	var r routing
+	if len(genai) == 0 {
+		p.dirMu.RLock()
+		defer p.dirMu.RUnlock()
+		if len(p.dir) == 0 {
+			return r
+		}
+	} else {
+		p.dirMu.Lock()
+		defer p.dirMu.Unlock()
+	}
+	// Pass 2: decide per trace id (consecutive spans mostly share one).
+	r.dec = make(map[pcommon.TraceID]decision, max(len(genai), 1))
+	var lastID pcommon.TraceID
+	var last decision
+	first := true
+	forEachSpan(td, func(_, _ int, s ptrace.Span) {
+		id := s.TraceID()
+		if first || id != lastID {
+			d, ok := r.dec[id]
+			if !ok {
+				switch p.dir[id] {
+				case stateHeld:
+					d = decHold
+				case stateDone:
+					d = decLate
+				default:
+					if _, g := genai[id]; g {
+						p.dir[id] = stateHeld
+						d = decHold
+					}
+				}
+				r.dec[id] = d
+			}
+			lastID, last, first = id, d, false
+		}
+		switch last {
+		case decHold:
+			r.held++
+		case decLate:
+			r.late++
+		}
+	})
+	return r
+}
+
+// split copies the spans of td: held traces into one chunk per trace, the
+// rest into fwd. td itself is never written.
+func (p *evalProcessor) split(td ptrace.Traces, r routing) (ptrace.Traces, []*chunk) {
+	fwd := newChunk(pcommon.TraceID{})
+	chunks := make(map[pcommon.TraceID]*chunk, len(r.dec))
+	var order []*chunk
+	var lastID pcommon.TraceID
+	var last *chunk
+	first := true
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k++ {
+				s := spans.At(k)
+				id := s.TraceID()
+				if first || id != lastID {
+					first, lastID = false, id
+					if r.dec[id] == decHold {
+						c := chunks[id]
+						if c == nil {
+							c = newChunk(id)
+							chunks[id] = c
+							order = append(order, c)
+						}
+						last = c
+					} else {
+						last = fwd
+					}
+				}
+				last.add(i, rs, j, ss, s, last != fwd)
+			}
+		}
+	}
+	return fwd.td, order
+}
+
+// chunk is a copy of the spans of one trace from one batch (or, for fwd,
+// of the spans forwarded at once).
+type chunk struct {
+	id    pcommon.TraceID
+	td    ptrace.Traces
+	refs  []adapter.SpanRef
+	root  bool
+	spans int
+
+	srcRS, srcSS int
+	rs           ptrace.ResourceSpans
+	ss           ptrace.ScopeSpans
+}
+
+func newChunk(id pcommon.TraceID) *chunk {
+	return &chunk{id: id, td: ptrace.NewTraces(), srcRS: -1, srcSS: -1}
+}
+
+// add copies span s (from resource i, scope j of the source) into the chunk,
+// copying the resource and scope once per run of spans that share them.
+func (c *chunk) add(i int, rs ptrace.ResourceSpans, j int, ss ptrace.ScopeSpans, s ptrace.Span, keepRef bool) {
+	if c.srcRS != i {
+		c.rs = c.td.ResourceSpans().AppendEmpty()
+		rs.Resource().CopyTo(c.rs.Resource())
+		c.rs.SetSchemaUrl(rs.SchemaUrl())
+		c.srcRS, c.srcSS = i, -1
+	}
+	if c.srcSS != j {
+		c.ss = c.rs.ScopeSpans().AppendEmpty()
+		ss.Scope().CopyTo(c.ss.Scope())
+		c.ss.SetSchemaUrl(ss.SchemaUrl())
+		c.srcSS = j
+	}
+	dst := c.ss.Spans().AppendEmpty()
+	s.CopyTo(dst)
+	c.spans++
+	if keepRef {
+		c.refs = append(c.refs, spanRef(dst, c.rs, c.ss))
+		if dst.ParentSpanID().IsEmpty() {
+			c.root = true
+		}
+	}
+}
+
+// spanRef is the one place that builds an adapter.SpanRef.
+func spanRef(s ptrace.Span, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) adapter.SpanRef {
+	return adapter.SpanRef{Span: s, ResourceSpans: rs, ScopeSpans: ss}
+}
+
+func forEachSpan(td ptrace.Traces, f func(i, j int, s ptrace.Span)) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				f(i, j, spans.At(k))
+			}
+		}
+	}
+}

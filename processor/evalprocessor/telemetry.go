@@ -1,0 +1,134 @@
+package evalprocessor
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/evalbridge/evalbridge/evaluators"
+)
+
+// Metric names, as mdatagen would produce them (see documentation.md).
+const (
+	scopeName = "github.com/evalbridge/evalbridge/processor/evalprocessor"
+
+	metricTracesHeld         = "otelcol_processor_eval_traces_held"
+	metricTracesScored       = "otelcol_processor_eval_traces_scored"
+	metricSpansUnscored      = "otelcol_processor_eval_spans_forwarded_unscored"
+	metricSpansLate          = "otelcol_processor_eval_spans_late"
+	metricEvaluations        = "otelcol_processor_eval_evaluations"
+	metricScore              = "otelcol_processor_eval_score"
+	metricEvaluationDuration = "otelcol_processor_eval_evaluation_duration"
+	metricNextConsumerErrors = "otelcol_processor_eval_next_consumer_errors"
+	metricBadInputProblems   = "otelcol_processor_eval_bad_input_problems"
+	attrReason               = "reason"
+	attrEvaluator            = "evaluator"
+	attrStatus               = "status"
+	reasonOverflow           = "overflow"
+	reasonShutdown           = "shutdown"
+	reasonBadInput           = "bad_input"
+)
+
+type telemetry struct {
+	tracesHeld         metric.Int64UpDownCounter
+	tracesScored       metric.Int64Counter
+	spansUnscored      metric.Int64Counter
+	spansLate          metric.Int64Counter
+	evaluations        metric.Int64Counter
+	score              metric.Float64Histogram
+	evalDuration       metric.Float64Histogram
+	nextConsumerErrors metric.Int64Counter
+	badInput           metric.Int64Counter
+
+	reasonOpts map[string]metric.MeasurementOption
+
+	// Attribute sets per evaluator instance and status, built once.
+	mu        sync.RWMutex
+	statusOpt map[evalKey]metric.MeasurementOption
+	scoreOpt  map[string]metric.MeasurementOption
+}
+
+type evalKey struct {
+	name   string
+	status evaluators.Status
+}
+
+func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
+	m := mp.Meter(scopeName)
+	t := &telemetry{
+		reasonOpts: map[string]metric.MeasurementOption{},
+		statusOpt:  map[evalKey]metric.MeasurementOption{},
+		scoreOpt:   map[string]metric.MeasurementOption{},
+	}
+	var errs, err error
+	t.tracesHeld, err = m.Int64UpDownCounter(metricTracesHeld,
+		metric.WithDescription("GenAI traces held, waiting to be scored."), metric.WithUnit("{traces}"))
+	errs = errors.Join(errs, err)
+	t.tracesScored, err = m.Int64Counter(metricTracesScored,
+		metric.WithDescription("Traces scored and forwarded."), metric.WithUnit("{traces}"))
+	errs = errors.Join(errs, err)
+	t.spansUnscored, err = m.Int64Counter(metricSpansUnscored,
+		metric.WithDescription("Spans of GenAI traces forwarded without scores, by reason (overflow, shutdown, bad_input)."),
+		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.spansLate, err = m.Int64Counter(metricSpansLate,
+		metric.WithDescription("Spans that arrived after their trace was released; forwarded as they are."),
+		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.evaluations, err = m.Int64Counter(metricEvaluations,
+		metric.WithDescription("Evaluations run, by evaluator instance and status."), metric.WithUnit("{evaluations}"))
+	errs = errors.Join(errs, err)
+	t.score, err = m.Float64Histogram(metricScore,
+		metric.WithDescription("Scores of scored evaluations, by evaluator instance."), metric.WithUnit("1"),
+		metric.WithExplicitBucketBoundaries(0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1))
+	errs = errors.Join(errs, err)
+	t.evalDuration, err = m.Float64Histogram(metricEvaluationDuration,
+		metric.WithDescription("Time to score one trace (adapt, evaluate, annotate)."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60))
+	errs = errors.Join(errs, err)
+	t.nextConsumerErrors, err = m.Int64Counter(metricNextConsumerErrors,
+		metric.WithDescription("Calls to the next consumer that returned an error."), metric.WithUnit("{errors}"))
+	errs = errors.Join(errs, err)
+	t.badInput, err = m.Int64Counter(metricBadInputProblems,
+		metric.WithDescription("Problems the adapter found reading GenAI spans (bad input); the spans are still forwarded."),
+		metric.WithUnit("{problems}"))
+	errs = errors.Join(errs, err)
+	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput} {
+		t.reasonOpts[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrReason, r)))
+	}
+	return t, errs
+}
+
+func (t *telemetry) unscored(ctx context.Context, reason string, spans int) {
+	if spans > 0 {
+		t.spansUnscored.Add(ctx, int64(spans), t.reasonOpts[reason])
+	}
+}
+
+func (t *telemetry) evaluation(ctx context.Context, r *evaluators.Result) {
+	k := evalKey{r.Name, r.Status}
+	t.mu.RLock()
+	so, ok1 := t.statusOpt[k]
+	sc, ok2 := t.scoreOpt[r.Name]
+	t.mu.RUnlock()
+	if !ok1 || !ok2 {
+		t.mu.Lock()
+		if so, ok1 = t.statusOpt[k]; !ok1 {
+			so = metric.WithAttributeSet(attribute.NewSet(
+				attribute.String(attrEvaluator, r.Name), attribute.String(attrStatus, string(r.Status))))
+			t.statusOpt[k] = so
+		}
+		if sc, ok2 = t.scoreOpt[r.Name]; !ok2 {
+			sc = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrEvaluator, r.Name)))
+			t.scoreOpt[r.Name] = sc
+		}
+		t.mu.Unlock()
+	}
+	t.evaluations.Add(ctx, 1, so)
+	if r.Scored() {
+		t.score.Record(ctx, r.Score, sc)
+	}
+}
