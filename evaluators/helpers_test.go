@@ -2,6 +2,7 @@ package evaluators
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -106,3 +107,5 @@ func scored(score float64, threshold float64, reason ...string) want {
 }
 
 func skipped(reason string) want { return want{status: StatusSkipped, reason: reason} }
+
+func jsonNumber(s string) any { return json.Number(s) }
