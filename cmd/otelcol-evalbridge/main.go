@@ -1,0 +1,106 @@
+// Program otelcol-evalbridge is an OpenTelemetry Collector distribution that
+// scores LLM agents from their traces with the `eval` processor.
+//
+// Run it from the repository root with `go run ./cmd/otelcol-evalbridge`: with
+// no --config it starts on an embedded default configuration (OTLP in on
+// localhost:4317/4318, the deterministic evaluators, the debug exporter).
+// With --config it behaves as every collector does.
+package main
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	envprovider "go.opentelemetry.io/collector/confmap/provider/envprovider"
+	fileprovider "go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	httpprovider "go.opentelemetry.io/collector/confmap/provider/httpprovider"
+	httpsprovider "go.opentelemetry.io/collector/confmap/provider/httpsprovider"
+	yamlprovider "go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+	"go.opentelemetry.io/collector/otelcol"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+//go:embed default-config.yaml
+var defaultConfig string
+
+// defaultConfigNotice is printed to stderr when the embedded config is used.
+const defaultConfigNotice = "otelcol-evalbridge: no --config given; starting on the embedded default config " +
+	"(OTLP gRPC localhost:4317, HTTP localhost:4318; eval with tool_call_validity, tool_error, " +
+	"tool_efficiency, tool_trajectory; debug exporter). Use --config FILE for your own."
+
+func main() {
+	set := settings()
+	args, usedDefault := argsWithDefaultConfig(os.Args[1:])
+	if usedDefault {
+		fmt.Fprintln(os.Stderr, defaultConfigNotice)
+	}
+	cmd := otelcol.NewCommand(set)
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		// cobra has already printed the error.
+		os.Exit(1)
+	}
+}
+
+// settings are the distribution's collector settings, as ocb would generate them.
+func settings() otelcol.CollectorSettings {
+	return otelcol.CollectorSettings{
+		BuildInfo: component.BuildInfo{
+			Command:     "otelcol-evalbridge",
+			Description: "OpenTelemetry Collector distribution that scores LLM agents from their traces",
+			Version:     version,
+		},
+		Factories: components,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{
+			ResolverSettings: confmap.ResolverSettings{
+				ProviderFactories: []confmap.ProviderFactory{
+					envprovider.NewFactory(),
+					fileprovider.NewFactory(),
+					httpprovider.NewFactory(),
+					httpsprovider.NewFactory(),
+					yamlprovider.NewFactory(),
+				},
+			},
+		},
+	}
+}
+
+// defaultConfigURI is the embedded default configuration as a `yaml:` URI,
+// which the yaml provider resolves in place.
+func defaultConfigURI() string {
+	return "yaml:" + defaultConfig
+}
+
+// argsWithDefaultConfig returns the command-line arguments to run with. When
+// the collector is started to run (no subcommand such as `validate` or
+// `components`, no help or version flag) and neither --config nor --set is
+// given, it appends --config with the embedded default configuration and
+// reports true.
+func argsWithDefaultConfig(args []string) ([]string, bool) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args, false // a subcommand: leave the command line as written
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue // a flag's value
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch name {
+		case "config", "set", "h", "help", "v", "version":
+			return args, false
+		}
+	}
+	out := make([]string, 0, len(args)+2)
+	out = append(out, args...)
+	out = append(out, "--config", defaultConfigURI())
+	return out, true
+}
