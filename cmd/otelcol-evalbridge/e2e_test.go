@@ -382,4 +382,3 @@ func checkEvents(t *testing.T, s ptrace.Span, labels map[string]string) {
 		t.Errorf("%s: %d gen_ai.evaluation.result events, want %d: %v", s.Name(), len(got), len(labels), got)
 	}
 }
-
