@@ -360,6 +360,9 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 	if c.Input == "" {
 		c.Input = a.ownInput
 	}
+	for k := len(llms) - 1; k >= 0 && c.Input == ""; k-- {
+		c.Input = lastUser(t.spans[llms[k]].input)
+	}
 	c.Output = a.ownOutput
 	if c.Output == "" {
 		c.Output = finalAssistant(a.output)
