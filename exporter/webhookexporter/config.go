@@ -1,0 +1,101 @@
+package webhookexporter
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"text/template"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+// Payload formats.
+const (
+	FormatJSON     = "json"
+	FormatSlack    = "slack"
+	FormatTemplate = "template"
+)
+
+// Config is the `webhook` exporter's configuration.
+//
+// Only confighttp.ClientConfig is squashed: it carries `timeout` (the HTTP
+// client's per-request timeout); the exporterhelper timeout is not exposed
+// (set to 0, as otlphttp does) so the two never collide.
+type Config struct {
+	ClientConfig confighttp.ClientConfig                                  `mapstructure:",squash"`
+	QueueConfig  configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	RetryConfig  configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+
+	// Format of the request body: json (default), slack or template.
+	Format string `mapstructure:"format"`
+	// Template is a Go text/template executed over the Payload; required
+	// with format: template.
+	Template string `mapstructure:"template"`
+	// Secret, when set, signs every request (X-Evalbridge-Signature).
+	Secret configopaque.String `mapstructure:"secret"`
+	// TraceURL is a link template with {trace_id} and {span_id} placeholders.
+	TraceURL string `mapstructure:"trace_url"`
+	// Evaluators limits alerts to these evaluator names; empty means all.
+	Evaluators []string `mapstructure:"evaluators"`
+	// MaxAlertsPerMinute caps alerts sent per rolling minute; 0 = unlimited.
+	MaxAlertsPerMinute int `mapstructure:"max_alerts_per_minute"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+var _ component.Config = (*Config)(nil)
+
+var evaluatorNameRE = regexp.MustCompile(`^[a-z0-9_]+$`)
+
+// Validate checks the configuration.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.ClientConfig.Endpoint == "" {
+		errs = append(errs, errors.New("endpoint must be specified"))
+	}
+	switch cfg.Format {
+	case "", FormatJSON, FormatSlack:
+		if cfg.Template != "" {
+			errs = append(errs, fmt.Errorf("template is only used with format: template (format is %q)", cfg.formatOrDefault()))
+		}
+	case FormatTemplate:
+		if cfg.Template == "" {
+			errs = append(errs, errors.New("format: template requires a template"))
+		} else if _, err := parseTemplate(cfg.Template); err != nil {
+			errs = append(errs, fmt.Errorf("template: %w", err))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("format %q: must be json, slack or template", cfg.Format))
+	}
+	if cfg.MaxAlertsPerMinute < 0 {
+		errs = append(errs, fmt.Errorf("max_alerts_per_minute must be >= 0, got %d", cfg.MaxAlertsPerMinute))
+	}
+	seen := map[string]bool{}
+	for _, n := range cfg.Evaluators {
+		if !evaluatorNameRE.MatchString(n) {
+			errs = append(errs, fmt.Errorf("evaluators: %q is not a valid evaluator name ([a-z0-9_]+)", n))
+		}
+		if seen[n] {
+			errs = append(errs, fmt.Errorf("evaluators: %q listed twice", n))
+		}
+		seen[n] = true
+	}
+	return errors.Join(errs...)
+}
+
+func (cfg *Config) formatOrDefault() string {
+	if cfg.Format == "" {
+		return FormatJSON
+	}
+	return cfg.Format
+}
+
+func parseTemplate(s string) (*template.Template, error) {
+	return template.New("webhook").Option("missingkey=error").Funcs(templateFuncs).Parse(s)
+}

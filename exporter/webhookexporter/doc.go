@@ -1,0 +1,6 @@
+// Package webhookexporter implements the `webhook` exporter: it picks the
+// failed evaluations (`eval.failed` and the per-evaluator `eval.<name>.*`
+// attributes written by the eval processor) out of the traces it receives and
+// POSTs them as alerts to an HTTP endpoint (contract section 9), signed with
+// an HMAC when a secret is configured and rate limited per rolling minute.
+package webhookexporter // import "github.com/evalbridge/evalbridge/exporter/webhookexporter"

@@ -1,0 +1,218 @@
+package webhookexporter
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+)
+
+// Signature headers (contract section 9).
+const (
+	HeaderTimestamp = "X-Evalbridge-Timestamp"
+	HeaderSignature = "X-Evalbridge-Signature"
+
+	// maxBodyExcerpt bounds the response body quoted in errors and logs.
+	maxBodyExcerpt = 256
+)
+
+type webhookExporter struct {
+	cfg     *Config
+	set     exporter.Settings
+	logger  *zap.Logger
+	now     func() time.Time
+	enc     encoder
+	allow   map[string]bool
+	limiter *limiter
+	tel     *telemetry
+	client  *http.Client
+}
+
+func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time) (*webhookExporter, error) {
+	enc, err := newEncoder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tel, err := newTelemetry(set.TelemetrySettings, set.ID)
+	if err != nil {
+		return nil, err
+	}
+	var allow map[string]bool
+	if len(cfg.Evaluators) > 0 {
+		allow = make(map[string]bool, len(cfg.Evaluators))
+		for _, n := range cfg.Evaluators {
+			allow[n] = true
+		}
+	}
+	return &webhookExporter{
+		cfg:     cfg,
+		set:     set,
+		logger:  set.Logger,
+		now:     now,
+		enc:     enc,
+		allow:   allow,
+		limiter: newLimiter(cfg.MaxAlertsPerMinute, now),
+		tel:     tel,
+	}, nil
+}
+
+func (e *webhookExporter) start(ctx context.Context, host component.Host) error {
+	client, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.set.TelemetrySettings)
+	if err != nil {
+		return err
+	}
+	e.client = client
+	return nil
+}
+
+// shutdown runs after exporterhelper has drained (or persisted) its queue.
+// Suppressed counts that no later alert carried are logged, never lost
+// silently: they live in memory only.
+func (e *webhookExporter) shutdown(context.Context) error {
+	if d := e.limiter.drain(); d.count > 0 {
+		e.logger.Warn("Rate-limited webhook alerts were never reported: no alert was allowed after them before shutdown",
+			zap.Int("suppressed", d.count), zap.String("by_evaluator", d.String()))
+	}
+	if e.client != nil {
+		e.client.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
+	alerts := extractAlerts(td, e.allow, e.cfg.TraceURL)
+	if len(alerts) == 0 {
+		return nil
+	}
+	send, res, suppressedNow := e.limiter.reserve(alerts)
+	if len(send) == 0 {
+		e.tel.suppressed(ctx, suppressedNow)
+		e.logger.Debug("Webhook alerts suppressed by max_alerts_per_minute", zap.Int("alerts", suppressedNow))
+		return nil
+	}
+	folded := res.folded()
+	p := Payload{Alerts: send, Suppressed: folded.count}
+	if folded.count > 0 {
+		p.SuppressedByEvaluator = folded.byEvaluator
+	}
+	body, err := e.enc.encode(p)
+	if err != nil {
+		res.cancel(true)
+		e.tel.failed(ctx, failurePermanent)
+		return consumererror.NewPermanent(fmt.Errorf("webhook: encoding %s payload: %w", e.cfg.formatOrDefault(), err))
+	}
+	if err := e.send(ctx, body); err != nil {
+		if consumererror.IsPermanent(err) {
+			// The data is dropped by exporterhelper; the suppressed counts
+			// it carried (and its own excess) go back to pending.
+			res.cancel(true)
+		} else {
+			// Retried with the same data: decide afresh then.
+			res.cancel(false)
+		}
+		return err
+	}
+	e.tel.sent(ctx, len(send))
+	e.tel.suppressed(ctx, res.excess.count)
+	return nil
+}
+
+func (e *webhookExporter) send(ctx context.Context, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.ClientConfig.Endpoint, bytes.NewReader(body))
+	if err != nil {
+		e.tel.failed(ctx, failurePermanent)
+		return consumererror.NewPermanent(fmt.Errorf("webhook: building request: %w", err))
+	}
+	req.Header.Set("Content-Type", e.enc.contentType())
+	if e.set.BuildInfo.Command != "" {
+		req.Header.Set("User-Agent", e.set.BuildInfo.Command+"/"+e.set.BuildInfo.Version)
+	}
+	if e.cfg.Secret != "" {
+		ts := strconv.FormatInt(e.now().Unix(), 10)
+		req.Header.Set(HeaderTimestamp, ts)
+		req.Header.Set(HeaderSignature, Sign([]byte(e.cfg.Secret), ts, body))
+	}
+
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.tel.failed(ctx, failureNetwork)
+		return fmt.Errorf("webhook: sending request: %w", err)
+	}
+	excerpt := readExcerpt(resp.Body)
+	_ = resp.Body.Close()
+
+	code := resp.StatusCode
+	if code >= 200 && code <= 299 {
+		return nil
+	}
+	statusErr := fmt.Errorf("webhook: endpoint answered HTTP %d: %q", code, excerpt)
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		e.tel.failed(ctx, failureThrottled)
+		return exporterhelper.NewThrottleRetry(statusErr, retryAfter(resp.Header.Get("Retry-After"), e.now()))
+	case code >= 500:
+		// 502, 504 and other server errors: retry with backoff.
+		e.tel.failed(ctx, failureRetryable)
+		return statusErr
+	default:
+		e.tel.failed(ctx, failurePermanent)
+		e.logger.Error("Webhook endpoint rejected alerts; not retrying",
+			zap.Int("status", code), zap.String("body", excerpt))
+		return consumererror.NewPermanent(statusErr)
+	}
+}
+
+// Sign returns the X-Evalbridge-Signature value for body sent at ts (unix
+// seconds): "sha256=" + hex(HMAC-SHA256(secret, ts + "." + body)).
+func Sign(secret []byte, ts string, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(ts))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// retryAfter parses a Retry-After value: delay-seconds or an HTTP-date.
+// Zero means "use the backoff".
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// readExcerpt reads at most maxBodyExcerpt bytes of a response body and
+// discards (a bounded amount of) the rest so the connection can be reused.
+func readExcerpt(r io.Reader) string {
+	b, err := io.ReadAll(io.LimitReader(r, maxBodyExcerpt))
+	if err != nil && !errors.Is(err, io.EOF) && len(b) == 0 {
+		return ""
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(r, 64<<10))
+	return truncate(string(b), maxBodyExcerpt)
+}

@@ -1,0 +1,196 @@
+package webhookexporter
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+const (
+	contentTypeJSON = "application/json"
+	contentTypeText = "text/plain; charset=utf-8"
+
+	// slackMaxAlerts bounds the blocks of one Slack message (Slack allows 50).
+	slackMaxAlerts = 20
+)
+
+// templateFuncs are available in format: template.
+var templateFuncs = template.FuncMap{
+	// json renders a value as JSON (strings quoted and escaped).
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+	// num renders a *float64 score or threshold ("null" when absent).
+	"num": func(f *float64) string {
+		if f == nil {
+			return "null"
+		}
+		return strconv.FormatFloat(*f, 'g', -1, 64)
+	},
+	"join":  strings.Join,
+	"upper": strings.ToUpper,
+	"lower": strings.ToLower,
+}
+
+// encoder renders a Payload into a request body.
+type encoder interface {
+	encode(p Payload) ([]byte, error)
+	contentType() string
+}
+
+func newEncoder(cfg *Config) (encoder, error) {
+	switch cfg.formatOrDefault() {
+	case FormatSlack:
+		return slackEncoder{}, nil
+	case FormatTemplate:
+		t, err := parseTemplate(cfg.Template)
+		if err != nil {
+			return nil, err
+		}
+		return templateEncoder{t: t}, nil
+	default:
+		return jsonEncoder{}, nil
+	}
+}
+
+type jsonEncoder struct{}
+
+func (jsonEncoder) contentType() string { return contentTypeJSON }
+func (jsonEncoder) encode(p Payload) ([]byte, error) {
+	if p.Alerts == nil {
+		p.Alerts = []Alert{}
+	}
+	return marshalJSON(p)
+}
+
+// templateEncoder executes the user's template over the Payload. The
+// Content-Type is text/plain unless a `headers:` entry overrides it.
+type templateEncoder struct{ t *template.Template }
+
+func (templateEncoder) contentType() string { return contentTypeText }
+func (e templateEncoder) encode(p Payload) ([]byte, error) {
+	var b bytes.Buffer
+	if err := e.t.Execute(&b, p); err != nil {
+		return nil, fmt.Errorf("executing template: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// slackEncoder writes a Slack incoming-webhook message.
+type slackEncoder struct{}
+
+type slackMessage struct {
+	Text   string       `json:"text"`
+	Blocks []slackBlock `json:"blocks"`
+}
+
+type slackBlock struct {
+	Type     string      `json:"type"`
+	Text     *slackText  `json:"text,omitempty"`
+	Fields   []slackText `json:"fields,omitempty"`
+	Elements []slackText `json:"elements,omitempty"`
+}
+
+type slackText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func (slackEncoder) contentType() string { return contentTypeJSON }
+func (slackEncoder) encode(p Payload) ([]byte, error) {
+	n := len(p.Alerts)
+	summary := fmt.Sprintf("%d failed evaluation%s", n, plural(n))
+	if n == 1 {
+		a := p.Alerts[0]
+		summary = fmt.Sprintf("Evaluation %s failed: score %s < threshold %s (trace %s)",
+			a.Evaluator, fmtNum(a.Score), fmtNum(a.Threshold), a.TraceID)
+	}
+	if p.Suppressed > 0 {
+		summary += fmt.Sprintf(" (+%d suppressed by rate limit)", p.Suppressed)
+	}
+	msg := slackMessage{Text: summary}
+	msg.Blocks = append(msg.Blocks, slackBlock{Type: "header",
+		Text: &slackText{Type: "plain_text", Text: fmt.Sprintf(":rotating_light: %d failed evaluation%s", n, plural(n))}})
+	for i, a := range p.Alerts {
+		if i == slackMaxAlerts {
+			msg.Blocks = append(msg.Blocks, slackBlock{Type: "context",
+				Elements: []slackText{{Type: "mrkdwn", Text: fmt.Sprintf("…and %d more", n-slackMaxAlerts)}}})
+			break
+		}
+		trace := "`" + slackEscape(a.TraceID) + "`"
+		if a.TraceURL != "" {
+			trace = "<" + slackEscape(a.TraceURL) + "|" + slackEscape(a.TraceID) + ">"
+		}
+		fields := []slackText{
+			{Type: "mrkdwn", Text: "*Evaluator*\n" + slackEscape(a.Evaluator)},
+			{Type: "mrkdwn", Text: "*Score / threshold*\n" + fmtNum(a.Score) + " / " + fmtNum(a.Threshold)},
+			{Type: "mrkdwn", Text: "*Trace*\n" + trace},
+			{Type: "mrkdwn", Text: "*Span*\n" + slackEscape(a.SpanName)},
+		}
+		if a.AgentName != "" {
+			fields = append(fields, slackText{Type: "mrkdwn", Text: "*Agent*\n" + slackEscape(a.AgentName)})
+		}
+		if a.ServiceName != "" {
+			fields = append(fields, slackText{Type: "mrkdwn", Text: "*Service*\n" + slackEscape(a.ServiceName)})
+		}
+		msg.Blocks = append(msg.Blocks, slackBlock{Type: "section", Fields: fields})
+		if a.Reason != "" {
+			msg.Blocks = append(msg.Blocks, slackBlock{Type: "context",
+				Elements: []slackText{{Type: "mrkdwn", Text: slackEscape(truncate(a.Reason, 500))}}})
+		}
+	}
+	if p.Suppressed > 0 {
+		d := digest{byEvaluator: p.SuppressedByEvaluator}
+		msg.Blocks = append(msg.Blocks, slackBlock{Type: "context",
+			Elements: []slackText{{Type: "mrkdwn",
+				Text: fmt.Sprintf(":no_bell: %d more failed evaluation%s suppressed by rate limit: %s", p.Suppressed, plural(p.Suppressed), slackEscape(d.String()))}}})
+	}
+	return marshalJSON(msg)
+}
+
+// marshalJSON is json.Marshal without HTML escaping (reasons and Slack
+// mrkdwn links keep their <, > and &).
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func fmtNum(f *float64) string {
+	if f == nil {
+		return "n/a"
+	}
+	return strconv.FormatFloat(*f, 'g', 4, 64)
+}
+
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func slackEscape(s string) string { return slackEscaper.Replace(s) }
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
