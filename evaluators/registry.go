@@ -15,6 +15,9 @@ type Deps struct {
 	// Judge is the instance's configured `judge` name ("" when none); Build
 	// sets it per instance so evaluators with optional judge checks know.
 	Judge string
+	// Judges are the configured judge clients by name (`judges:`); judge
+	// evaluators use Judges[Judge]. Nil at validation time.
+	Judges map[string]Judge
 }
 
 // Factory creates evaluators of one type.

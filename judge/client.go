@@ -1,0 +1,421 @@
+package judge
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+)
+
+// ErrBudgetExhausted is returned (wrapped) when a call would exceed the
+// judge's token budget; evaluators report it as `skipped`, not as an error.
+var ErrBudgetExhausted = errors.New("judge token budget exhausted")
+
+// ErrNotStarted is returned when Complete is called before Start.
+var ErrNotStarted = errors.New("judge client not started")
+
+// Message is one chat message of a judge prompt.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Client calls one configured judge. It is safe for concurrent use and starts
+// no goroutine: rate limits are computed lazily and concurrency is a semaphore.
+type Client struct {
+	name   string
+	cfg    Config
+	set    component.TelemetrySettings
+	logger *zap.Logger
+	url    string
+
+	mu   sync.Mutex
+	http *http.Client
+
+	sem    chan struct{}
+	rpm    *rate.Limiter
+	tpm    *rate.Limiter
+	budget *budget
+	cache  *lru
+	tel    *telemetry
+
+	now func() time.Time
+}
+
+// New builds a client for the judge `name` from a validated config. Nothing
+// is started until Start.
+func New(name string, cfg Config, set component.TelemetrySettings) (*Client, error) {
+	cfg = cfg.normalized()
+	if set.Logger == nil {
+		set.Logger = zap.NewNop()
+	}
+	c := &Client{
+		name:   name,
+		cfg:    cfg,
+		set:    set,
+		logger: set.Logger.With(zap.String("judge", name)),
+		url:    strings.TrimRight(cfg.Endpoint, "/") + "/chat/completions",
+		sem:    make(chan struct{}, cfg.MaxConcurrency),
+		budget: &budget{perHour: cfg.Budget.TokensPerHour, perDay: cfg.Budget.TokensPerDay},
+		cache:  newLRU(cfg.CacheSize),
+		now:    time.Now,
+	}
+	if cfg.RequestsPerMinute > 0 {
+		c.rpm = rate.NewLimiter(rate.Limit(float64(cfg.RequestsPerMinute)/60), max(1, cfg.RequestsPerMinute/60))
+	}
+	if cfg.TokensPerMinute > 0 {
+		c.tpm = rate.NewLimiter(rate.Limit(float64(cfg.TokensPerMinute)/60), cfg.TokensPerMinute)
+	}
+	tel, err := newTelemetry(name, set, c.budget, c.now)
+	if err != nil {
+		return nil, err
+	}
+	c.tel = tel
+	return c, nil
+}
+
+// Name is the judge's name in `judges:`.
+func (c *Client) Name() string { return c.name }
+
+// MaxFieldBytes is how much of one span field may go into a prompt.
+func (c *Client) MaxFieldBytes() int { return c.cfg.MaxFieldBytes }
+
+// MaxConcurrency is the bound on requests in flight.
+func (c *Client) MaxConcurrency() int { return c.cfg.MaxConcurrency }
+
+// Start builds the HTTP client (TLS, proxy, auth extensions, headers).
+func (c *Client) Start(ctx context.Context, host component.Host) error {
+	var ext map[component.ID]component.Component
+	if host != nil {
+		ext = host.GetExtensions()
+	}
+	hc, err := c.cfg.ClientConfig.ToClient(ctx, ext, c.set)
+	if err != nil {
+		return fmt.Errorf("judge %q: %s", c.name, c.redact(err.Error()))
+	}
+	c.mu.Lock()
+	c.http = hc
+	c.mu.Unlock()
+	return nil
+}
+
+// Shutdown closes idle connections and unregisters the metric callbacks. It
+// is safe without Start and more than once.
+func (c *Client) Shutdown(context.Context) error {
+	c.mu.Lock()
+	hc := c.http
+	c.http = nil
+	c.mu.Unlock()
+	if hc != nil {
+		hc.CloseIdleConnections()
+	}
+	return c.tel.shutdown()
+}
+
+type chatRequest struct {
+	Model          string          `json:"model"`
+	Messages       []Message       `json:"messages"`
+	Temperature    float64         `json:"temperature"`
+	MaxTokens      int             `json:"max_tokens,omitempty"`
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+type responseFormat struct {
+	Type string `json:"type"`
+}
+
+type chatResponse struct {
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+		TotalTokens      int64 `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// Complete sends one chat-completions request and returns the reply's
+// content. Identical prompts are answered from the cache when the earlier
+// reply held a JSON object. Errors wrap ErrBudgetExhausted, or the caller's
+// context error, and never contain the API key.
+func (c *Client) Complete(ctx context.Context, msgs []Message) (string, error) {
+	c.mu.Lock()
+	hc := c.http
+	c.mu.Unlock()
+	if hc == nil {
+		return "", fmt.Errorf("judge %q: %w", c.name, ErrNotStarted)
+	}
+	req := chatRequest{Model: c.cfg.Model, Messages: msgs, Temperature: c.cfg.Temperature, MaxTokens: c.cfg.MaxTokens}
+	if c.cfg.JSONResponse {
+		req.ResponseFormat = &responseFormat{Type: "json_object"}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return "", fmt.Errorf("judge %q: encoding the request: %w", c.name, err)
+	}
+	key := cacheKey(body)
+	if v, ok := c.cache.get(key); ok {
+		c.tel.cacheHit(ctx)
+		return v, nil
+	}
+
+	est := estimateTokens(msgs, c.cfg.MaxTokens)
+	if ok, window, used, limit := c.budget.reserve(c.now(), est); !ok {
+		c.tel.request(ctx, "budget_exhausted", 0)
+		return "", fmt.Errorf("judge %q: %w: budget.%s is %d and %d are used in the window; this call needs about %d",
+			c.name, ErrBudgetExhausted, window, limit, used, est)
+	}
+
+	content, usage, err := c.do(ctx, hc, body, est)
+	if err != nil {
+		c.budget.adjust(c.now(), -est)
+		return "", err
+	}
+	if usage > 0 {
+		c.budget.adjust(c.now(), usage-est)
+	}
+	if _, perr := ExtractJSON(content); perr == nil {
+		c.cache.put(key, content)
+	}
+	return content, nil
+}
+
+// do runs the attempts; it returns the content and the tokens the reply reported.
+func (c *Client) do(ctx context.Context, hc *http.Client, body []byte, est int64) (string, int64, error) {
+	attempts := c.cfg.Retry.MaxAttempts
+	var last error
+	for attempt := 1; attempt <= attempts; attempt++ {
+		if err := c.pace(ctx, est); err != nil {
+			if ctx.Err() == nil {
+				// The limiter saw that the wait would pass the deadline.
+				c.tel.request(ctx, "rate_limited", 0)
+				return "", 0, fmt.Errorf("judge %q: %w: requests_per_minute/tokens_per_minute leave no slot before the evaluation's deadline (%v)",
+					c.name, context.DeadlineExceeded, err)
+			}
+			c.tel.request(ctx, outcomeOf(ctx), 0)
+			return "", 0, c.wrapCtx(ctx, err, last)
+		}
+		start := time.Now()
+		content, usage, retryAfter, retryable, err := c.attempt(ctx, hc, body)
+		elapsed := time.Since(start)
+		if err == nil {
+			c.tel.request(ctx, "ok", elapsed)
+			c.tel.tokens(ctx, usage)
+			return content, usage.total(), nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			c.tel.request(ctx, outcomeOf(ctx), elapsed)
+			return "", 0, c.wrapCtx(ctx, ctx.Err(), last)
+		}
+		if !retryable || attempt == attempts {
+			c.tel.request(ctx, "error", elapsed)
+			return "", 0, fmt.Errorf("judge %q: %w (attempt %d of %d)", c.name, err, attempt, attempts)
+		}
+		wait := c.backoff(attempt)
+		if retryAfter > 0 {
+			wait = retryAfter
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			c.tel.request(ctx, "error", elapsed)
+			return "", 0, fmt.Errorf("judge %q: %w (attempt %d of %d; the next attempt would start after %v, past the evaluation's deadline)",
+				c.name, err, attempt, attempts, wait.Round(time.Millisecond))
+		}
+		c.tel.request(ctx, "retry", elapsed)
+		c.logger.Debug("retrying judge request", zap.Int("attempt", attempt), zap.Duration("wait", wait), zap.String("error", err.Error()))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			c.tel.request(ctx, outcomeOf(ctx), 0)
+			return "", 0, c.wrapCtx(ctx, ctx.Err(), last)
+		case <-t.C:
+		}
+	}
+	return "", 0, fmt.Errorf("judge %q: %w", c.name, last)
+}
+
+// pace waits for the rate limits and a concurrency slot. The slot is taken
+// here and released by attempt.
+func (c *Client) pace(ctx context.Context, est int64) error {
+	if c.rpm != nil {
+		if err := c.rpm.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	if c.tpm != nil {
+		n := int(min(est, int64(c.tpm.Burst())))
+		if err := c.tpm.WaitN(ctx, n); err != nil {
+			return err
+		}
+	}
+	select {
+	case c.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type usage struct{ in, out, all int64 }
+
+func (u usage) total() int64 {
+	if u.all > 0 {
+		return u.all
+	}
+	return u.in + u.out
+}
+
+// attempt makes one request; it releases the slot pace took.
+func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (content string, u usage, retryAfter time.Duration, retryable bool, err error) {
+	defer func() { <-c.sem }()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return "", u, 0, false, errors.New(c.redact(err.Error()))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+string(c.cfg.APIKey))
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", u, 0, false, ctx.Err()
+		}
+		msg := c.redact(err.Error())
+		if isTimeout(err) {
+			return "", u, 0, true, fmt.Errorf("request timed out after %v (the judge's `timeout`)", c.cfg.Timeout)
+		}
+		return "", u, 0, true, fmt.Errorf("request failed: %s", msg)
+	}
+	defer resp.Body.Close()
+	data, rerr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if rerr != nil {
+		if ctx.Err() != nil {
+			return "", u, 0, false, ctx.Err()
+		}
+		return "", u, 0, true, fmt.Errorf("reading the reply: %s", c.redact(rerr.Error()))
+	}
+	if resp.StatusCode != http.StatusOK {
+		err := fmt.Errorf("HTTP %d from the judge: %s", resp.StatusCode, c.redact(clip(strings.TrimSpace(string(data)), 300)))
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			return "", u, parseRetryAfter(resp.Header.Get("Retry-After"), c.now()), true, err
+		case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusRequestTimeout:
+			return "", u, 0, true, err
+		}
+		return "", u, 0, false, err
+	}
+	var cr chatResponse
+	if err := json.Unmarshal(data, &cr); err != nil {
+		return "", u, 0, false, fmt.Errorf("the judge's HTTP reply is not a chat completion: %v (body: %q)", err, c.redact(clip(string(data), 200)))
+	}
+	if cr.Usage != nil {
+		u = usage{in: cr.Usage.PromptTokens, out: cr.Usage.CompletionTokens, all: cr.Usage.TotalTokens}
+	}
+	if len(cr.Choices) == 0 || cr.Choices[0].Message.Content == nil {
+		return "", u, 0, false, errors.New("the judge's reply has no choices[0].message.content")
+	}
+	return *cr.Choices[0].Message.Content, u, 0, false, nil
+}
+
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.cfg.Retry.InitialBackoff
+	for i := 1; i < attempt && d < c.cfg.Retry.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, c.cfg.Retry.MaxBackoff)
+}
+
+// wrapCtx reports the caller's deadline or cancellation, keeping the last
+// attempt's error as context.
+func (c *Client) wrapCtx(ctx context.Context, err, last error) error {
+	cause := err
+	if ctx.Err() != nil {
+		cause = ctx.Err()
+	}
+	if last != nil {
+		return fmt.Errorf("judge %q: %w (last attempt: %v)", c.name, cause, last)
+	}
+	return fmt.Errorf("judge %q: %w", c.name, cause)
+}
+
+func outcomeOf(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "timeout"
+	}
+	return "canceled"
+}
+
+// redact removes the API key and header values from text that may come from
+// the transport or the server (an error, an echoed body).
+func (c *Client) redact(s string) string {
+	if k := string(c.cfg.APIKey); k != "" {
+		s = strings.ReplaceAll(s, k, "[REDACTED]")
+	}
+	for _, h := range c.cfg.Headers {
+		if v := string(h.Value); len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// estimateTokens is a conservative guess (4 bytes a token, plus the reply's
+// limit) used to book the budget and the token rate before the reply says.
+func estimateTokens(msgs []Message, maxTokens int) int64 {
+	n := int64(0)
+	for _, m := range msgs {
+		n += int64(len(m.Content))/4 + 8
+	}
+	if maxTokens > 0 {
+		n += int64(maxTokens)
+	} else {
+		n += 256
+	}
+	return n
+}
+
+func cacheKey(body []byte) string {
+	h := sha256.Sum256(body)
+	return hex.EncodeToString(h[:])
+}

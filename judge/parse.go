@@ -1,0 +1,64 @@
+package judge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// thinkBlock is the reasoning some models (DeepSeek-R1, Qwen3 …) print
+// before their answer; a JSON object in it is not the verdict.
+var thinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
+
+// ExtractJSON returns the first JSON object in a reply's content (contract
+// section 10): prose and code fences around it are ignored.
+func ExtractJSON(content string) (json.RawMessage, error) {
+	s := thinkBlock.ReplaceAllString(content, "")
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("the judge's reply is empty")
+	}
+	tries := 0
+	for i := 0; i < len(s) && tries < 64; i++ {
+		if s[i] != '{' {
+			continue
+		}
+		tries++
+		dec := json.NewDecoder(strings.NewReader(s[i:]))
+		dec.UseNumber()
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			continue
+		}
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+			return raw, nil
+		}
+	}
+	return nil, fmt.Errorf("the judge's reply holds no JSON object: %q", clip(content, 200))
+}
+
+// DecodeReply extracts the first JSON object of content into out. Only the
+// fields out declares are read; anything else in the object is ignored.
+func DecodeReply(content string, out any) error {
+	raw, err := ExtractJSON(content)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the judge's JSON reply does not have the requested shape: %v (reply: %q)", err, clip(string(raw), 200))
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}

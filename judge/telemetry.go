@@ -1,0 +1,105 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+const scopeName = "github.com/evalbridge/evalbridge/judge"
+
+// telemetry is the judge client's own metrics:
+//
+//	otelcol_evalbridge_judge_requests          {judge, outcome}  ok, error, retry, timeout, canceled, rate_limited, budget_exhausted
+//	otelcol_evalbridge_judge_request_duration  {judge}           seconds per HTTP attempt
+//	otelcol_evalbridge_judge_tokens            {judge, type}     input, output (as the judge reported them)
+//	otelcol_evalbridge_judge_cache_hits        {judge}
+//	otelcol_evalbridge_judge_budget_remaining  {judge, window}   hour, day (only for configured windows)
+type telemetry struct {
+	judge    attribute.KeyValue
+	requests metric.Int64Counter
+	duration metric.Float64Histogram
+	tokensC  metric.Int64Counter
+	hits     metric.Int64Counter
+	reg      metric.Registration
+}
+
+func newTelemetry(name string, set component.TelemetrySettings, b *budget, now func() time.Time) (*telemetry, error) {
+	mp := set.MeterProvider
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter(scopeName)
+	t := &telemetry{judge: attribute.String("judge", name)}
+	var errs, err error
+	t.requests, err = m.Int64Counter("otelcol_evalbridge_judge_requests",
+		metric.WithDescription("Judge requests by outcome."), metric.WithUnit("{request}"))
+	errs = errors.Join(errs, err)
+	t.duration, err = m.Float64Histogram("otelcol_evalbridge_judge_request_duration",
+		metric.WithDescription("Duration of one HTTP attempt to the judge."), metric.WithUnit("s"))
+	errs = errors.Join(errs, err)
+	t.tokensC, err = m.Int64Counter("otelcol_evalbridge_judge_tokens",
+		metric.WithDescription("Tokens the judge reported, by type (input, output)."), metric.WithUnit("{token}"))
+	errs = errors.Join(errs, err)
+	t.hits, err = m.Int64Counter("otelcol_evalbridge_judge_cache_hits",
+		metric.WithDescription("Judge calls answered from the verdict cache."), metric.WithUnit("{request}"))
+	errs = errors.Join(errs, err)
+	if b.enabled() {
+		g, gerr := m.Int64ObservableGauge("otelcol_evalbridge_judge_budget_remaining",
+			metric.WithDescription("Tokens left in the judge's rolling budget window."), metric.WithUnit("{token}"))
+		errs = errors.Join(errs, gerr)
+		if gerr == nil {
+			hourAttrs := metric.WithAttributes(t.judge, attribute.String("window", "hour"))
+			dayAttrs := metric.WithAttributes(t.judge, attribute.String("window", "day"))
+			t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+				h, d := b.remaining(now())
+				if h >= 0 {
+					o.ObserveInt64(g, h, hourAttrs)
+				}
+				if d >= 0 {
+					o.ObserveInt64(g, d, dayAttrs)
+				}
+				return nil
+			}, g)
+			errs = errors.Join(errs, err)
+		}
+	}
+	if errs != nil {
+		return nil, errs
+	}
+	return t, nil
+}
+
+func (t *telemetry) request(ctx context.Context, outcome string, d time.Duration) {
+	t.requests.Add(ctx, 1, metric.WithAttributes(t.judge, attribute.String("outcome", outcome)))
+	if d > 0 {
+		t.duration.Record(ctx, d.Seconds(), metric.WithAttributes(t.judge))
+	}
+}
+
+func (t *telemetry) tokens(ctx context.Context, u usage) {
+	if u.in > 0 {
+		t.tokensC.Add(ctx, u.in, metric.WithAttributes(t.judge, attribute.String("type", "input")))
+	}
+	if u.out > 0 {
+		t.tokensC.Add(ctx, u.out, metric.WithAttributes(t.judge, attribute.String("type", "output")))
+	}
+}
+
+func (t *telemetry) cacheHit(ctx context.Context) {
+	t.hits.Add(ctx, 1, metric.WithAttributes(t.judge))
+}
+
+func (t *telemetry) shutdown() error {
+	if t.reg == nil {
+		return nil
+	}
+	err := t.reg.Unregister()
+	t.reg = nil
+	return err
+}
