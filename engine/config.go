@@ -7,9 +7,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/judge"
 )
 
 // Config is the `processors: eval:` block and the `evalctl --config` file.
@@ -28,6 +31,8 @@ type Config struct {
 	Workers int `mapstructure:"workers"`
 	// Evaluators are the evaluator instances to run.
 	Evaluators []evaluators.Config `mapstructure:"evaluators"`
+	// Judges are the LLM judges by name; evaluators name one with `judge:`.
+	Judges map[string]judge.Config `mapstructure:"judges"`
 
 	_ struct{}
 }
@@ -73,8 +78,32 @@ func (c *Config) Validate() error {
 		}
 		seen[name] = true
 	}
+	// Each judge validates itself (confmap.Validate walks into the map);
+	// what only the whole config can tell is whether the names resolve.
+	for i := range c.Evaluators {
+		ev := &c.Evaluators[i]
+		if ev.Judge == "" {
+			continue
+		}
+		if _, ok := c.Judges[ev.Judge]; !ok {
+			errs = append(errs, fmt.Errorf("evaluator %q: judge %q is not configured under `judges:` (configured: %s)",
+				ev.InstanceName(), ev.Judge, judgeNames(c.Judges)))
+		}
+	}
 	if err := validateConditions(c.Evaluators); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+func judgeNames(m map[string]judge.Config) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
@@ -18,12 +21,18 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/judge"
 )
 
 // Engine scores traces. It is safe for concurrent use once built.
 type Engine struct {
 	instances []instance
 	logger    *zap.Logger
+	// judges are the clients of `judges:`; Start and Shutdown run them.
+	judges map[string]*judge.Client
+	// judgeParallel bounds the judge evaluations of one trace run at once
+	// (each client also bounds its own requests by max_concurrency).
+	judgeParallel int
 }
 
 type instance struct {
@@ -49,12 +58,25 @@ type Report struct {
 }
 
 // New builds an engine from a validated config.
+// Judge clients are built but not started: call Start before ScoreTrace
+// when the config has `judges:`, and Shutdown at the end.
 func New(cfg *Config, set component.TelemetrySettings) (*Engine, error) {
-	insts, err := evaluators.Build(cfg.Evaluators, evaluators.Deps{Logger: set.Logger})
+	e := &Engine{logger: set.Logger, judges: map[string]*judge.Client{}}
+	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}}
+	for _, name := range sortedJudgeNames(cfg.Judges) {
+		c, err := judge.New(name, cfg.Judges[name], set)
+		if err != nil {
+			return nil, fmt.Errorf("judges: %s: %w", name, err)
+		}
+		e.judges[name] = c
+		deps.Judges[name] = c
+		e.judgeParallel += c.MaxConcurrency()
+	}
+	e.judgeParallel = min(max(e.judgeParallel, 1), 64)
+	insts, err := evaluators.Build(cfg.Evaluators, deps)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{logger: set.Logger}
 	for _, in := range insts {
 		ins := instance{Instance: in}
 		if len(in.When) > 0 {
@@ -69,6 +91,44 @@ func New(cfg *Config, set component.TelemetrySettings) (*Engine, error) {
 		e.instances = append(e.instances, ins)
 	}
 	return e, nil
+}
+
+// Start starts the judge clients (it builds their HTTP clients from
+// confighttp, so auth extensions of the host apply). Without judges it does
+// nothing. A client that fails to start shuts the others down.
+func (e *Engine) Start(ctx context.Context, host component.Host) error {
+	var started []*judge.Client
+	for _, name := range sortedJudgeNames(e.judges) {
+		c := e.judges[name]
+		if err := c.Start(ctx, host); err != nil {
+			for _, s := range started {
+				_ = s.Shutdown(ctx)
+			}
+			return err
+		}
+		started = append(started, c)
+	}
+	return nil
+}
+
+// Shutdown stops the judge clients. It is safe without Start and twice.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, c := range e.judges {
+		if err := c.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sortedJudgeNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Instances lists the configured evaluator instances.
@@ -95,35 +155,71 @@ func (e *Engine) ScoreTrace(ctx context.Context, spans []adapter.SpanRef) Report
 	for _, s := range spans {
 		byID[s.Span.SpanID()] = s
 	}
-	now := pcommon.NewTimestampFromTime(time.Now())
+	// Deterministic evaluators run inline; judge evaluations (slow, remote)
+	// run concurrently, at most judgeParallel at once for this trace, and
+	// the results are written once all have finished or timed out.
+	type scored struct {
+		c       *adapter.Case
+		ref     adapter.SpanRef
+		results []evaluators.Result
+	}
+	var (
+		all []*scored
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, e.judgeParallel)
+	)
 	for i := range cases {
 		c := &cases[i]
 		ref, ok := byID[c.SpanID]
 		if !ok {
 			continue
 		}
-		var results []evaluators.Result
+		var selected []*instance
 		for j := range e.instances {
 			in := &e.instances[j]
 			if in.Level != c.Level || !in.sampled(c.TraceID) || !e.matches(ctx, in, ref) {
 				continue
 			}
-			var r evaluators.Result
-			if ctx.Err() != nil {
-				r = evaluators.Result{Name: in.Name, Type: in.Type, Threshold: in.Threshold,
-					Status: evaluators.StatusTimeout, Reason: "the trace's evaluation timeout passed before this evaluator ran"}
-			} else {
-				r = in.Evaluate(ctx, c)
+			selected = append(selected, in)
+		}
+		// Sized once: goroutines write into their own element.
+		sc := &scored{c: c, ref: ref, results: make([]evaluators.Result, len(selected))}
+		for k, in := range selected {
+			slot := &sc.results[k]
+			if in.Judge == "" || ctx.Err() != nil {
+				*slot = runInstance(ctx, in, c)
+				continue
 			}
-			results = append(results, r)
+			wg.Add(1)
+			go func(slot *evaluators.Result) {
+				defer wg.Done()
+				select {
+				case sem <- struct{}{}:
+					defer func() { <-sem }()
+				case <-ctx.Done():
+				}
+				*slot = runInstance(ctx, in, c)
+			}(slot)
 		}
-		if len(results) == 0 {
-			continue
+		if len(sc.results) > 0 {
+			all = append(all, sc)
 		}
-		annotator.Annotate(ref.Span, results, now)
-		rep.Evaluations = append(rep.Evaluations, Evaluation{Case: c, Results: results})
+	}
+	wg.Wait()
+	now := pcommon.NewTimestampFromTime(time.Now())
+	for _, sc := range all {
+		annotator.Annotate(sc.ref.Span, sc.results, now)
+		rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
 	}
 	return rep
+}
+
+func runInstance(ctx context.Context, in *instance, c *adapter.Case) evaluators.Result {
+	if ctx.Err() != nil {
+		return evaluators.Result{Name: in.Name, Type: in.Type, Threshold: in.Threshold,
+			Status: evaluators.StatusTimeout, Reason: "the trace's evaluation timeout passed before this evaluator ran"}
+	}
+	return in.Evaluate(ctx, c)
 }
 
 // sampled decides by trace id alone, so every collector that sees the trace

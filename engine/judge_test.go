@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/judge/judgetest"
+)
+
+func judgeYAML(endpoint string, maxConc int, evs ...map[string]any) map[string]any {
+	list := make([]any, len(evs))
+	for i, e := range evs {
+		list[i] = e
+	}
+	return map[string]any{
+		"judges": map[string]any{
+			"default": map[string]any{"endpoint": endpoint, "model": "m", "api_key": "sk-x", "max_concurrency": maxConc},
+		},
+		"evaluators": list,
+	}
+}
+
+func TestJudgeConfigReferences(t *testing.T) {
+	cfg := NewDefaultConfig()
+	y := judgeYAML("http://localhost:1/v1", 2, map[string]any{"type": "llm_judge", "judge": "other", "criteria": "x"})
+	if err := confmap.NewFromStringMap(y).Unmarshal(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	err := confmap.Validate(&cfg)
+	if err == nil || !strings.Contains(err.Error(), `judge "other" is not configured`) || !strings.Contains(err.Error(), "default") {
+		t.Fatalf("err = %v", err)
+	}
+	cfg = NewDefaultConfig()
+	y = judgeYAML("http://localhost:1/v1", 2, map[string]any{"type": "llm_judge", "judge": "default", "criteria": "x"})
+	y["judges"].(map[string]any)["default"].(map[string]any)["model"] = ""
+	if err := confmap.NewFromStringMap(y).Unmarshal(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := confmap.Validate(&cfg); err == nil || !strings.Contains(err.Error(), "model") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestJudgeEngineScoresConcurrently(t *testing.T) {
+	var calls atomic.Int32
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		calls.Add(1)
+		return judgetest.Reply{Delay: 200 * time.Millisecond, Content: `{"score": 0.9, "reason": "fine"}`}
+	})
+	var evs []map[string]any
+	names := []string{"j1", "j2", "j3", "j4"}
+	for i, n := range names {
+		evs = append(evs, map[string]any{"type": "llm_judge", "name": n, "judge": "default",
+			"criteria": "criterion " + string(rune('a'+i))})
+	}
+	evs = append(evs, map[string]any{"type": "tool_error"})
+	e := newEngine(t, judgeYAML(srv.Endpoint(), 4, evs...))
+	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	t0 := time.Now()
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	d := time.Since(t0)
+	for _, n := range names {
+		if r := got[n]; r.Status != evaluators.StatusPassed || r.Score != 0.9 {
+			t.Errorf("%s: %+v", n, r)
+		}
+	}
+	if _, ok := got["tool_error"]; !ok {
+		t.Error("deterministic evaluator did not run")
+	}
+	if d > 600*time.Millisecond {
+		t.Errorf("4 judge evaluations of 200ms took %v: not concurrent", d)
+	}
+	if m := srv.MaxInFlight(); m > 4 {
+		t.Errorf("max in flight %d > max_concurrency 4", m)
+	}
+}
+
+func TestJudgeEngineTimeout(t *testing.T) {
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		return judgetest.Reply{Delay: 2 * time.Second, Content: `{"score": 1}`}
+	})
+	e := newEngine(t, judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "llm_judge", "judge": "default", "criteria": "x"}))
+	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Shutdown(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	got := results(e.ScoreTrace(ctx, loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	if r := got["llm_judge"]; r.Status != evaluators.StatusTimeout {
+		t.Fatalf("llm_judge: %+v", r)
+	}
+}
+
+func TestJudgeEngineShutdownWithoutStart(t *testing.T) {
+	e := newEngine(t, judgeYAML("http://localhost:1/v1", 2, map[string]any{"type": "llm_judge", "judge": "default", "criteria": "x"}))
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	if r := got["llm_judge"]; r.Status != evaluators.StatusError || !strings.Contains(r.Reason, "not started") {
+		t.Fatalf("llm_judge before Start: %+v", r)
+	}
+}
