@@ -1,0 +1,122 @@
+package webhookexporter
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+)
+
+// storageHost is a component.Host that offers a storage extension
+// (componenttest.NewNopHost offers none).
+type storageHost struct {
+	exts map[component.ID]component.Component
+}
+
+func (h storageHost) GetExtensions() map[component.ID]component.Component { return h.exts }
+
+func startFileStorage(t *testing.T, dir string) (component.ID, extension.Extension) {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	cfg.Compaction.Directory = dir
+	id := component.NewID(f.Type())
+	set := extensiontest.NewNopSettings(f.Type())
+	set.ID = id
+	ext, err := f.Create(context.Background(), set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), storageHost{}))
+	return id, ext
+}
+
+// Alerts queued while the receiver is down survive a restart of the exporter
+// (a persistent sending_queue on file_storage) and are delivered after it.
+func TestPersistentQueueSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+
+	// The receiver: 503 while down (counting attempts), else recorded.
+	var mu sync.Mutex
+	up, downAttempts := false, 0
+	rec := newRecorder(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		isUp := up
+		if !isUp {
+			downAttempts++
+		}
+		mu.Unlock()
+		if !isUp {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		rec.srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	attempts := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return downAttempts
+	}
+
+	newExporter := func(host storageHost, storageID component.ID) *harness {
+		cfg := syncConfig(srv.URL)
+		q := exporterhelper.NewDefaultQueueConfig()
+		q.StorageID = &storageID
+		q.NumConsumers = 1
+		cfg.QueueConfig = configoptional.Some(q)
+		cfg.RetryConfig.InitialInterval = 20 * time.Millisecond
+		cfg.RetryConfig.MaxInterval = 20 * time.Millisecond
+		cfg.RetryConfig.MaxElapsedTime = time.Hour
+		set := exportertest.NewNopSettings(Type)
+		set.Logger = zaptest.NewLogger(t)
+		// NewNopSettings names the exporter with a random UUID; the queue's
+		// storage key is derived from the ID, so a restart must keep it.
+		set.ID = component.NewIDWithName(Type, "persistent")
+		exp, err := newTracesExporter(ctx, set, cfg, time.Now)
+		require.NoError(t, err)
+		require.NoError(t, exp.Start(ctx, host))
+		return &harness{exp: exp}
+	}
+
+	// Exporter 1: the receiver answers 503; the request stays queued.
+	storageID, ext1 := startFileStorage(t, dir)
+	exp1 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext1}}, storageID)
+	require.NoError(t, exp1.exp.ConsumeTraces(ctx, agentTraces(failed("booking_flow", 0.5, 1, "persisted"))))
+	require.Eventually(t, func() bool { return attempts() >= 2 }, 10*time.Second, 10*time.Millisecond, "exporter 1 retries")
+	require.NoError(t, exp1.exp.Shutdown(ctx))
+	require.NoError(t, ext1.Shutdown(ctx))
+	assert.Empty(t, rec.requests(), "nothing delivered while the receiver was down")
+
+	// The receiver comes back; exporter 2 on the same directory delivers.
+	mu.Lock()
+	up = true
+	mu.Unlock()
+	_, ext2 := startFileStorage(t, dir)
+	exp2 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext2}}, storageID)
+	require.Eventually(t, func() bool { return len(rec.requests()) >= 1 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, exp2.exp.Shutdown(ctx))
+	require.NoError(t, ext2.Shutdown(ctx))
+
+	reqs := rec.requests()
+	require.Len(t, reqs, 1, "delivered once")
+	p := rec.payload(t, 0)
+	require.Len(t, p.Alerts, 1)
+	assert.Equal(t, "booking_flow", p.Alerts[0].Evaluator)
+	assert.Equal(t, "persisted", p.Alerts[0].Reason)
+}
+
