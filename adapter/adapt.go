@@ -43,10 +43,12 @@ func newTrace(refs []SpanRef) *trace {
 	n := len(refs)
 	t := &trace{spans: make([]spanData, n), children: make([][]int, n), root: -1}
 	byID := make(map[pcommon.SpanID]int, n)
+	cache := make(map[string]jsonResult)
 	for i, ref := range refs {
 		d := &t.spans[i]
 		d.ref = ref
 		d.c = newSpanCtx(ref)
+		d.c.cache = cache
 		d.start, d.end = ref.Span.StartTimestamp(), ref.Span.EndTimestamp()
 		d.parent = -1
 		id := ref.Span.SpanID()

@@ -414,3 +414,14 @@ func TestAdaptEmptyAndDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestRepeatedMalformedJSONReportedPerSpan(t *testing.T) {
+	bad := `[{"role":"user","parts":[{"type":"text","content":"` + strings.Repeat("y", 100) + `"}]`
+	b := newTB(t)
+	b.span("chat one", 1, 0, 0, 10, attrs{"gen_ai.operation.name": "chat", "gen_ai.input.messages": bad})
+	b.span("chat two", 2, 1, 1, 9, attrs{"gen_ai.operation.name": "chat", "gen_ai.input.messages": bad})
+	_, problems := Adapt(b.refs())
+	if len(problems) != 2 || !strings.Contains(problems[0], "chat one") || !strings.Contains(problems[1], "chat two") || !strings.Contains(problems[1], "malformed JSON") {
+		t.Fatalf("problems %q", problems)
+	}
+}

@@ -28,6 +28,15 @@ type spanCtx struct {
 	name     string
 	id       string
 	problems []string
+	// cache holds JSON texts already decoded in this Adapt call: LLM spans
+	// of one run repeat the same tool definitions and system instructions.
+	cache   map[string]jsonResult
+	lastMsg string
+}
+
+type jsonResult struct {
+	v   any
+	err string // problem text when the JSON was unreadable
 }
 
 func newSpanCtx(ref SpanRef) spanCtx {
@@ -43,8 +52,9 @@ func (c *spanCtx) report(attr, format string, args ...any) {
 	if len(attr) > 200 {
 		attr = truncateUTF8(attr, 200) + "…"
 	}
+	c.lastMsg = fmt.Sprintf(format, args...)
 	c.problems = append(c.problems, fmt.Sprintf("span %q (%s): attribute %q: %s",
-		c.name, c.id, strings.ToValidUTF8(attr, "\uFFFD"), fmt.Sprintf(format, args...)))
+		c.name, c.id, strings.ToValidUTF8(attr, "\uFFFD"), c.lastMsg))
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a rune.
@@ -121,6 +131,27 @@ func jsonTooDeep(s string, limit int) bool {
 // decodeJSON decodes a JSON text within the limits; ok is false (and a
 // problem reported) when it is too large, too deep or malformed.
 func (c *spanCtx) decodeJSON(attr, s string) (any, bool) {
+	if c.cache != nil && len(s) >= 64 && len(s) <= maxJSONBytes {
+		if r, ok := c.cache[s]; ok {
+			if r.err != "" {
+				c.report(attr, "%s", r.err)
+				return nil, false
+			}
+			return r.v, true
+		}
+		n := len(c.problems)
+		v, ok := c.decodeJSONUncached(attr, s)
+		r := jsonResult{v: v}
+		if !ok && len(c.problems) > n {
+			r.err = c.lastMsg
+		}
+		c.cache[s] = r
+		return v, ok
+	}
+	return c.decodeJSONUncached(attr, s)
+}
+
+func (c *spanCtx) decodeJSONUncached(attr, s string) (any, bool) {
 	if len(s) > maxJSONBytes {
 		c.report(attr, "JSON value of %d bytes exceeds the %d-byte limit; skipped", len(s), maxJSONBytes)
 		return nil, false

@@ -1,0 +1,113 @@
+package adapter
+
+import (
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// benchTrace: 1 agent span, 3 LLM spans with ~2 KB of message JSON each in
+// gen_ai.input.messages / gen_ai.output.messages, 4 tool spans.
+func benchTrace(tb testing.TB) *traceBuilder {
+	b := newTB(tb)
+	filler := strings.Repeat("The traveller prefers aisle seats and quiet rooms. ", 18) // ~900 B
+	type msg = map[string]any
+	text := func(role, s string) msg {
+		return msg{"role": role, "parts": []any{msg{"type": "text", "content": s}}}
+	}
+	call := func(id, name string, args msg) msg {
+		return msg{"role": "assistant", "parts": []any{msg{"type": "tool_call", "id": id, "name": name, "arguments": args}}}
+	}
+	resp := func(id, s string) msg {
+		return msg{"role": "tool", "parts": []any{msg{"type": "tool_call_response", "id": id, "response": s}}}
+	}
+	history := []any{text("user", userAsk+" "+filler), text("assistant", filler)}
+	b.span("invoke_agent travel_agent", 1, 0, 0, 1000, msg{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel_agent"})
+	tools := []struct {
+		name string
+		args msg
+	}{{"search_flights", flightArgs}, {"search_hotels", msg{"city": "Paris"}}, {"book_hotel", hotelArgs}, {"send_email", msg{"to": "me@example.com"}}}
+	id := byte(2)
+	start := int64(10)
+	for l := 0; l < 3; l++ {
+		var out []any
+		if l < 2 {
+			out = []any{call("c"+itoa(2*l), tools[2*l].name, tools[2*l].args), call("c"+itoa(2*l+1), tools[2*l+1].name, tools[2*l+1].args)}
+		} else {
+			out = []any{text("assistant", finalAnswer+" "+filler)}
+		}
+		b.span("chat gpt-4o", id, 1, start, start+100, msg{
+			"gen_ai.operation.name":      "chat",
+			"gen_ai.provider.name":       "openai",
+			"gen_ai.request.model":       "gpt-4o",
+			"gen_ai.input.messages":      js(history),
+			"gen_ai.output.messages":     js(out),
+			"gen_ai.system_instructions": js([]any{msg{"type": "text", "content": sysPrompt}}),
+			"gen_ai.tool.definitions":    js(otelDefs()),
+			"gen_ai.usage.input_tokens":  int64(500),
+			"gen_ai.usage.output_tokens": int64(50),
+		})
+		id++
+		start += 100
+		if l < 2 {
+			for k := 0; k < 2; k++ {
+				tl := tools[2*l+k]
+				b.span("execute_tool "+tl.name, id, 1, start, start+50, msg{
+					"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tl.name, "gen_ai.tool.call.id": "c" + itoa(2*l+k),
+					"gen_ai.tool.call.arguments": js(tl.args), "gen_ai.tool.call.result": flightsRes,
+				})
+				id++
+				start += 50
+				history = append(history, resp("c"+itoa(2*l+k), flightsRes))
+			}
+		}
+	}
+	return b
+}
+
+func BenchmarkAdapt(b *testing.B) {
+	refs := benchTrace(b).refs()
+	if len(refs) != 8 {
+		b.Fatalf("%d spans", len(refs))
+	}
+	cases, problems := Adapt(refs)
+	if len(problems) > 0 || len(cases) != 4 {
+		b.Fatalf("cases %d problems %v", len(cases), problems)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for i := 0; i < b.N; i++ {
+		cs, _ := Adapt(refs)
+		n += len(cs)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "cases/s")
+}
+
+func BenchmarkUnmarshalOTLPProto(b *testing.B) {
+	tr := benchTrace(b)
+	var m ptrace.ProtoMarshaler
+	buf, err := m.MarshalTraces(tr.td)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var u ptrace.ProtoUnmarshaler
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := u.UnmarshalTraces(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestBenchTraceSize(t *testing.T) {
+	refs := benchTrace(t).refs()
+	for _, r := range refs {
+		if v, ok := r.Span.Attributes().Get("gen_ai.input.messages"); ok && len(v.Str()) < 1500 {
+			t.Errorf("input messages only %d bytes", len(v.Str()))
+		}
+	}
+}
