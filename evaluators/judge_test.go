@@ -239,7 +239,10 @@ func TestJudgePromptInjection(t *testing.T) {
 
 func TestJudgeFieldLimit(t *testing.T) {
 	var seen judgetest.Request
-	srv := judgetest.New(t, func(_ int, r judgetest.Request) judgetest.Reply { seen = r; return judgetest.Reply{Content: `{"score":1}`} })
+	srv := judgetest.New(t, func(_ int, r judgetest.Request) judgetest.Reply {
+		seen = r
+		return judgetest.Reply{Content: `{"score":1}`}
+	})
 	j := judgeClient(t, srv, func(c *judge.Config) { c.MaxFieldBytes = 100 })
 	r := runJudgeEvalOn(t, "llm_judge", map[string]any{"criteria": "x"}, qa("q", strings.Repeat("long ", 1000)), j)
 	expectScore(t, r, 1)
