@@ -154,6 +154,9 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	}
 	// When ctx ends, evaluations under way end too (marked `timeout`) and
 	// traces not yet scored are forwarded unscored.
+	if ctx.Err() != nil {
+		p.cancel()
+	}
 	stopAfter := context.AfterFunc(ctx, p.cancel)
 	close(p.stop)
 	p.wg.Wait()
