@@ -11,13 +11,13 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap/zaptest"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.uber.org/zap/zaptest"
 )
 
 // storageHost is a component.Host that offers a storage extension
@@ -119,4 +119,3 @@ func TestPersistentQueueSurvivesRestart(t *testing.T) {
 	assert.Equal(t, "booking_flow", p.Alerts[0].Evaluator)
 	assert.Equal(t, "persisted", p.Alerts[0].Reason)
 }
-
