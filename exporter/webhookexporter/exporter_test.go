@@ -349,3 +349,24 @@ func toString(v any) string {
 	}
 	return string(b) + " " + strings.TrimSpace(fmtAny(v))
 }
+
+func TestSlackSuppressedAndCap(t *testing.T) {
+	score := 0.25
+	p := Payload{Suppressed: 3, SuppressedByEvaluator: map[string]int{"a": 2, "b": 1}}
+	for i := 0; i < 25; i++ {
+		p.Alerts = append(p.Alerts, Alert{Evaluator: "e" + strconv.Itoa(i), Score: &score, TraceID: traceHex})
+	}
+	body, err := slackEncoder{}.encode(p)
+	require.NoError(t, err)
+	var msg struct {
+		Text   string           `json:"text"`
+		Blocks []map[string]any `json:"blocks"`
+	}
+	require.NoError(t, json.Unmarshal(body, &msg))
+	assert.Contains(t, msg.Text, "25 failed evaluations")
+	assert.Contains(t, msg.Text, "+3 suppressed")
+	assert.LessOrEqual(t, len(msg.Blocks), 50, "Slack's block limit")
+	assert.Contains(t, string(body), "…and 5 more")
+	assert.Contains(t, string(body), "3 more failed evaluations suppressed by rate limit: a=2, b=1")
+	assert.Contains(t, string(body), "n/a", "missing threshold")
+}
