@@ -1,0 +1,540 @@
+package evaluators
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+// Judge evaluators of agent runs: task_completion, tool_argument_hallucination,
+// tool_argument_accuracy, tool_call_necessity, step_faithfulness,
+// plan_quality, trajectory_efficiency, agent_memory.
+
+type agentOptions struct {
+	// Tasks and Constraints (task_completion) when the spans carry no
+	// eval.tasks / eval.constraints.
+	Tasks       []string `mapstructure:"tasks"`
+	Constraints string   `mapstructure:"constraints"`
+	// Context (agent_memory) when the spans carry no eval.context.
+	Context []string `mapstructure:"context"`
+	// Goal (conversation_completeness) when the spans carry no eval.conversation_goal.
+	Goal string `mapstructure:"goal"`
+	// MaxCalls bounds the calls sent to the judge (tool_argument_*).
+	MaxCalls int `mapstructure:"max_calls"`
+}
+
+type agentJudge struct {
+	judgeBase
+	o   agentOptions
+	run func(e *agentJudge, ctx context.Context, c *adapter.Case) Result
+}
+
+func (e *agentJudge) Evaluate(ctx context.Context, c *adapter.Case) Result { return e.run(e, ctx, c) }
+
+// newAgent accepts only the options in allowed.
+func newAgent(run func(*agentJudge, context.Context, *adapter.Case) Result, defaultMaxCalls int, allowed ...string) func(*confmap.Conf, Deps) (Evaluator, error) {
+	return func(opts *confmap.Conf, deps Deps) (Evaluator, error) {
+		if opts != nil {
+			for _, k := range opts.AllKeys() {
+				top, _, _ := strings.Cut(k, confmap.KeyDelimiter)
+				if !containsString(allowed, top) {
+					if len(allowed) == 0 {
+						return nil, fmt.Errorf("unknown option `%s` (this type has no options)", top)
+					}
+					return nil, fmt.Errorf("unknown option `%s` (known options: %s)", top, strings.Join(allowed, ", "))
+				}
+			}
+		}
+		var o agentOptions
+		if err := decodeOptions(opts, &o); err != nil {
+			return nil, err
+		}
+		if o.MaxCalls < 0 {
+			return nil, fmt.Errorf("option `max_calls`: %d must be positive", o.MaxCalls)
+		}
+		if o.MaxCalls == 0 {
+			o.MaxCalls = defaultMaxCalls
+		}
+		return &agentJudge{judgeBase: newJudgeBase(deps), o: o, run: run}, nil
+	}
+}
+
+// stepVerdict is a per-call verdict keyed by the call's step number.
+type stepVerdict struct {
+	Step   num    `json:"step"`
+	OK     flag   `json:"ok"`
+	Reason string `json:"reason"`
+}
+
+type stepsReply struct {
+	Steps  []stepVerdict `json:"steps"`
+	Reason string        `json:"reason"`
+}
+
+const stepsFormat = `{"steps": [{"step": <number>, "ok": true | false, "reason": "<short, when not ok>"}], "reason": "<one sentence>"}`
+
+// perStep asks one yes/no question about each of the first max calls and
+// scores ok / judged. what names the property ("grounded", "necessary" …).
+func (e *agentJudge) perStep(ctx context.Context, c *adapter.Case, max int, task, what string, withResults bool, extra ...field) Result {
+	limit := e.limit()
+	calls := c.ToolCalls
+	if max > 0 && len(calls) > max {
+		calls = calls[:max]
+	}
+	fields := []field{{"input", clipText(c.Input, limit)}}
+	fields = append(fields, extra...)
+	fields = append(fields, field{"tool_calls", toolCallsData(calls, limit, withResults)})
+	var reply stepsReply
+	if r := e.ask(ctx, task, stepsFormat, fields, &reply); r != nil {
+		return *r
+	}
+	byIdx, err := verdictsByIndex(reply.Steps, func(v stepVerdict) num { return v.Step }, len(calls), "step")
+	if err != nil {
+		return Errored("%v", err)
+	}
+	ok := 0
+	var bad []string
+	for i := 1; i <= len(calls); i++ {
+		v := byIdx[i]
+		if v.OK.v {
+			ok++
+			continue
+		}
+		if len(bad) < 3 {
+			s := fmt.Sprintf("step %d %s", i, calls[i-1].Name)
+			if v.Reason != "" {
+				s += " (" + clipText(v.Reason, 120) + ")"
+			}
+			bad = append(bad, s)
+		}
+	}
+	summary := fmt.Sprintf("%d of %s %s", ok, plural(len(calls), "call"), what)
+	if len(c.ToolCalls) > len(calls) {
+		summary += fmt.Sprintf(" (the first %d of %d judged)", len(calls), len(c.ToolCalls))
+	}
+	if len(bad) > 0 {
+		summary += "; not " + what + ": " + strings.Join(bad, "; ")
+	}
+	return Scored(float64(ok)/float64(len(calls)), judgeReason(summary, reply.Reason),
+		map[string]float64{"calls": float64(len(c.ToolCalls)), "judged": float64(len(calls)), what: float64(ok)})
+}
+
+func needInput(c *adapter.Case, typ string) *Result {
+	if strings.TrimSpace(c.Input) == "" {
+		r := Skipped("no input (the user's request) on this case; %s judges the agent against it", typ)
+		return &r
+	}
+	return nil
+}
+
+// tool_argument_hallucination: calls whose argument values are grounded in
+// the user's input, the conversation or earlier tool results / calls.
+func runToolArgHallucination(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	if r := needInput(c, "tool_argument_hallucination"); r != nil {
+		return *r
+	}
+	if len(c.ToolCalls) == 0 {
+		return Scored(1, "no tool calls, so no argument could be hallucinated", map[string]float64{"calls": 0})
+	}
+	task := "For each tool call, decide whether every argument value is grounded: stated or clearly implied by the user's " +
+		"input, the conversation, or the results of earlier tool calls (ok: true). A value the agent invented " +
+		"(an id, date, name, number or email nobody gave) is a hallucination (ok: false; name the argument in reason)."
+	var extra []field
+	if conv := conversationData(c, e.limit(), false); len(conv) > 0 {
+		extra = append(extra, field{"conversation", conv})
+	}
+	return e.perStep(ctx, c, e.o.MaxCalls, task, "grounded", true, extra...)
+}
+
+// tool_argument_accuracy: the first max_calls (8) calls whose arguments are
+// correct for the tool and the task / calls judged.
+func runToolArgAccuracy(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	if r := needInput(c, "tool_argument_accuracy"); r != nil {
+		return *r
+	}
+	if len(c.ToolCalls) == 0 {
+		return Scored(1, "no tool calls to judge", map[string]float64{"calls": 0})
+	}
+	task := "For each tool call, decide whether its arguments are correct: right values for what the user asked, the right " +
+		"types and formats for the tool's definition, nothing required missing (ok: true or false)."
+	var extra []field
+	if defs := toolDefsData(c, e.limit()); len(defs) > 0 {
+		extra = append(extra, field{"tool_definitions", defs})
+	}
+	return e.perStep(ctx, c, e.o.MaxCalls, task, "correct", false, extra...)
+}
+
+// tool_call_necessity: necessary calls / calls; an empty trace passes.
+func runToolCallNecessity(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	if len(c.ToolCalls) == 0 {
+		return Scored(1, "no tool calls", map[string]float64{"calls": 0})
+	}
+	if r := needInput(c, "tool_call_necessity"); r != nil {
+		return *r
+	}
+	task := "For each tool call, decide whether it was necessary to fulfil the user's request (ok: true), or unnecessary: " +
+		"redundant with an earlier call, irrelevant to the request, or answerable without a tool (ok: false)."
+	return e.perStep(ctx, c, 0, task, "necessary", true)
+}
+
+// step_faithfulness: steps consistent with the user's request and with what
+// the agent knew at that point (earlier results) / steps.
+func runStepFaithfulness(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	if r := needInput(c, "step_faithfulness"); r != nil {
+		return *r
+	}
+	if len(c.ToolCalls) == 0 {
+		return Skipped("no steps (tool calls) to judge")
+	}
+	task := "For each step (tool call), decide whether it is faithful: it follows from the user's request and the system " +
+		"instructions, and it is consistent with the results of the earlier steps (it does not ignore or contradict them). " +
+		"ok: true or false."
+	var extra []field
+	if c.SystemInstructions != "" {
+		extra = append(extra, field{"system_instructions", clipText(c.SystemInstructions, e.limit())})
+	}
+	return e.perStep(ctx, c, 0, task, "faithful", true, extra...)
+}
+
+// plan_quality: the agent's plan (its intermediate messages and the
+// sequence of calls) rated 1..5 for completeness, logical order and
+// efficiency, normalised and averaged.
+func runPlanQuality(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	if r := needInput(c, "plan_quality"); r != nil {
+		return *r
+	}
+	limit := e.limit()
+	notes := agentNotes(c, limit)
+	if len(c.ToolCalls) == 0 && len(notes) == 0 {
+		return Skipped("no plan or steps (tool calls, intermediate assistant messages) to judge")
+	}
+	task := "Rate the quality of the agent's plan for the user's request, as shown by its stated plan or reasoning and the " +
+		"sequence of tool calls, on three scales from 1 (worst) to 5 (best): completeness (covers every part of the " +
+		"request), logical_order (steps in a sensible order, dependencies first), efficiency (no unnecessary steps)."
+	format := `{"completeness": <1-5>, "logical_order": <1-5>, "efficiency": <1-5>, "reason": "<one sentence>"}`
+	fields := []field{{"input", clipText(c.Input, limit)}}
+	if len(notes) > 0 {
+		fields = append(fields, field{"agent_messages", notes})
+	}
+	fields = append(fields, field{"tool_calls", toolCallsData(c.ToolCalls, limit, false)})
+	var reply struct {
+		Completeness num    `json:"completeness"`
+		LogicalOrder num    `json:"logical_order"`
+		Efficiency   num    `json:"efficiency"`
+		Reason       string `json:"reason"`
+	}
+	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+		return *r
+	}
+	return rubric(reply.Reason, []rubricItem{{"completeness", reply.Completeness}, {"logical_order", reply.LogicalOrder}, {"efficiency", reply.Efficiency}})
+}
+
+// trajectory_efficiency: useful steps / steps, where a step is not useful
+// when the judge finds it redundant or it errored, minus 0.2 for each errored
+// step the agent did not recover from (floored at 0). Errored steps are
+// taken from the spans, not from the judge.
+func runTrajectoryEfficiency(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	if r := needInput(c, "trajectory_efficiency"); r != nil {
+		return *r
+	}
+	n := len(c.ToolCalls)
+	if n == 0 {
+		return Skipped("no steps (tool calls) to judge")
+	}
+	task := "Judge the efficiency of the agent's trajectory for the user's request. List the step numbers that were " +
+		"redundant (repeated, unnecessary, or a detour), and, among the steps marked errored, those the agent did not " +
+		"recover from (it did not retry sensibly or work around the error)."
+	format := `{"redundant_steps": [<step numbers>], "unrecovered_errors": [<step numbers>], "reason": "<one sentence>"}`
+	fields := []field{{"input", clipText(c.Input, e.limit())}, {"tool_calls", toolCallsData(c.ToolCalls, e.limit(), true)}}
+	if c.Output != "" {
+		fields = append(fields, field{"output", clipText(c.Output, e.limit())})
+	}
+	var reply struct {
+		Redundant   []num  `json:"redundant_steps"`
+		Unrecovered []num  `json:"unrecovered_errors"`
+		Reason      string `json:"reason"`
+	}
+	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+		return *r
+	}
+	wasted := map[int]bool{}
+	redundant := 0
+	for _, s := range reply.Redundant {
+		if i := int(s.v); s.ok && i >= 1 && i <= n && !wasted[i] {
+			wasted[i] = true
+			redundant++
+		}
+	}
+	errored := 0
+	for i, tc := range c.ToolCalls {
+		if tc.Errored && !wasted[i+1] {
+			wasted[i+1] = true
+			errored++
+		}
+	}
+	unrec := map[int]bool{}
+	for _, s := range reply.Unrecovered {
+		if i := int(s.v); s.ok && i >= 1 && i <= n && c.ToolCalls[i-1].Errored {
+			unrec[i] = true
+		}
+	}
+	useful := n - len(wasted)
+	score := float64(useful)/float64(n) - 0.2*float64(len(unrec))
+	summary := fmt.Sprintf("%d of %s useful (%d redundant, %d errored", useful, plural(n, "step"), redundant, errored)
+	if len(unrec) > 0 {
+		summary += fmt.Sprintf(", %d not recovered: -%s", len(unrec), fmtNum(0.2*float64(len(unrec))))
+	}
+	summary += ")"
+	return Scored(max(0, score), judgeReason(summary, reply.Reason), map[string]float64{
+		"steps": float64(n), "useful": float64(useful), "redundant": float64(redundant),
+		"errored": float64(errored), "unrecovered_errors": float64(len(unrec))})
+}
+
+// agent_memory: remembered facts (eval.context) the agent used correctly /
+// facts relevant to this run.
+func runAgentMemory(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	limit := e.limit()
+	var facts []string
+	switch {
+	case c.Expected.HasContext && len(c.Expected.Context) > 0:
+		facts = c.Expected.Context
+	case len(e.o.Context) > 0:
+		facts = e.o.Context
+	default:
+		return Skipped("no prior context: set eval.context (what the agent should remember) or the evaluator's `context` option")
+	}
+	if r := needInput(c, "agent_memory"); r != nil {
+		return *r
+	}
+	if strings.TrimSpace(c.Output) == "" && len(c.ToolCalls) == 0 {
+		return Skipped("no output or tool calls to judge the agent's memory by")
+	}
+	data := make([]map[string]any, len(facts))
+	for i, f := range facts {
+		data[i] = map[string]any{"fact": i + 1, "text": clipText(f, limit)}
+	}
+	task := "The prior context lists facts the agent should remember from earlier sessions. For each fact decide: " +
+		"\"used\" (the agent's actions or answer apply it correctly), \"ignored\" (relevant to this request but not applied, " +
+		"e.g. the agent asked for it again), \"contradicted\" (the agent acted against it), or \"not_relevant\" to this request."
+	format := `{"facts": [{"fact": <number>, "verdict": "used" | "ignored" | "contradicted" | "not_relevant"}], "reason": "<one sentence>"}`
+	fields := []field{{"prior_context", data}, {"input", clipText(c.Input, limit)}}
+	if len(c.ToolCalls) > 0 {
+		fields = append(fields, field{"tool_calls", toolCallsData(c.ToolCalls, limit, false)})
+	}
+	fields = append(fields, field{"output", clipText(c.Output, limit)})
+	var reply struct {
+		Facts []struct {
+			Fact    num   `json:"fact"`
+			Verdict label `json:"verdict"`
+		} `json:"facts"`
+		Reason string `json:"reason"`
+	}
+	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+		return *r
+	}
+	type fv = struct {
+		Fact    num   `json:"fact"`
+		Verdict label `json:"verdict"`
+	}
+	byIdx, err := verdictsByIndex(reply.Facts, func(v fv) num { return v.Fact }, len(facts), "fact")
+	if err != nil {
+		return Errored("%v", err)
+	}
+	n := map[label]int{}
+	var missed []string
+	for i := 1; i <= len(facts); i++ {
+		v := byIdx[i].Verdict
+		switch v {
+		case "used", "not_relevant":
+		case "contradicted":
+		default:
+			v = "ignored"
+		}
+		n[v]++
+		if (v == "ignored" || v == "contradicted") && len(missed) < 2 {
+			missed = append(missed, fmt.Sprintf("%s %q", v, clipText(facts[i-1], 100)))
+		}
+	}
+	relevant := n["used"] + n["ignored"] + n["contradicted"]
+	m := map[string]float64{"facts": float64(len(facts)), "relevant": float64(relevant), "used": float64(n["used"]),
+		"ignored": float64(n["ignored"]), "contradicted": float64(n["contradicted"])}
+	if relevant == 0 {
+		return Scored(1, judgeReason("none of the remembered facts bears on this request", reply.Reason), m)
+	}
+	summary := fmt.Sprintf("%d of %d relevant remembered facts used", n["used"], relevant)
+	if len(missed) > 0 {
+		summary += "; " + strings.Join(missed, "; ")
+	}
+	return Scored(float64(n["used"])/float64(relevant), judgeReason(summary, reply.Reason), m)
+}
+
+// task_completion: with tasks (eval.tasks or `tasks`), completed tasks /
+// tasks, and 0 when the constraints (eval.constraints or `constraints`) were
+// violated; without tasks, three questions (accomplished, complete,
+// grounded) averaged, and 0 when the agent failed or errored.
+func runTaskCompletion(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	limit := e.limit()
+	tasks := e.o.Tasks
+	if c.Expected.HasTasks {
+		tasks = c.Expected.Tasks
+	}
+	constraints := e.o.Constraints
+	if c.Expected.Constraints != "" {
+		constraints = c.Expected.Constraints
+	}
+	if len(tasks) == 0 && strings.TrimSpace(c.Input) == "" {
+		return Skipped("no tasks (eval.tasks or the `tasks` option) and no input to infer the task from")
+	}
+	if strings.TrimSpace(c.Output) == "" && len(c.ToolCalls) == 0 {
+		return Skipped("no output or tool calls: nothing the agent did to judge")
+	}
+	var fields []field
+	if c.Input != "" {
+		fields = append(fields, field{"input", clipText(c.Input, limit)})
+	}
+	if len(tasks) > 0 {
+		td := make([]map[string]any, len(tasks))
+		for i, t := range tasks {
+			td[i] = map[string]any{"task": i + 1, "text": clipText(t, limit)}
+		}
+		fields = append(fields, field{"tasks", td})
+	}
+	if constraints != "" {
+		fields = append(fields, field{"constraints", clipText(constraints, limit)})
+	}
+	fields = append(fields, field{"tool_calls", toolCallsData(c.ToolCalls, limit, true)}, field{"output", clipText(c.Output, limit)})
+
+	if len(tasks) > 0 {
+		task := "Decide for each task whether the agent completed it, judging by its tool calls and their results and its final " +
+			"output (claims of success not backed by the tool results do not count)."
+		format := `{"tasks": [{"task": <number>, "completed": true | false, "reason": "<short>"}], "reason": "<one sentence>"}`
+		if constraints != "" {
+			task += " Also decide whether the agent honoured all the constraints."
+			format = `{"tasks": [{"task": <number>, "completed": true | false, "reason": "<short>"}], "constraints_honoured": true | false, "reason": "<one sentence>"}`
+		}
+		type tv = struct {
+			Task      num    `json:"task"`
+			Completed flag   `json:"completed"`
+			Reason    string `json:"reason"`
+		}
+		var reply struct {
+			Tasks       []tv   `json:"tasks"`
+			Constraints flag   `json:"constraints_honoured"`
+			Reason      string `json:"reason"`
+		}
+		if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+			return *r
+		}
+		byIdx, err := verdictsByIndex(reply.Tasks, func(v tv) num { return v.Task }, len(tasks), "task")
+		if err != nil {
+			return Errored("%v", err)
+		}
+		done := 0
+		var open []string
+		for i := 1; i <= len(tasks); i++ {
+			if byIdx[i].Completed.v {
+				done++
+			} else if len(open) < 3 {
+				open = append(open, fmt.Sprintf("%q", clipText(tasks[i-1], 100)))
+			}
+		}
+		m := map[string]float64{"tasks": float64(len(tasks)), "tasks_completed": float64(done)}
+		score := float64(done) / float64(len(tasks))
+		summary := fmt.Sprintf("%d of %s completed", done, plural(len(tasks), "task"))
+		if len(open) > 0 {
+			summary += "; not completed: " + strings.Join(open, ", ")
+		}
+		if constraints != "" {
+			if !reply.Constraints.ok {
+				return Errored("the judge's reply has no `constraints_honoured`")
+			}
+			m["constraints_honoured"] = flagValue(reply.Constraints.v)
+			if !reply.Constraints.v {
+				score = 0
+				summary = "constraints violated (score 0); " + summary
+			}
+		}
+		return Scored(score, judgeReason(summary, reply.Reason), m)
+	}
+
+	task := "Judge whether the agent completed the user's request. Answer four questions from its tool calls, their " +
+		"results and its final output: accomplished (did it do what was asked?), complete (did it address every part?), " +
+		"grounded (is what it reports backed by the tool results, not invented?), failed_or_errored (did the run fail, " +
+		"hit errors it did not recover from, give up, or only claim success?)."
+	format := `{"accomplished": true | false, "complete": true | false, "grounded": true | false, "failed_or_errored": true | false, "reason": "<one sentence>"}`
+	var reply struct {
+		Accomplished flag   `json:"accomplished"`
+		Complete     flag   `json:"complete"`
+		Grounded     flag   `json:"grounded"`
+		Failed       flag   `json:"failed_or_errored"`
+		Reason       string `json:"reason"`
+	}
+	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+		return *r
+	}
+	for name, f := range map[string]flag{"accomplished": reply.Accomplished, "complete": reply.Complete, "grounded": reply.Grounded, "failed_or_errored": reply.Failed} {
+		if !f.ok {
+			return Errored("the judge's reply has no `%s`", name)
+		}
+	}
+	yes := flagValue(reply.Accomplished.v) + flagValue(reply.Complete.v) + flagValue(reply.Grounded.v)
+	m := map[string]float64{"accomplished": flagValue(reply.Accomplished.v), "complete": flagValue(reply.Complete.v),
+		"grounded": flagValue(reply.Grounded.v), "failed_or_errored": flagValue(reply.Failed.v)}
+	var no []string
+	for _, k := range []string{"accomplished", "complete", "grounded"} {
+		if m[k] == 0 {
+			no = append(no, "not "+k)
+		}
+	}
+	if reply.Failed.v {
+		return Scored(0, judgeReason("the agent failed or errored", reply.Reason), m)
+	}
+	summary := fmt.Sprintf("%s of 3 checks passed", fmtNum(yes))
+	if len(no) > 0 {
+		summary += ": " + strings.Join(no, ", ")
+	}
+	return Scored(yes/3, judgeReason(summary, reply.Reason), m)
+}
+
+func flagValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// toolDefsData lists the definitions of the tools the agent called.
+func toolDefsData(c *adapter.Case, limit int) []map[string]any {
+	used := map[string]bool{}
+	for _, tc := range c.ToolCalls {
+		used[tc.Name] = true
+	}
+	var out []map[string]any
+	for _, d := range c.ToolDefinitions {
+		if !used[d.Name] {
+			continue
+		}
+		m := map[string]any{"name": d.Name, "description": clipText(d.Description, limit)}
+		if d.Parameters != nil {
+			m["parameters"] = d.Parameters
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// agentNotes are the assistant's intermediate messages (its stated plan or
+// reasoning), without the final output.
+func agentNotes(c *adapter.Case, limit int) []string {
+	var out []string
+	for _, m := range c.Messages {
+		if m.Role == "assistant" && strings.TrimSpace(m.Content) != "" && m.Content != c.Output {
+			out = append(out, clipText(m.Content, limit))
+		}
+	}
+	return out
+}

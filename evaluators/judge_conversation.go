@@ -1,0 +1,178 @@
+package evaluators
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+// Judge evaluators of a conversation (the case's messages, with the final
+// output as the last assistant turn): knowledge_retention,
+// conversation_completeness, turn_relevancy.
+
+type turnData struct {
+	Turn    int    `json:"turn"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// conversationData is the user and assistant turns in order, numbered from
+// 1, with the final output appended when the messages do not end with it.
+func conversationData(c *adapter.Case, limit int, withOutput bool) []turnData {
+	var out []turnData
+	for _, m := range c.Messages {
+		if (m.Role != "user" && m.Role != "assistant") || strings.TrimSpace(m.Content) == "" {
+			continue
+		}
+		out = append(out, turnData{Turn: len(out) + 1, Role: m.Role, Content: clipText(m.Content, limit)})
+	}
+	if len(out) == 0 && strings.TrimSpace(c.Input) != "" {
+		out = append(out, turnData{Turn: 1, Role: "user", Content: clipText(c.Input, limit)})
+	}
+	if withOutput && strings.TrimSpace(c.Output) != "" {
+		if n := len(out); n == 0 || out[n-1].Role != "assistant" || out[n-1].Content != clipText(c.Output, limit) {
+			out = append(out, turnData{Turn: len(out) + 1, Role: "assistant", Content: clipText(c.Output, limit)})
+		}
+	}
+	return out
+}
+
+func assistantTurns(turns []turnData) []int {
+	var out []int
+	for _, t := range turns {
+		if t.Role == "assistant" {
+			out = append(out, t.Turn)
+		}
+	}
+	return out
+}
+
+type turnVerdict struct {
+	Turn   num    `json:"turn"`
+	OK     flag   `json:"ok"`
+	Reason string `json:"reason"`
+}
+
+// perTurn asks a yes/no question about each assistant turn; ok / turns.
+func (e *agentJudge) perTurn(ctx context.Context, c *adapter.Case, typ, task, what string, extra ...field) Result {
+	turns := conversationData(c, e.limit(), true)
+	asst := assistantTurns(turns)
+	users := len(turns) - len(asst)
+	if users == 0 || len(asst) == 0 || len(turns) < 2 {
+		return Skipped("%s needs a conversation with user and assistant turns; this case has %s and %s",
+			typ, plural(users, "user turn"), plural(len(asst), "assistant turn"))
+	}
+	format := `{"turns": [{"turn": <assistant turn number>, "ok": true | false, "reason": "<short, when not ok>"}], "reason": "<one sentence>"}`
+	fields := append(extra, field{"conversation", turns})
+	var reply struct {
+		Turns  []turnVerdict `json:"turns"`
+		Reason string        `json:"reason"`
+	}
+	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+		return *r
+	}
+	byTurn := map[int]turnVerdict{}
+	for _, v := range reply.Turns {
+		if v.Turn.ok {
+			byTurn[int(v.Turn.v)] = v
+		}
+	}
+	ok := 0
+	var bad []string
+	for _, t := range asst {
+		v, found := byTurn[t]
+		if !found {
+			return Errored("the judge gave no verdict for assistant turn %d", t)
+		}
+		if v.OK.v {
+			ok++
+		} else if len(bad) < 3 {
+			s := fmt.Sprintf("turn %d", t)
+			if v.Reason != "" {
+				s += " (" + clipText(v.Reason, 120) + ")"
+			}
+			bad = append(bad, s)
+		}
+	}
+	summary := fmt.Sprintf("%d of %s %s", ok, plural(len(asst), "assistant turn"), what)
+	if len(bad) > 0 {
+		summary += "; not " + what + ": " + strings.Join(bad, "; ")
+	}
+	return Scored(float64(ok)/float64(len(asst)), judgeReason(summary, reply.Reason),
+		map[string]float64{"turns": float64(len(asst)), what: float64(ok)})
+}
+
+// knowledge_retention: assistant turns that do not forget what the user said
+// earlier / assistant turns.
+func runKnowledgeRetention(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	task := "For each assistant turn, decide whether it retains the information the user gave in earlier turns (ok: true), " +
+		"or forgets it: asks again for something already given, or contradicts or ignores it (ok: false)."
+	return e.perTurn(ctx, c, "knowledge_retention", task, "retaining")
+}
+
+// turn_relevancy: assistant turns relevant to the conversation so far /
+// assistant turns.
+func runTurnRelevancy(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	task := "For each assistant turn, decide whether it is relevant to the user's latest message and the conversation so " +
+		"far (ok: true), or off-topic, evasive or answering something else (ok: false)."
+	return e.perTurn(ctx, c, "turn_relevancy", task, "relevant")
+}
+
+// conversation_completeness: user intentions satisfied / intentions; the
+// goal (eval.conversation_goal or `goal`) is one of them when given.
+func runConversationCompleteness(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
+	turns := conversationData(c, e.limit(), true)
+	asst := assistantTurns(turns)
+	if len(asst) == 0 || len(asst) == len(turns) {
+		return Skipped("conversation_completeness needs a conversation with user and assistant turns")
+	}
+	goal := c.Expected.ConversationGoal
+	if goal == "" {
+		goal = e.o.Goal
+	}
+	task := "List what the user wanted from this conversation (their intentions, at most 10"
+	if goal != "" {
+		task += "; the stated goal must be the first intention"
+	}
+	task += ") and decide for each whether the assistant satisfied it by the end of the conversation."
+	format := `{"intentions": [{"intention": "<short>", "satisfied": true | false}], "reason": "<one sentence>"}`
+	var fields []field
+	if goal != "" {
+		fields = append(fields, field{"conversation_goal", clipText(goal, e.limit())})
+	}
+	fields = append(fields, field{"conversation", turns})
+	var reply struct {
+		Intentions []struct {
+			Intention string `json:"intention"`
+			Satisfied flag   `json:"satisfied"`
+		} `json:"intentions"`
+		Reason string `json:"reason"`
+	}
+	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+		return *r
+	}
+	total := len(reply.Intentions)
+	if total == 0 {
+		return Errored("the judge listed no user intentions")
+	}
+	ok := 0
+	var open []string
+	for _, in := range reply.Intentions {
+		if in.Satisfied.v {
+			ok++
+		} else if len(open) < 3 {
+			open = append(open, fmt.Sprintf("%q", clipText(in.Intention, 100)))
+		}
+	}
+	m := map[string]float64{"intentions": float64(total), "satisfied": float64(ok)}
+	summary := fmt.Sprintf("%d of %s satisfied", ok, plural(total, "user intention"))
+	if goal != "" {
+		m["goal_satisfied"] = flagValue(reply.Intentions[0].Satisfied.v)
+	}
+	if len(open) > 0 {
+		summary += "; unsatisfied: " + strings.Join(open, ", ")
+	}
+	return Scored(float64(ok)/float64(total), judgeReason(summary, reply.Reason), m)
+}
