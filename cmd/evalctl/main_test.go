@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/evalbridge/evalbridge/judge/judgetest"
 )
 
 func runEvalctl(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -156,5 +158,30 @@ func TestValidate(t *testing.T) {
 	code, out, stderr := runEvalctl(t, "", "validate", "--config", "../../examples/evalctl.yaml")
 	if code != exitOK || !strings.Contains(out, "valid") {
 		t.Errorf("exit %d out %q err %q", code, out, stderr)
+	}
+}
+
+func TestRunWithJudge(t *testing.T) {
+	srv := judgetest.New(t, judgetest.Always("Here is my verdict:\n```json\n{\"score\": 4, \"reason\": \"books both, but no price\"}\n```"))
+	cfgPath := filepath.Join(t.TempDir(), "judge.yaml")
+	cfg := "judges:\n  default:\n    endpoint: " + srv.Endpoint() + "\n    model: judge-model\n    api_key: ${env:EVALCTL_TEST_KEY}\n" +
+		"evaluators:\n  - type: llm_judge\n    name: helpful\n    judge: default\n    criteria: Is the answer helpful?\n    score_range: [1, 5]\n    threshold: 0.8\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EVALCTL_TEST_KEY", "sk-evalctl-secret")
+	code, out, stderr := runEvalctl(t, "", "run", "--config", cfgPath, "--summary", "json", exampleTraces[0])
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1 (score 0.75 < 0.8)\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, `"mean_score": 0.75`) {
+		t.Errorf("(4-1)/(5-1) = 0.75 not in summary:\n%s", out)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 || !strings.Contains(reqs[0].User(), "Lisbon") {
+		t.Fatalf("judge got %d requests; first: %+v", len(reqs), reqs)
+	}
+	if strings.Contains(stderr+out, "sk-evalctl-secret") {
+		t.Error("the API key leaked into evalctl's output")
 	}
 }

@@ -92,6 +92,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", *configPath, err)
 		return exitUsage
 	}
+	// Judge clients need starting; a nil host has no extensions to offer,
+	// which is all evalctl can give.
+	if err := eng.Start(ctx, nil); err != nil {
+		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", *configPath, err)
+		return exitUsage
+	}
+	defer func() { _ = eng.Shutdown(ctx) }()
 	docs, err := readInputs(inputs, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
