@@ -245,23 +245,40 @@ func BenchmarkNonGenAIPassThrough(b *testing.B) {
 	}
 }
 
-// BenchmarkHeldBytesPerSpan reports the heap held per buffered span (GenAI
-// agent traces, the input batches released).
+// BenchmarkHeldBytesPerSpan reports the heap held per buffered span of GenAI
+// agent traces. The batches are unmarshaled from OTLP protobuf, as a
+// receiver does, so every span owns its strings; the input is released.
+// B/input_span is the protobuf size of a span, for scale.
 func BenchmarkHeldBytesPerSpan(b *testing.B) {
 	const traces = 2000
-	tmpl := genAITemplate()
+	var seq uint64
+	raw, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(makeBatch(genAITemplate(), &seq))
+	require.NoError(b, err)
+	batch := func() ptrace.Traces {
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(raw)
+		require.NoError(b, err)
+		spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for k := 0; k < spans.Len(); k++ {
+			if k%spansPerTrace == 0 {
+				seq++
+			}
+			var id pcommon.TraceID
+			binary.BigEndian.PutUint64(id[8:], seq)
+			spans.At(k).SetTraceID(id)
+		}
+		return td
+	}
 	for i := 0; i < b.N; i++ {
 		sink := &countSink{}
 		p := newEvalForBench(b, benchEvalConfig(time.Hour), sink)
 		require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
-		var seq uint64
 		var ms runtime.MemStats
 		runtime.GC()
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		before := ms.HeapAlloc
 		for n := 0; n < traces*spansPerTrace/spansPerBatch; n++ {
-			require.NoError(b, p.ConsumeTraces(context.Background(), makeBatch(tmpl, &seq)))
+			require.NoError(b, p.ConsumeTraces(context.Background(), batch()))
 		}
 		runtime.GC()
 		runtime.GC()
@@ -269,6 +286,7 @@ func BenchmarkHeldBytesPerSpan(b *testing.B) {
 		after := ms.HeapAlloc
 		require.Equal(b, int64(0), sink.spans.Load(), "all held")
 		b.ReportMetric(float64(after-before)/float64(traces*spansPerTrace), "B/held_span")
+		b.ReportMetric(float64(len(raw))/float64(spansPerBatch), "B/input_span")
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // forward unscored: this measures holding, not scoring
 		require.NoError(b, p.Shutdown(ctx))

@@ -177,8 +177,10 @@ func hasAttrs(set attribute.Set, kv []string) bool {
 
 // --- building traces ---
 
-func tid(b byte) pcommon.TraceID { return pcommon.TraceID{b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, b} }
-func sid(b byte) pcommon.SpanID  { return pcommon.SpanID{0, 0, 0, 0, 0, 0, 1, b} }
+func tid(b byte) pcommon.TraceID {
+	return pcommon.TraceID{b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, b}
+}
+func sid(b byte) pcommon.SpanID { return pcommon.SpanID{0, 0, 0, 0, 0, 0, 1, b} }
 
 func js(v any) string {
 	out, err := json.Marshal(v)

@@ -75,13 +75,12 @@ type evalProcessor struct {
 	ring  []pcommon.TraceID
 	ringN int
 
-	in      chan []*chunk // ConsumeTraces -> loop (unbuffered: back-pressure)
-	jobs    chan job      // loop -> workers
-	stop    chan struct{} // closed by Shutdown
-	runCtx  context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	started atomic.Bool
+	in     chan []*chunk // ConsumeTraces -> loop (unbuffered: back-pressure)
+	jobs   chan job      // loop -> workers
+	stop   chan struct{} // closed by Shutdown
+	runCtx context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	// loop-owned
 	traces map[pcommon.TraceID]*heldTrace
@@ -135,7 +134,6 @@ func (p *evalProcessor) Start(_ context.Context, _ component.Host) error {
 	for i := 0; i < p.cfg.Workers; i++ {
 		go p.worker()
 	}
-	p.started.Store(true)
 	p.lifeMu.Lock()
 	p.running = true
 	p.lifeMu.Unlock()
