@@ -4,6 +4,7 @@
 package main
 
 import (
+	webhookexporter "github.com/evalbridge/evalbridge/exporter/webhookexporter"
 	evalprocessor "github.com/evalbridge/evalbridge/processor/evalprocessor"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
@@ -75,6 +76,7 @@ func components() (otelcol.Factories, error) {
 		otlpexporter.NewFactory(),
 		otlphttpexporter.NewFactory(),
 		debugexporter.NewFactory(),
+		webhookexporter.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -83,6 +85,7 @@ func components() (otelcol.Factories, error) {
 		otlpexporter.NewFactory().Type():     "go.opentelemetry.io/collector/exporter/otlpexporter v0.165.0",
 		otlphttpexporter.NewFactory().Type(): "go.opentelemetry.io/collector/exporter/otlphttpexporter v0.165.0",
 		debugexporter.NewFactory().Type():    "go.opentelemetry.io/collector/exporter/debugexporter v0.165.0",
+		webhookexporter.NewFactory().Type():  "github.com/evalbridge/evalbridge v0.0.0",
 	})
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
