@@ -27,6 +27,10 @@ type Config struct {
 	MaxTraces int `mapstructure:"max_traces"`
 	// Timeout is the deadline for one trace's evaluation.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// LateResults says what happens to a judge's answer that arrives after
+	// its trace's timeout: `span` emits it as a span linked to the evaluated
+	// span; `drop` discards it (the evaluated span keeps `timeout`).
+	LateResults string `mapstructure:"late_results"`
 	// Workers bounds the traces scored at once.
 	Workers int `mapstructure:"workers"`
 	// Evaluators are the evaluator instances to run.
@@ -44,6 +48,8 @@ func NewDefaultConfig() Config {
 		MaxTraces: 50000,
 		Timeout:   60 * time.Second,
 		Workers:   4,
+
+		LateResults: LateResultsSpan,
 	}
 }
 
@@ -61,6 +67,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: %v must be positive", c.Timeout))
+	}
+	if c.LateResults != LateResultsSpan && c.LateResults != LateResultsDrop {
+		errs = append(errs, fmt.Errorf("late_results: %q must be span or drop", c.LateResults))
 	}
 	if c.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("workers: %d must be positive", c.Workers))

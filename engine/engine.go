@@ -33,6 +33,17 @@ type Engine struct {
 	// judgeParallel bounds the judge evaluations of one trace run at once
 	// (each client also bounds its own requests by max_concurrency).
 	judgeParallel int
+
+	// Judge work outlives ScoreTraceAsync: tasks and their finishers are
+	// counted in background and stopped by lateCancel at Shutdown.
+	background sync.WaitGroup
+	lateCtx    context.Context
+	lateCancel context.CancelFunc
+	// lateGrace is how long a judge call may go on after its trace's
+	// deadline to deliver a late result.
+	lateGrace time.Duration
+	lateMu    sync.RWMutex
+	lateSink  func(context.Context, ptrace.Traces)
 }
 
 type instance struct {
@@ -61,7 +72,11 @@ type Report struct {
 // Judge clients are built but not started: call Start before ScoreTrace
 // when the config has `judges:`, and Shutdown at the end.
 func New(cfg *Config, set component.TelemetrySettings) (*Engine, error) {
-	e := &Engine{logger: set.Logger, judges: map[string]*judge.Client{}}
+	e := &Engine{logger: set.Logger, judges: map[string]*judge.Client{}, lateGrace: cfg.Timeout}
+	e.lateCtx, e.lateCancel = context.WithCancel(context.Background())
+	if cfg.LateResults == LateResultsDrop {
+		e.lateGrace = 0
+	}
 	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}}
 	for _, name := range sortedJudgeNames(cfg.Judges) {
 		c, err := judge.New(name, cfg.Judges[name], set)
@@ -111,8 +126,16 @@ func (e *Engine) Start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// Shutdown stops the judge clients. It is safe without Start and twice.
+// Shutdown waits for the judge work under way — traces still waiting for a
+// judge are finished (done is called) and late results delivered — until ctx
+// ends, then cancels what is left; it returns once no goroutine of the
+// engine runs, and stops the judge clients. It is safe without Start and
+// twice.
 func (e *Engine) Shutdown(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, e.lateCancel)
+	e.background.Wait()
+	stop()
+	e.lateCancel()
 	var errs []error
 	for _, c := range e.judges {
 		if err := c.Shutdown(ctx); err != nil {
@@ -143,30 +166,36 @@ func (e *Engine) Instances() []*evaluators.Instance {
 // ScoreTrace adapts one trace's spans into cases, runs every evaluator whose
 // level, `when` conditions and sample rate select the case, and writes the
 // results onto the spans the cases came from. The spans are edited in place:
-// the caller must own them. When ctx ends, evaluations not yet run are
+// the caller must own them. When ctx ends, evaluations not yet finished are
 // reported as `timeout` and the trace still gets what finished.
 func (e *Engine) ScoreTrace(ctx context.Context, spans []adapter.SpanRef) Report {
+	ch := make(chan Report, 1)
+	e.ScoreTraceAsync(ctx, spans, func(r Report) { ch <- r })
+	return <-ch
+}
+
+// ScoreTraceAsync is ScoreTrace without the wait: deterministic evaluators
+// run before it returns; when the trace needs a judge, the judge calls run
+// in the background and done is called once they have all finished or ctx
+// has ended. Without judge work, done is called before it returns. Either
+// way the spans belong to the engine until done is called, and done is
+// called exactly once. A judge call still under way when ctx ends goes on
+// (for at most the config's `timeout` more) and, with `late_results: span`,
+// its result is emitted as a span of its own (see SetLateResults).
+func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, done func(Report)) {
 	cases, problems := adapter.Adapt(spans)
 	rep := Report{Problems: problems}
 	if len(cases) == 0 {
-		return rep
+		done(rep)
+		return
 	}
 	byID := make(map[pcommon.SpanID]adapter.SpanRef, len(spans))
 	for _, s := range spans {
 		byID[s.Span.SpanID()] = s
 	}
-	// Deterministic evaluators run inline; judge evaluations (slow, remote)
-	// run concurrently, at most judgeParallel at once for this trace, and
-	// the results are written once all have finished or timed out.
-	type scored struct {
-		c       *adapter.Case
-		ref     adapter.SpanRef
-		results []evaluators.Result
-	}
 	var (
-		all []*scored
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, e.judgeParallel)
+		all   []*scoredCase
+		tasks []*judgeTask
 	)
 	for i := range cases {
 		c := &cases[i]
@@ -182,36 +211,39 @@ func (e *Engine) ScoreTrace(ctx context.Context, spans []adapter.SpanRef) Report
 			}
 			selected = append(selected, in)
 		}
-		// Sized once: goroutines write into their own element.
-		sc := &scored{c: c, ref: ref, results: make([]evaluators.Result, len(selected))}
+		if len(selected) == 0 {
+			continue
+		}
+		// Sized once: judge tasks write into their own element.
+		sc := &scoredCase{c: c, ref: ref, results: make([]evaluators.Result, len(selected))}
+		all = append(all, sc)
 		for k, in := range selected {
-			slot := &sc.results[k]
 			if in.Judge == "" || ctx.Err() != nil {
-				*slot = runInstance(ctx, in, c)
+				sc.results[k] = runInstance(ctx, in, c)
 				continue
 			}
-			wg.Add(1)
-			go func(slot *evaluators.Result) {
-				defer wg.Done()
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-ctx.Done():
-				}
-				*slot = runInstance(ctx, in, c)
-			}(slot)
-		}
-		if len(sc.results) > 0 {
-			all = append(all, sc)
+			tasks = append(tasks, e.newJudgeTask(in, c, ref, &sc.results[k]))
 		}
 	}
-	wg.Wait()
-	now := pcommon.NewTimestampFromTime(time.Now())
-	for _, sc := range all {
-		annotator.Annotate(sc.ref.Span, sc.results, now)
-		rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
+	finish := func() {
+		now := pcommon.NewTimestampFromTime(time.Now())
+		for _, sc := range all {
+			annotator.Annotate(sc.ref.Span, sc.results, now)
+			rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
+		}
+		done(rep)
 	}
-	return rep
+	if len(tasks) == 0 {
+		finish()
+		return
+	}
+	e.runJudgeTasks(ctx, tasks, finish)
+}
+
+type scoredCase struct {
+	c       *adapter.Case
+	ref     adapter.SpanRef
+	results []evaluators.Result
 }
 
 func runInstance(ctx context.Context, in *instance, c *adapter.Case) evaluators.Result {
@@ -273,5 +305,3 @@ func validateConditions(cfgs []evaluators.Config) error {
 	}
 	return nil
 }
-
-var _ = ptrace.NewTraces

@@ -70,9 +70,7 @@ func TestJudgeEngineScoresConcurrently(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	t0 := time.Now()
 	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
-	d := time.Since(t0)
 	for _, n := range names {
 		if r := got[n]; r.Status != evaluators.StatusPassed || r.Score != 0.9 {
 			t.Errorf("%s: %+v", n, r)
@@ -81,11 +79,9 @@ func TestJudgeEngineScoresConcurrently(t *testing.T) {
 	if _, ok := got["tool_error"]; !ok {
 		t.Error("deterministic evaluator did not run")
 	}
-	if d > 600*time.Millisecond {
-		t.Errorf("4 judge evaluations of 200ms took %v: not concurrent", d)
-	}
-	if m := srv.MaxInFlight(); m > 4 {
-		t.Errorf("max in flight %d > max_concurrency 4", m)
+	// The four calls overlap (each takes 200ms), never more than the bound.
+	if m := srv.MaxInFlight(); m < 2 || m > 4 {
+		t.Errorf("max in flight %d, want concurrent calls within max_concurrency 4", m)
 	}
 }
 

@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/annotator"
+	"github.com/evalbridge/evalbridge/evaluators"
+)
+
+// Values of `late_results`.
+const (
+	LateResultsSpan = "span"
+	LateResultsDrop = "drop"
+)
+
+// LateScopeName is the instrumentation scope of late-result spans.
+const LateScopeName = "github.com/evalbridge/evalbridge/engine"
+
+// judgeTask is one judge evaluation of one case, run in the background.
+type judgeTask struct {
+	in *instance
+	c  *adapter.Case
+
+	// mu guards the hand-over between the task and its trace's finisher:
+	// a result that arrives before the finisher gave up goes into slot; one
+	// that arrives after (abandoned) is a late result.
+	mu        sync.Mutex
+	slot      *evaluators.Result
+	finished  bool
+	abandoned bool
+
+	// What a late-result span needs, copied while the engine still owns the
+	// trace's spans (they are forwarded once the finisher is done).
+	target  *lateTarget
+	started time.Time
+}
+
+type lateTarget struct {
+	traceID  pcommon.TraceID
+	spanID   pcommon.SpanID
+	spanName string
+	resource pcommon.Resource
+}
+
+// SetLateResults sets where late results go: a function that takes a batch
+// holding one late-result span. The processor forwards it to the next
+// consumer. Without a sink (evalctl), or with `late_results: drop`, a judge
+// that answers after its trace's timeout is not waited for.
+func (e *Engine) SetLateResults(sink func(context.Context, ptrace.Traces)) {
+	e.lateMu.Lock()
+	e.lateSink = sink
+	e.lateMu.Unlock()
+}
+
+func (e *Engine) sink() func(context.Context, ptrace.Traces) {
+	e.lateMu.RLock()
+	defer e.lateMu.RUnlock()
+	if e.lateGrace <= 0 {
+		return nil
+	}
+	return e.lateSink
+}
+
+func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef, slot *evaluators.Result) *judgeTask {
+	t := &judgeTask{in: in, c: c, slot: slot}
+	if e.sink() != nil {
+		res := pcommon.NewResource()
+		ref.Resource().CopyTo(res)
+		t.target = &lateTarget{traceID: c.TraceID, spanID: c.SpanID, spanName: ref.Span.Name(), resource: res}
+	}
+	return t
+}
+
+// runJudgeTasks starts the tasks and a finisher that calls finish once all
+// tasks are in or ctx has ended. Nothing here blocks the caller.
+func (e *Engine) runJudgeTasks(ctx context.Context, tasks []*judgeTask, finish func()) {
+	jctx, cancel := e.judgeContext(ctx)
+	var pending atomic.Int32
+	pending.Store(int32(len(tasks)))
+	arrived := make(chan struct{}, len(tasks))
+	sem := make(chan struct{}, e.judgeParallel)
+	e.background.Add(1 + len(tasks))
+	for _, t := range tasks {
+		go func() {
+			defer e.background.Done()
+			e.runJudgeTask(jctx, sem, t)
+			arrived <- struct{}{}
+			if pending.Add(-1) == 0 {
+				cancel() // the last task out releases the judge context
+			}
+		}()
+	}
+	go func() {
+		defer e.background.Done()
+		for remaining := len(tasks); remaining > 0; remaining-- {
+			select {
+			case <-arrived:
+			case <-ctx.Done():
+				e.abandon(tasks)
+				remaining = 0
+			}
+		}
+		finish()
+	}()
+}
+
+// judgeContext bounds a trace's judge calls. With late results on, a call
+// may outlive the trace's deadline by lateGrace (and delivers its result as
+// a span of its own); Shutdown cuts every call short via lateCtx.
+func (e *Engine) judgeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.sink() == nil {
+		return context.WithCancel(ctx)
+	}
+	jctx, cancel := context.WithCancel(e.lateCtx)
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancelDeadline context.CancelFunc
+		jctx, cancelDeadline = context.WithDeadline(jctx, deadline.Add(e.lateGrace))
+		return jctx, func() { cancelDeadline(); cancel() }
+	}
+	return jctx, cancel
+}
+
+func (e *Engine) runJudgeTask(jctx context.Context, sem chan struct{}, t *judgeTask) {
+	t.started = time.Now()
+	select {
+	case sem <- struct{}{}:
+		defer func() { <-sem }()
+	case <-jctx.Done():
+	}
+	r := runInstance(jctx, t.in, t.c)
+	t.mu.Lock()
+	t.finished = true
+	if !t.abandoned {
+		*t.slot = r
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	e.deliverLate(jctx, t, r)
+}
+
+// abandon marks the tasks that have not answered as `timeout` on the trace;
+// their results, when they come, are late.
+func (e *Engine) abandon(tasks []*judgeTask) {
+	reason := "the judge did not answer within the trace's evaluation timeout"
+	if e.sink() != nil {
+		reason += "; a late result follows as a span linked to this one"
+	}
+	for _, t := range tasks {
+		t.mu.Lock()
+		if !t.finished {
+			t.abandoned = true
+			*t.slot = evaluators.Result{Name: t.in.Name, Type: t.in.Type, Threshold: t.in.Threshold,
+				Status: evaluators.StatusTimeout, Reason: reason}
+		}
+		t.mu.Unlock()
+	}
+}
+
+// deliverLate emits a late result as its own span: in the evaluated span's
+// trace, its child and linked to it, with the same eval.* attributes and
+// gen_ai.evaluation.result event the evaluated span would have carried.
+func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Result) {
+	sink := e.sink()
+	if sink == nil || t.target == nil || r.Status == evaluators.StatusTimeout || jctx.Err() != nil {
+		e.logger.Debug("late judge result not delivered", zap.String("evaluator", t.in.Name),
+			zap.String("status", string(r.Status)))
+		return
+	}
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	t.target.resource.CopyTo(rs.Resource())
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName(LateScopeName)
+	sp := ss.Spans().AppendEmpty()
+	sp.SetTraceID(t.target.traceID)
+	sp.SetSpanID(newSpanID())
+	sp.SetParentSpanID(t.target.spanID)
+	sp.SetName("evaluation " + r.Name)
+	sp.SetKind(ptrace.SpanKindInternal)
+	now := time.Now()
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(t.started))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+	link := sp.Links().AppendEmpty()
+	link.SetTraceID(t.target.traceID)
+	link.SetSpanID(t.target.spanID)
+	attrs := sp.Attributes()
+	attrs.PutBool(AttrLate, true)
+	attrs.PutStr(AttrTargetSpanName, t.target.spanName)
+	annotator.Annotate(sp, []evaluators.Result{r}, pcommon.NewTimestampFromTime(now))
+	sink(context.Background(), td)
+}
+
+// Attributes of a late-result span besides the eval.<name>.* results.
+const (
+	AttrLate           = "eval.late"
+	AttrTargetSpanName = "eval.target.span_name"
+)
+
+func newSpanID() pcommon.SpanID {
+	var id pcommon.SpanID
+	for id.IsEmpty() {
+		_, _ = rand.Read(id[:])
+	}
+	return id
+}
