@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -199,20 +200,33 @@ func (p *evalProcessor) worker() {
 }
 
 func (p *evalProcessor) process(j job) {
-	t := j.t
-	reason := j.reason
-	switch {
-	case j.late:
-		p.tel.spansLate.Add(context.Background(), int64(t.spans))
-	case j.score && p.runCtx.Err() != nil:
-		// Shutdown's time is up: forward unscored.
-		reason = reasonShutdown
-	case j.score:
-		if !p.score(t) {
-			reason = reasonBadInput
-		}
+	if j.score && !j.late && p.runCtx.Err() == nil {
+		// Scoring may wait for a judge; that happens in the engine's
+		// background, so this worker is free for the next trace at once and
+		// traces without judge work are never queued behind judged ones.
+		p.score(j.t, func(ok bool) {
+			reason := ""
+			if !ok {
+				reason = reasonBadInput
+			}
+			p.forwardReleased(j.t, reason, false)
+		})
+		return
 	}
-	if reason != "" {
+	reason := j.reason
+	if j.score && !j.late {
+		reason = reasonShutdown // Shutdown's time is up: forward unscored.
+	}
+	p.forwardReleased(j.t, reason, j.late)
+}
+
+// forwardReleased merges a released trace's chunks and forwards them,
+// counting them as unscored (with reason) or late.
+func (p *evalProcessor) forwardReleased(t *heldTrace, reason string, late bool) {
+	switch {
+	case late:
+		p.tel.spansLate.Add(context.Background(), int64(t.spans))
+	case reason != "":
 		p.tel.unscored(context.Background(), reason, t.spans)
 	}
 	td := t.chunks[0]
@@ -221,7 +235,7 @@ func (p *evalProcessor) process(j job) {
 	}
 	what := "scored"
 	switch {
-	case j.late:
+	case late:
 		what = "late"
 	case reason != "":
 		what = reason
@@ -230,38 +244,36 @@ func (p *evalProcessor) process(j job) {
 }
 
 // score runs the engine on t's spans (the processor's own copies, so the
-// engine may write onto them). It reports false when nothing could be
-// scored because of bad input.
-func (p *evalProcessor) score(t *heldTrace) (ok bool) {
+// engine may write onto them) and calls done exactly once, with false when
+// nothing could be scored because of bad input.
+func (p *evalProcessor) score(t *heldTrace, done func(ok bool)) {
 	ctx, cancel := context.WithTimeout(p.runCtx, p.cfg.Timeout)
-	defer cancel()
 	start := time.Now()
-	rep, err := p.safeScore(ctx, t.refs)
-	p.tel.evalDuration.Record(ctx, time.Since(start).Seconds())
-	if err != nil {
-		p.badInput(ctx, t.id, []string{err.Error()})
-		return false
+	var once sync.Once
+	finish := func(rep engine.Report) {
+		once.Do(func() {
+			defer cancel()
+			p.tel.evalDuration.Record(ctx, time.Since(start).Seconds())
+			if len(rep.Problems) > 0 {
+				p.badInput(ctx, t.id, rep.Problems)
+			}
+			for i := range rep.Evaluations {
+				for k := range rep.Evaluations[i].Results {
+					p.tel.evaluation(ctx, &rep.Evaluations[i].Results[k])
+				}
+			}
+			p.tel.tracesScored.Add(ctx, 1)
+			done(len(rep.Problems) == 0 || len(rep.Evaluations) > 0)
+		})
 	}
-	if len(rep.Problems) > 0 {
-		p.badInput(ctx, t.id, rep.Problems)
-	}
-	for i := range rep.Evaluations {
-		for k := range rep.Evaluations[i].Results {
-			p.tel.evaluation(ctx, &rep.Evaluations[i].Results[k])
-		}
-	}
-	p.tel.tracesScored.Add(ctx, 1)
-	return len(rep.Problems) == 0 || len(rep.Evaluations) > 0
-}
-
-// safeScore keeps a panic on strange input from taking the collector down.
-func (p *evalProcessor) safeScore(ctx context.Context, refs []adapter.SpanRef) (rep engine.Report, err error) {
 	defer func() {
+		// A panic on strange input must not take the collector down, nor
+		// lose the trace.
 		if r := recover(); r != nil {
-			err = fmt.Errorf("scoring panicked: %v", r)
+			finish(engine.Report{Problems: []string{fmt.Sprintf("scoring panicked: %v", r)}})
 		}
 	}()
-	return p.eng.ScoreTrace(ctx, refs), nil
+	p.eng.ScoreTraceAsync(ctx, t.refs, finish)
 }
 
 // badInput counts adapter problems always; the first is logged as a

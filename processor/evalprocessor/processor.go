@@ -113,9 +113,15 @@ func (p *evalProcessor) Capabilities() consumer.Capabilities {
 }
 
 // Start builds the engine and starts the loop and the workers.
-func (p *evalProcessor) Start(_ context.Context, _ component.Host) error {
+func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	eng, err := engine.New(&p.cfg.Config, p.set)
 	if err != nil {
+		return err
+	}
+	if p.cfg.LateResults == engine.LateResultsSpan {
+		eng.SetLateResults(p.forwardLateResult)
+	}
+	if err := eng.Start(ctx, host); err != nil {
 		return err
 	}
 	p.eng = eng
@@ -158,9 +164,12 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, p.cancel)
 	close(p.stop)
 	p.wg.Wait()
+	// Traces still waiting for a judge are forwarded by the engine (with
+	// what finished) before its Shutdown returns.
+	err := p.eng.Shutdown(ctx)
 	stopAfter()
 	p.cancel()
-	return nil
+	return err
 }
 
 // ConsumeTraces routes spans: those of traces without a GenAI span go on at
@@ -204,6 +213,13 @@ func (p *evalProcessor) forwardSync(ctx context.Context, td ptrace.Traces) error
 
 // forwardAsync hands on released spans. Nobody waits for them any more, so
 // an error is logged and counted: never silently lost.
+// forwardLateResult sends on a judge's answer that came after its trace had
+// gone: a span of its own, linked to the evaluated span.
+func (p *evalProcessor) forwardLateResult(_ context.Context, td ptrace.Traces) {
+	p.tel.lateResults.Add(context.Background(), 1)
+	p.forwardAsync(td, "late result")
+}
+
 func (p *evalProcessor) forwardAsync(td ptrace.Traces, what string) {
 	ctx := context.Background()
 	if err := p.next.ConsumeTraces(ctx, td); err != nil {

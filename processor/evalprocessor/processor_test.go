@@ -73,7 +73,7 @@ func TestLoadConfig(t *testing.T) {
 			return c
 		}()},
 		{id: component.NewIDWithName(Type, "custom"), want: &Config{Config: engine.Config{
-			Wait: 10 * time.Second, RootGrace: 2 * time.Second, MaxTraces: 1000, Timeout: 30 * time.Second, Workers: 8,
+			Wait: 10 * time.Second, RootGrace: 2 * time.Second, MaxTraces: 1000, Timeout: 30 * time.Second, Workers: 8, LateResults: "drop",
 			Evaluators: []evaluators.Config{
 				{Type: "tool_trajectory", Name: "booking_flow", Threshold: &one,
 					When: []string{`attributes["gen_ai.agent.name"] == "travel_agent"`}, SampleRate: &quarter,
@@ -91,6 +91,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(Type, "unknown_type"), wantErr: "unknown type"},
 		{id: component.NewIDWithName(Type, "bad_when"), wantErr: "when"},
 		{id: component.NewIDWithName(Type, "unknown_option"), wantErr: "no_such_option"},
+		{id: component.NewIDWithName(Type, "bad_late_results"), wantErr: `late_results: "keep" must be span or drop`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

@@ -24,6 +24,7 @@ const (
 	metricEvaluationDuration = "otelcol_processor_eval_evaluation_duration"
 	metricNextConsumerErrors = "otelcol_processor_eval_next_consumer_errors"
 	metricBadInputProblems   = "otelcol_processor_eval_bad_input_problems"
+	metricLateResults        = "otelcol_processor_eval_late_results"
 	attrReason               = "reason"
 	attrEvaluator            = "evaluator"
 	attrStatus               = "status"
@@ -42,6 +43,7 @@ type telemetry struct {
 	evalDuration       metric.Float64Histogram
 	nextConsumerErrors metric.Int64Counter
 	badInput           metric.Int64Counter
+	lateResults        metric.Int64Counter
 
 	reasonOpts map[string]metric.MeasurementOption
 
@@ -95,6 +97,10 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.badInput, err = m.Int64Counter(metricBadInputProblems,
 		metric.WithDescription("Problems the adapter found reading GenAI spans (bad input); the spans are still forwarded."),
 		metric.WithUnit("{problems}"))
+	errs = errors.Join(errs, err)
+	t.lateResults, err = m.Int64Counter(metricLateResults,
+		metric.WithDescription("Judge results that arrived after their trace's timeout, forwarded as spans linked to the evaluated span."),
+		metric.WithUnit("{results}"))
 	errs = errors.Join(errs, err)
 	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput} {
 		t.reasonOpts[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrReason, r)))
