@@ -111,3 +111,44 @@ func TestBenchTraceSize(t *testing.T) {
 		}
 	}
 }
+
+// httpServerSpan is a realistic non-GenAI span: an HTTP server span with 12
+// attributes.
+func httpServerSpan(tb testing.TB) ptrace.Span {
+	b := newTB(tb)
+	sp := b.span("GET /api/orders/{id}", 2, 1, 0, 5, map[string]any{
+		"http.request.method": "GET", "http.route": "/api/orders/{id}", "http.response.status_code": int64(200),
+		"url.full": "https://shop.example.com/api/orders/12345", "url.scheme": "https", "server.address": "shop.example.com",
+		"server.port": int64(443), "network.protocol.version": "1.1", "user_agent.original": "Mozilla/5.0",
+		"client.address": "10.0.0.7", "db.system.name": "postgresql", "thread.name": "worker-3",
+	})
+	sp.SetKind(ptrace.SpanKindServer)
+	return sp
+}
+
+func BenchmarkIsGenAI(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		span ptrace.Span
+		want bool
+	}{
+		{"http_server_12attrs", httpServerSpan(b), false},
+		{"otel_chat", benchTrace(b).refs()[1].Span, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if IsGenAI(tc.span) != tc.want {
+				b.Fatalf("IsGenAI = %v", !tc.want)
+			}
+			b.ReportAllocs()
+			n := 0
+			for i := 0; i < b.N; i++ {
+				if IsGenAI(tc.span) {
+					n++
+				}
+			}
+			if n != 0 && n != b.N {
+				b.Fatal(n)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ const (
 	kindAgent
 	kindTool
 	kindRetrieval
+	kindChain // transient: OpenInference CHAIN, an agent only at the root
 )
 
 func (k spanKind) String() string {
@@ -34,9 +35,31 @@ func (k spanKind) String() string {
 
 // IsGenAI reports cheaply whether a span is an LLM, agent, tool or retrieval
 // span in any of the four conventions. It parses nothing and allocates
-// nothing, so it can run on every span in a collector processor.
+// nothing, so it can run on every span in a collector processor: a Vercel
+// AI SDK span name is checked first, then the span's attributes are walked
+// once.
 func IsGenAI(span ptrace.Span) bool {
-	return classify(span, span.ParentSpanID().IsEmpty()) != kindOther
+	if vercelKind(span.Name()) != kindOther {
+		return true
+	}
+	var seen uint8
+	for k, v := range span.Attributes().All() {
+		slot := kindSlot(k)
+		if slot < 0 || seen&(1<<slot) != 0 {
+			continue
+		}
+		seen |= 1 << slot // Map.Get semantics: the first occurrence of a key counts
+		switch slotKind(slot, v) {
+		case kindOther:
+		case kindChain:
+			if span.ParentSpanID().IsEmpty() {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // strAttr returns a string attribute without allocating; "" when absent or
@@ -49,49 +72,128 @@ func strAttr(m pcommon.Map, key string) string {
 	return v.Str()
 }
 
-// classify detects the span kind across the conventions (first match wins:
-// OTel GenAI, OpenInference, OpenLLMetry, Vercel AI SDK). isRoot makes an
-// OpenInference CHAIN span an agent.
-func classify(span ptrace.Span, isRoot bool) spanKind {
-	attrs := span.Attributes()
-	switch strAttr(attrs, "gen_ai.operation.name") {
-	case "chat", "text_completion", "generate_content":
-		return kindLLM
-	case "invoke_agent", "invoke_workflow":
-		return kindAgent
-	case "execute_tool":
-		return kindTool
-	case "retrieval":
-		return kindRetrieval
-	}
-	if k := strAttr(attrs, "openinference.span.kind"); k != "" {
-		switch {
-		case strings.EqualFold(k, "LLM"):
-			return kindLLM
-		case strings.EqualFold(k, "AGENT"):
-			return kindAgent
-		case strings.EqualFold(k, "TOOL"):
-			return kindTool
-		case strings.EqualFold(k, "RETRIEVER"):
-			return kindRetrieval
-		case strings.EqualFold(k, "CHAIN") && isRoot:
-			return kindAgent
+// The attributes that say what a span is, in order of precedence.
+const (
+	slotOperation = iota // gen_ai.operation.name
+	slotOIKind           // openinference.span.kind
+	slotOLRequest        // llm.request.type
+	slotOLKind           // traceloop.span.kind
+	slotVercelOp         // ai.operationId
+	numKindSlots
+)
+
+// kindSlot returns the slot of a kind-bearing attribute key, or -1. The
+// length and first byte rule out almost every other key.
+func kindSlot(k string) int {
+	switch len(k) {
+	case len("gen_ai.operation.name"):
+		if k[0] == 'g' && k == "gen_ai.operation.name" {
+			return slotOperation
+		}
+	case len("openinference.span.kind"):
+		if k[0] == 'o' && k == "openinference.span.kind" {
+			return slotOIKind
+		}
+	case len("llm.request.type"):
+		if k[0] == 'l' && k == "llm.request.type" {
+			return slotOLRequest
+		}
+	case len("traceloop.span.kind"):
+		if k[0] == 't' && k == "traceloop.span.kind" {
+			return slotOLKind
+		}
+	case len("ai.operationId"):
+		if k[0] == 'a' && k == "ai.operationId" {
+			return slotVercelOp
 		}
 	}
-	switch strAttr(attrs, "llm.request.type") {
-	case "chat", "completion":
-		return kindLLM
+	return -1
+}
+
+// slotKind is the kind one kind-bearing attribute gives (kindOther when its
+// value is not a string or not a recognised value). An OpenInference CHAIN
+// span gives kindChain: an agent at the root, nothing elsewhere.
+func slotKind(slot int, v pcommon.Value) spanKind {
+	if v.Type() != pcommon.ValueTypeStr {
+		return kindOther
 	}
-	switch strAttr(attrs, "traceloop.span.kind") {
-	case "agent", "workflow":
-		return kindAgent
-	case "tool":
-		return kindTool
+	s := v.Str()
+	switch slot {
+	case slotOperation:
+		switch s {
+		case "chat", "text_completion", "generate_content":
+			return kindLLM
+		case "invoke_agent", "invoke_workflow":
+			return kindAgent
+		case "execute_tool":
+			return kindTool
+		case "retrieval":
+			return kindRetrieval
+		}
+	case slotOIKind:
+		switch {
+		case strings.EqualFold(s, "LLM"):
+			return kindLLM
+		case strings.EqualFold(s, "AGENT"):
+			return kindAgent
+		case strings.EqualFold(s, "TOOL"):
+			return kindTool
+		case strings.EqualFold(s, "RETRIEVER"):
+			return kindRetrieval
+		case strings.EqualFold(s, "CHAIN"):
+			return kindChain
+		}
+	case slotOLRequest:
+		switch s {
+		case "chat", "completion":
+			return kindLLM
+		}
+	case slotOLKind:
+		switch s {
+		case "agent", "workflow":
+			return kindAgent
+		case "tool":
+			return kindTool
+		}
+	case slotVercelOp:
+		return vercelKind(s)
+	}
+	return kindOther
+}
+
+// classify detects the span kind across the conventions (first match wins:
+// OTel GenAI, OpenInference, OpenLLMetry, Vercel AI SDK span name, then
+// ai.operationId) in one pass over the attributes. isRoot makes an
+// OpenInference CHAIN span an agent.
+func classify(span ptrace.Span, isRoot bool) spanKind {
+	var kinds [numKindSlots]spanKind
+	var seen uint8
+	for k, v := range span.Attributes().All() {
+		slot := kindSlot(k)
+		if slot < 0 || seen&(1<<slot) != 0 {
+			continue
+		}
+		seen |= 1 << slot
+		kinds[slot] = slotKind(slot, v)
+		if kinds[slot] == kindChain {
+			kinds[slot] = kindOther
+			if isRoot {
+				kinds[slot] = kindAgent
+			}
+		}
+		if slot == slotOperation && kinds[slot] != kindOther {
+			return kinds[slot] // highest precedence
+		}
+	}
+	for _, k := range kinds[:slotVercelOp] {
+		if k != kindOther {
+			return k
+		}
 	}
 	if k := vercelKind(span.Name()); k != kindOther {
 		return k
 	}
-	return vercelKind(strAttr(attrs, "ai.operationId"))
+	return kinds[slotVercelOp]
 }
 
 func vercelKind(name string) spanKind {
