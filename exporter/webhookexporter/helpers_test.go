@@ -22,6 +22,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/evalbridge/evalbridge/annotator"
+	"github.com/evalbridge/evalbridge/evaluators"
 )
 
 var (
@@ -30,63 +33,22 @@ var (
 	testEnd     = time.Date(2026, 3, 14, 15, 9, 26, 535000000, time.UTC)
 )
 
-// evaluatorsResult mirrors evaluators.Result (the fields the annotator writes).
-type evaluatorsResult struct {
-	Name      string
-	Status    string
-	Score     float64
-	Threshold float64
-	Reason    string
-}
+// evaluatorsResult is what the engine hands the annotator.
+type evaluatorsResult = evaluators.Result
 
 // failed and passed build evaluator results as the engine does.
 func failed(name string, score, threshold float64, reason string) evaluatorsResult {
-	return evaluatorsResult{Name: name, Status: "failed", Score: score, Threshold: threshold, Reason: reason}
+	return evaluatorsResult{Name: name, Status: evaluators.StatusFailed, Score: score, Threshold: threshold, Reason: reason}
 }
 
 func passed(name string, score, threshold float64) evaluatorsResult {
-	return evaluatorsResult{Name: name, Status: "passed", Score: score, Threshold: threshold}
+	return evaluatorsResult{Name: name, Status: evaluators.StatusPassed, Score: score, Threshold: threshold}
 }
 
-// annotate writes results onto span exactly as annotator.Annotate does
-// (contract section 4: eval.<name>.status/.reason/.score/.passed/.threshold,
-// eval.failed as a string array of unique names, one gen_ai.evaluation.result
-// event per scored result). It is a copy, not a call, so these tests do not
-// depend on the evaluation packages being buildable.
+// annotate writes results onto span with the real annotator, so these tests
+// read exactly what the eval processor writes.
 func annotate(span ptrace.Span, results []evaluatorsResult, ts pcommon.Timestamp) {
-	attrs := span.Attributes()
-	var failedNames []string
-	for _, r := range results {
-		attrs.PutStr("eval."+r.Name+".status", r.Status)
-		if r.Reason != "" {
-			attrs.PutStr("eval."+r.Name+".reason", r.Reason)
-		}
-		if r.Status != "passed" && r.Status != "failed" {
-			continue
-		}
-		attrs.PutDouble("eval."+r.Name+".score", r.Score)
-		attrs.PutBool("eval."+r.Name+".passed", r.Status == "passed")
-		attrs.PutDouble("eval."+r.Name+".threshold", r.Threshold)
-		if r.Status == "failed" {
-			failedNames = append(failedNames, r.Name)
-		}
-		ev := span.Events().AppendEmpty()
-		ev.SetName("gen_ai.evaluation.result")
-		ev.SetTimestamp(ts)
-		ev.Attributes().PutStr("gen_ai.evaluation.name", r.Name)
-		ev.Attributes().PutDouble("gen_ai.evaluation.score.value", r.Score)
-	}
-	if len(failedNames) == 0 {
-		return
-	}
-	s := attrs.PutEmptySlice("eval.failed")
-	seen := map[string]bool{}
-	for _, n := range failedNames {
-		if !seen[n] {
-			s.AppendEmpty().SetStr(n)
-			seen[n] = true
-		}
-	}
+	annotator.Annotate(span, results, ts)
 }
 
 // agentTraces is one agent span annotated by the annotator with results.
