@@ -17,15 +17,36 @@ import (
 // from what was readable. Cases are ordered by their anchor span's start
 // time, then end time, then span id.
 func Adapt(spans []SpanRef) (cases []Case, problems []string) {
+	return AdaptWith(spans, Options{LLMCases: true, AgentCases: true})
+}
+
+// Options selects the case levels AdaptWith builds.
+type Options struct {
+	// LLMCases builds one llm case per LLM span.
+	LLMCases bool
+	// AgentCases builds the agent cases.
+	AgentCases bool
+}
+
+// AdaptWith is Adapt building only the case levels opts selects. With one
+// level only, each span's attributes are read only as far as the cases of
+// that level need them (e.g. for agent cases alone, only the conversation
+// of the last LLM span of a run is decoded, and the calls the model
+// requested only when tool spans do not say everything), so problems in
+// attributes no case needed are not reported. The cases built are the
+// same as Adapt's of that level, but for their Problems.
+func AdaptWith(spans []SpanRef, opts Options) (cases []Case, problems []string) {
 	defer func() {
 		if r := recover(); r != nil {
 			problems = append(problems, fmt.Sprintf("adapter: internal error: %v", r))
 		}
 	}()
-	if len(spans) == 0 {
+	if len(spans) == 0 || (!opts.LLMCases && !opts.AgentCases) {
 		return nil, nil
 	}
 	t := newTrace(spans)
+	t.opts = opts
+	t.full = opts.LLMCases && opts.AgentCases
 	t.build()
 	return t.cases, t.problems()
 }
@@ -37,6 +58,11 @@ type trace struct {
 	cases    []Case
 	anchors  []int    // anchor span of each case
 	extra    []string // structural problems not tied to a span's parsing
+	opts     Options
+	// full reads every span wholly when first needed (both levels are
+	// built, so nearly everything is needed); otherwise spans are read
+	// part by part, as far as the cases need them.
+	full bool
 }
 
 func newTrace(refs []SpanRef) *trace {
@@ -155,6 +181,17 @@ func (t *trace) data(i int) *spanData {
 	return d
 }
 
+// need returns span i with parts p read (all of it in full mode).
+func (t *trace) need(i int, p parts) *spanData {
+	d := &t.spans[i]
+	if t.full {
+		d.parse()
+	} else {
+		d.parsePart(p)
+	}
+	return d
+}
+
 // descendants lists every span below i (iteratively; no recursion).
 func (t *trace) descendants(i int) []int {
 	var out []int
@@ -174,7 +211,9 @@ func (t *trace) build() {
 	for i := range t.spans {
 		switch t.spans[i].kind {
 		case kindLLM:
-			t.add(t.llmCase(i), i)
+			if t.opts.LLMCases {
+				t.add(t.llmCase(i), i)
+			}
 			genai = append(genai, i)
 		case kindAgent:
 			hasAgent = true
@@ -182,6 +221,10 @@ func (t *trace) build() {
 		case kindTool, kindRetrieval:
 			genai = append(genai, i)
 		}
+	}
+	if !t.opts.AgentCases {
+		sort.Stable(byAnchor{t})
+		return
 	}
 	for i := range t.spans {
 		if t.spans[i].kind == kindAgent {
@@ -281,7 +324,7 @@ func (t *trace) ancestorAgent(i int) int {
 }
 
 func (t *trace) llmCase(i int) Case {
-	d := t.data(i)
+	d := t.need(i, partMeta|partConv|partDefs)
 	c := t.baseCase(LevelLLM, i)
 	c.Messages = concat(d.input, d.output)
 	c.Input = lastUser(d.input)
@@ -293,7 +336,7 @@ func (t *trace) llmCase(i int) Case {
 	c.AgentName, c.ConversationID = d.agentName, d.conversation
 	c.Usage = d.usage
 	if a := t.ancestorAgent(i); a >= 0 && (c.AgentName == "" || c.ConversationID == "") {
-		ad := t.data(a)
+		ad := t.need(a, partMeta)
 		if c.AgentName == "" {
 			c.AgentName = ad.agentName
 		}
@@ -319,7 +362,7 @@ func (t *trace) priorDocuments(i int) []Document {
 		if t.ancestorAgent(j) != agent {
 			continue
 		}
-		docs = append(docs, t.data(j).docs...)
+		docs = append(docs, t.need(j, partDocs).docs...)
 	}
 	return docs
 }
@@ -329,31 +372,36 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 	c := t.baseCase(LevelAgent, anchor)
 	t.byTime(members)
 	var llms, tools []int
-	problems := appendUnique(nil, a.c.problems)
 	for _, j := range members {
-		d := t.data(j)
-		switch d.kind {
+		switch t.spans[j].kind {
 		case kindLLM:
+			t.need(j, partMeta)
 			llms = append(llms, j)
 		case kindTool:
+			t.need(j, partTool)
 			tools = append(tools, j)
 		case kindRetrieval:
-			c.Documents = append(c.Documents, d.docs...)
+			c.Documents = append(c.Documents, t.need(j, partDocs).docs...)
+		default:
+			if t.full {
+				t.data(j)
+			}
 		}
-		problems = appendUnique(problems, d.c.problems)
 	}
-	var last *spanData
+	conv := func(j int) *spanData { return t.need(j, partConv) }
+	last := -1
 	if len(llms) > 0 {
-		last = &t.spans[llms[len(llms)-1]]
+		last = llms[len(llms)-1]
 	}
 	// conversation
 	switch {
 	case len(a.input) > 0:
 		c.Messages = concat(a.input, a.output)
 		c.SystemInstructions = a.system
-	case last != nil:
-		c.Messages = concat(last.input, last.output)
-		c.SystemInstructions = last.system
+	case last >= 0:
+		l := conv(last)
+		c.Messages = concat(l.input, l.output)
+		c.SystemInstructions = l.system
 	}
 	if c.SystemInstructions == "" && a.system != "" {
 		c.SystemInstructions = a.system
@@ -363,28 +411,36 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 		c.Input = a.ownInput
 	}
 	for k := len(llms) - 1; k >= 0 && c.Input == ""; k-- {
-		c.Input = lastUser(t.spans[llms[k]].input)
+		c.Input = lastUser(conv(llms[k]).input)
 	}
 	c.Output = a.ownOutput
 	if c.Output == "" {
 		c.Output = finalAssistant(a.output)
 	}
 	for k := len(llms) - 1; k >= 0 && c.Output == ""; k-- {
-		c.Output = finalAssistant(t.spans[llms[k]].output)
+		c.Output = finalAssistant(conv(llms[k]).output)
 	}
-	// tool calls
-	var requested []ToolCall
-	for _, j := range llms {
-		requested = append(requested, requestedCalls(t.spans[j].output)...)
+	// tool calls: the model's requests are read only when needed
+	requested := func() []ToolCall {
+		var out []ToolCall
+		for _, j := range llms {
+			out = append(out, requestedCalls(conv(j).output)...)
+		}
+		return out
 	}
 	if len(tools) > 0 {
 		c.ToolCalls = make([]ToolCall, 0, len(tools))
+		incomplete := false
 		for _, j := range tools {
-			c.ToolCalls = append(c.ToolCalls, t.spans[j].call)
+			call := t.spans[j].call
+			incomplete = incomplete || call.ID == "" || call.Arguments == nil
+			c.ToolCalls = append(c.ToolCalls, call)
 		}
-		fillFromRequests(c.ToolCalls, requested)
+		if incomplete {
+			fillFromRequests(c.ToolCalls, requested())
+		}
 	} else {
-		c.ToolCalls = requested
+		c.ToolCalls = requested()
 		if len(c.ToolCalls) == 0 {
 			c.ToolCalls = requestedCalls(a.output)
 		}
@@ -393,7 +449,7 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 	// tool definitions
 	defs := append([]ToolDefinition(nil), a.toolDefs...)
 	for _, j := range llms {
-		for _, def := range t.spans[j].toolDefs {
+		for _, def := range t.need(j, partDefs).toolDefs {
 			defs = mergeDef(defs, def)
 		}
 	}
@@ -415,8 +471,8 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 		}
 	}
 	c.ResponseID = a.responseID
-	if c.ResponseID == "" && last != nil {
-		c.ResponseID = last.responseID
+	if c.ResponseID == "" && last >= 0 {
+		c.ResponseID = t.spans[last].responseID
 	}
 	c.AgentName, c.ConversationID = a.agentName, a.conversation
 	for _, j := range llms {
@@ -432,7 +488,7 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 	}
 	if c.AgentName == "" && a.kind != kindAgent {
 		if p := t.ancestorAgent(anchor); p >= 0 {
-			c.AgentName = t.data(p).agentName
+			c.AgentName = t.need(p, partMeta).agentName
 		}
 	}
 	if a.usage.HasInputTokens || a.usage.HasOutputTokens || a.usage.HasTotalTokens {
@@ -447,6 +503,10 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 			c.Usage.HasOutputTokens = c.Usage.HasOutputTokens || u.HasOutputTokens
 			c.Usage.HasTotalTokens = c.Usage.HasTotalTokens || u.HasTotalTokens
 		}
+	}
+	problems := appendUnique(nil, a.c.problems)
+	for _, j := range members {
+		problems = appendUnique(problems, t.spans[j].c.problems)
 	}
 	c.Problems = problems
 	t.expectations(&c, anchor)
@@ -520,7 +580,7 @@ func (t *trace) fillResults(calls []ToolCall, a *spanData, llms []int) {
 	}
 	collect(a.input)
 	for _, j := range llms {
-		collect(t.spans[j].input)
+		collect(t.need(j, partConv).input)
 	}
 	for i := range calls {
 		if r, ok := results[calls[i].ID]; ok && calls[i].ID != "" {

@@ -152,3 +152,18 @@ func BenchmarkIsGenAI(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdaptAgentCases builds the agent cases only, as the engine does
+// when no configured evaluator scores llm cases.
+func BenchmarkAdaptAgentCases(b *testing.B) {
+	refs := benchTrace(b).refs()
+	cases, problems := AdaptWith(refs, Options{AgentCases: true})
+	if len(problems) > 0 || len(cases) != 1 {
+		b.Fatalf("cases %d problems %v", len(cases), problems)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		AdaptWith(refs, Options{AgentCases: true})
+	}
+}

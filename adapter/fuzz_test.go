@@ -92,6 +92,7 @@ func FuzzAdapt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spans := spansFromBytes(data)
 		cases, problems := Adapt(spans)
+		checkLevels(t, spans, cases)
 		for _, p := range problems {
 			if p == "" || strings.Contains(p, "internal error") {
 				t.Fatalf("problem %q", p)

@@ -16,7 +16,7 @@ type spanData struct {
 	parent int // index of the parent span; -1 for top-level
 	start  pcommon.Timestamp
 	end    pcommon.Timestamp
-	parsed bool
+	done   parts // parts read
 	c      spanCtx
 	expect *expectSet
 
@@ -63,8 +63,16 @@ const (
 	flatOLFunctions
 )
 
-// flatten collects the flattened attributes under flatPrefixes into trees.
-func (d *spanData) flatten(attrs pcommon.Map) [len(flatPrefixes)]map[string]any {
+// masks of flatPrefixes
+const (
+	allFlat  = 1<<len(flatPrefixes) - 1
+	convFlat = 1<<flatOIInput | 1<<flatOIOutput | 1<<flatOLPrompt | 1<<flatOLCompletion
+	defsFlat = 1<<flatOITools | 1<<flatOLFunctions
+)
+
+// flatten collects the flattened attributes under the flatPrefixes in mask
+// into trees.
+func (d *spanData) flatten(attrs pcommon.Map, mask uint8) [len(flatPrefixes)]map[string]any {
 	var trees [len(flatPrefixes)]map[string]any
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		if !strings.HasPrefix(k, "llm.") && !strings.HasPrefix(k, "gen_ai.") && !strings.HasPrefix(k, "retrieval.") {
@@ -72,6 +80,9 @@ func (d *spanData) flatten(attrs pcommon.Map) [len(flatPrefixes)]map[string]any 
 		}
 		for i, p := range flatPrefixes {
 			if len(k) > len(p) && strings.HasPrefix(k, p) {
+				if mask&(1<<i) == 0 {
+					break
+				}
 				if trees[i] == nil {
 					trees[i] = make(map[string]any, 8)
 				}
@@ -86,16 +97,91 @@ func (d *spanData) flatten(attrs pcommon.Map) [len(flatPrefixes)]map[string]any 
 	return trees
 }
 
-// parse reads the span according to its kind.
+// parts of a span that are read separately, each at most once.
+type parts uint8
+
+const (
+	partMeta  parts = 1 << iota // model, provider, ids, names, usage
+	partConv                    // input and output messages, system instructions
+	partDefs                    // tool definitions
+	partOwnIO                   // an agent span's own input and output text
+	partTool                    // a tool span's call
+	partDocs                    // a retrieval span's documents
+	allParts  parts = 1<<iota - 1
+)
+
+// parse reads everything the span's kind carries, in one go (what Adapt
+// with both case levels does).
 func (d *spanData) parse() {
-	if d.parsed {
+	if d.done == allParts {
 		return
 	}
-	d.parsed = true
-	span := d.ref.Span
-	attrs := span.Attributes()
-	c := &d.c
+	if d.done != 0 { // partly read already: read the rest part by part
+		d.parsePart(allParts)
+		return
+	}
+	d.done = allParts
+	attrs := d.ref.Span.Attributes()
+	d.readMeta(attrs)
+	switch d.kind {
+	case kindTool:
+		d.readToolSpan(attrs)
+		return
+	case kindRetrieval:
+		trees := d.flatten(attrs, allFlat)
+		d.readDocuments(attrs, trees[flatOIDocs])
+		return
+	}
+	// llm, agent and anchors of synthetic agent cases
+	trees := d.flatten(attrs, allFlat)
+	d.readConversation(attrs, trees)
+	d.readToolDefinitions(attrs, trees)
+	if d.kind != kindLLM {
+		d.readOwnIO(attrs)
+	}
+	d.readRawIO(attrs)
+}
 
+// parsePart reads the parts in p not read yet that the span's kind carries.
+func (d *spanData) parsePart(p parts) {
+	p &^= d.done
+	if p == 0 {
+		return
+	}
+	d.done |= p
+	attrs := d.ref.Span.Attributes()
+	if p&partMeta != 0 {
+		d.readMeta(attrs)
+	}
+	switch d.kind {
+	case kindTool:
+		if p&partTool != 0 {
+			d.readToolSpan(attrs)
+		}
+		return
+	case kindRetrieval:
+		if p&partDocs != 0 {
+			trees := d.flatten(attrs, 1<<flatOIDocs)
+			d.readDocuments(attrs, trees[flatOIDocs])
+		}
+		return
+	}
+	if p&partConv != 0 {
+		trees := d.flatten(attrs, convFlat)
+		d.readConversation(attrs, trees)
+		d.readRawIO(attrs)
+	}
+	if p&partDefs != 0 {
+		trees := d.flatten(attrs, defsFlat)
+		d.readToolDefinitions(attrs, trees)
+	}
+	if p&partOwnIO != 0 && d.kind != kindLLM {
+		d.readOwnIO(attrs)
+	}
+}
+
+func (d *spanData) readMeta(attrs pcommon.Map) {
+	c := &d.c
 	d.model = c.firstString(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model", "ai.model.id")
 	d.provider = c.firstString(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider")
 	d.responseID = c.firstString(attrs, "gen_ai.response.id", "ai.response.id")
@@ -104,42 +190,31 @@ func (d *spanData) parse() {
 	if d.agentName == "" && d.kind == kindAgent {
 		d.agentName = c.firstString(attrs, "traceloop.entity.name", "ai.telemetry.functionId")
 		if d.agentName == "" {
-			if n, ok := strings.CutPrefix(span.Name(), "invoke_agent "); ok {
+			if n, ok := strings.CutPrefix(d.ref.Span.Name(), "invoke_agent "); ok {
 				d.agentName = n
 			}
 		}
 	}
 	d.readUsage(attrs)
+}
 
-	switch d.kind {
-	case kindTool:
-		d.readToolSpan(attrs)
-		return
-	case kindRetrieval:
-		trees := d.flatten(attrs)
-		d.readDocuments(attrs, trees[flatOIDocs])
+// readRawIO reads OpenInference's raw request/response of an LLM span as a
+// last resort.
+func (d *spanData) readRawIO(attrs pcommon.Map) {
+	if d.kind != kindLLM || len(d.input) != 0 || len(d.output) != 0 {
 		return
 	}
-	// llm, agent and anchors of synthetic agent cases
-	trees := d.flatten(attrs)
-	d.readConversation(attrs, trees)
-	d.readToolDefinitions(attrs, trees)
-	if d.kind != kindLLM {
-		d.readOwnIO(attrs)
-	}
-	if d.kind == kindLLM && len(d.input) == 0 && len(d.output) == 0 {
-		// OpenInference raw request/response as a last resort
-		if v, ok := c.attrValue(attrs, "input.value"); ok {
-			if _, isStr := v.(string); !isStr {
-				d.input = c.parseMessagesQuiet([]any{v})
-			}
+	c := &d.c
+	if v, ok := c.attrValue(attrs, "input.value"); ok {
+		if _, isStr := v.(string); !isStr {
+			d.input = c.parseMessagesQuiet([]any{v})
 		}
-		if v, ok := c.attrValue(attrs, "output.value"); ok {
-			if _, isStr := v.(string); !isStr {
-				d.output = c.parseMessagesQuiet([]any{v})
-			} else if s := v.(string); s != "" {
-				d.output = []Message{{Role: "assistant", Content: s}}
-			}
+	}
+	if v, ok := c.attrValue(attrs, "output.value"); ok {
+		if _, isStr := v.(string); !isStr {
+			d.output = c.parseMessagesQuiet([]any{v})
+		} else if s := v.(string); s != "" {
+			d.output = []Message{{Role: "assistant", Content: s}}
 		}
 	}
 }
