@@ -150,6 +150,9 @@ func decodeQuiet(s string) any {
 	if len(s) > maxJSONBytes || jsonTooDeep(s, maxDepth) {
 		return nil
 	}
+	if v, ok := decodeFast(s); ok {
+		return v
+	}
 	var v any
 	if json.Unmarshal([]byte(s), &v) != nil {
 		return nil

@@ -160,6 +160,9 @@ func (c *spanCtx) decodeJSONUncached(attr, s string) (any, bool) {
 		c.report(attr, "JSON value nested deeper than %d levels; skipped", maxDepth)
 		return nil, false
 	}
+	if v, ok := decodeFast(s); ok {
+		return v, true
+	}
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		c.report(attr, "malformed JSON: %v", err)

@@ -1,0 +1,328 @@
+package adapter
+
+import (
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// decodeFast decodes the JSON text s into plain Go values exactly as
+// json.Unmarshal into an `any` does (map[string]any, []any, string,
+// float64, bool, nil), with fewer allocations: strings without escapes are
+// substrings of s, and arrays and objects are allocated at their final
+// size. ok is false when s is not valid JSON or holds something this
+// decoder leaves to encoding/json (a number out of float64 range); the
+// caller then falls back to json.Unmarshal, which reports the error.
+// Nesting depth must have been bounded by the caller (jsonTooDeep).
+func decodeFast(s string) (v any, ok bool) {
+	var vals [32]any
+	var keys [16]string
+	d := jsonDecoder{s: s, scratch: vals[:0], keys: keys[:0]}
+	d.skipSpace()
+	v, ok = d.value()
+	if !ok {
+		return nil, false
+	}
+	d.skipSpace()
+	if d.i != len(d.s) {
+		return nil, false
+	}
+	return v, true
+}
+
+type jsonDecoder struct {
+	s       string
+	i       int
+	scratch []any    // elements of the arrays and values of the objects being decoded
+	keys    []string // keys of the objects being decoded
+}
+
+func (d *jsonDecoder) skipSpace() {
+	for d.i < len(d.s) {
+		switch d.s[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jsonDecoder) value() (any, bool) {
+	if d.i >= len(d.s) {
+		return nil, false
+	}
+	switch c := d.s[d.i]; {
+	case c == '{':
+		return d.object()
+	case c == '[':
+		return d.array()
+	case c == '"':
+		s, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		return s, true
+	case c == 't':
+		return true, d.lit("true")
+	case c == 'f':
+		return false, d.lit("false")
+	case c == 'n':
+		return nil, d.lit("null")
+	case c == '-' || ('0' <= c && c <= '9'):
+		return d.number()
+	}
+	return nil, false
+}
+
+func (d *jsonDecoder) lit(want string) bool {
+	if len(d.s)-d.i < len(want) || d.s[d.i:d.i+len(want)] != want {
+		return false
+	}
+	d.i += len(want)
+	return true
+}
+
+func (d *jsonDecoder) number() (any, bool) {
+	start := d.i
+	s := d.s
+	i := d.i
+	if s[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		n := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		return i > n
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		digits()
+	default:
+		return nil, false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return nil, false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return nil, false
+		}
+	}
+	f, err := strconv.ParseFloat(s[start:i], 64)
+	if err != nil {
+		return nil, false // out of range: encoding/json reports it
+	}
+	d.i = i
+	return f, true
+}
+
+// str reads a JSON string at d.i (the opening quote).
+func (d *jsonDecoder) str() (string, bool) {
+	s := d.s
+	start := d.i + 1
+	ascii := true
+	for i := start; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			d.i = i + 1
+			if ascii || utf8.ValidString(s[start:i]) {
+				return s[start:i], true
+			}
+			return d.unquote(start)
+		case c == '\\':
+			return d.unquote(start)
+		case c < ' ':
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return "", false
+}
+
+// unquote decodes the string starting at start (after the opening quote)
+// with escapes or invalid UTF-8, as encoding/json does.
+func (d *jsonDecoder) unquote(start int) (string, bool) {
+	s := d.s
+	b := make([]byte, 0, 32)
+	for i := start; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"':
+			d.i = i + 1
+			return string(b), true
+		case c == '\\':
+			i++
+			if i >= len(s) {
+				return "", false
+			}
+			switch s[i] {
+			case '"', '\\', '/':
+				b = append(b, s[i])
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, ok := hex4(s, i+1)
+				if !ok {
+					return "", false
+				}
+				i += 5
+				if utf16.IsSurrogate(r) {
+					if r2, ok := hex4(s, i+2); ok && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if dec := utf16.DecodeRune(r, r2); dec != unicode.ReplacementChar {
+							b = utf8.AppendRune(b, dec)
+							i += 6
+							continue
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				b = utf8.AppendRune(b, r)
+				continue
+			default:
+				return "", false
+			}
+			i++
+		case c < ' ':
+			return "", false
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			b = utf8.AppendRune(b, r) // invalid bytes become U+FFFD
+		}
+	}
+	return "", false
+}
+
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r*16 + rune(c)
+	}
+	return r, true
+}
+
+func (d *jsonDecoder) array() (any, bool) {
+	d.i++ // [
+	base := len(d.scratch)
+	d.skipSpace()
+	if d.i < len(d.s) && d.s[d.i] == ']' {
+		d.i++
+		return []any{}, true
+	}
+	for {
+		d.skipSpace()
+		v, ok := d.value()
+		if !ok {
+			return nil, false
+		}
+		d.scratch = append(d.scratch, v)
+		d.skipSpace()
+		if d.i >= len(d.s) {
+			return nil, false
+		}
+		switch d.s[d.i] {
+		case ',':
+			d.i++
+			continue
+		case ']':
+			d.i++
+			out := make([]any, len(d.scratch)-base)
+			copy(out, d.scratch[base:])
+			clear(d.scratch[base:])
+			d.scratch = d.scratch[:base]
+			return out, true
+		}
+		return nil, false
+	}
+}
+
+func (d *jsonDecoder) object() (any, bool) {
+	d.i++ // {
+	base, kbase := len(d.scratch), len(d.keys)
+	d.skipSpace()
+	if d.i < len(d.s) && d.s[d.i] == '}' {
+		d.i++
+		return map[string]any{}, true
+	}
+	for {
+		d.skipSpace()
+		if d.i >= len(d.s) || d.s[d.i] != '"' {
+			return nil, false
+		}
+		k, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		d.skipSpace()
+		if d.i >= len(d.s) || d.s[d.i] != ':' {
+			return nil, false
+		}
+		d.i++
+		d.skipSpace()
+		v, ok := d.value()
+		if !ok {
+			return nil, false
+		}
+		d.keys = append(d.keys, k)
+		d.scratch = append(d.scratch, v)
+		d.skipSpace()
+		if d.i >= len(d.s) {
+			return nil, false
+		}
+		switch d.s[d.i] {
+		case ',':
+			d.i++
+			continue
+		case '}':
+			d.i++
+			ks, vs := d.keys[kbase:], d.scratch[base:]
+			m := make(map[string]any, len(ks))
+			for j, k := range ks {
+				m[k] = vs[j] // duplicate keys: the last wins
+			}
+			clear(vs)
+			d.keys, d.scratch = d.keys[:kbase], d.scratch[:base]
+			return m, true
+		}
+		return nil, false
+	}
+}
