@@ -3,6 +3,7 @@ package evaluators
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -203,9 +204,28 @@ const (
 	TrajF1        = "f1"
 )
 
-type trajectoryOptions struct {
+// modeOptions are the options of the evaluators that compare calls under a
+// `mode`: the call comparison options plus the mode.
+type modeOptions struct {
 	callCompareOptions `mapstructure:",squash"`
 	Mode               string `mapstructure:"mode"`
+}
+
+// decodeModeOptions decodes modeOptions, checks the mode against the ones
+// the evaluator knows (the first is the default) and builds the comparer.
+func decodeModeOptions(opts *confmap.Conf, modes ...string) (string, *callComparer, error) {
+	o := modeOptions{Mode: modes[0]}
+	if err := decodeOptions(opts, &o); err != nil {
+		return "", nil, err
+	}
+	if !slices.Contains(modes, o.Mode) {
+		return "", nil, fmt.Errorf("option `mode`: %q is not one of %s", o.Mode, strings.Join(modes, ", "))
+	}
+	cc, err := newCallComparer(o.callCompareOptions)
+	if err != nil {
+		return "", nil, err
+	}
+	return o.Mode, cc, nil
 }
 
 type toolTrajectory struct {
@@ -214,20 +234,11 @@ type toolTrajectory struct {
 }
 
 func newToolTrajectory(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-	o := trajectoryOptions{Mode: TrajInOrder}
-	if err := decodeOptions(opts, &o); err != nil {
-		return nil, err
-	}
-	switch o.Mode {
-	case TrajStrict, TrajInOrder, TrajAnyOrder, TrajSuperset, TrajSubset, TrajPrecision, TrajRecall, TrajF1:
-	default:
-		return nil, fmt.Errorf("option `mode`: %q is not one of strict, in_order, any_order, superset, subset, precision, recall, f1", o.Mode)
-	}
-	cc, err := newCallComparer(o.callCompareOptions)
+	mode, cc, err := decodeModeOptions(opts, TrajInOrder, TrajStrict, TrajAnyOrder, TrajSuperset, TrajSubset, TrajPrecision, TrajRecall, TrajF1)
 	if err != nil {
 		return nil, err
 	}
-	return &toolTrajectory{mode: o.Mode, cc: cc}, nil
+	return &toolTrajectory{mode: mode, cc: cc}, nil
 }
 
 func (t *toolTrajectory) Evaluate(_ context.Context, c *adapter.Case) Result {
@@ -323,31 +334,17 @@ const (
 	CorrNamesAndArgs  = "names_and_args"
 )
 
-type correctnessOptions struct {
-	callCompareOptions `mapstructure:",squash"`
-	Mode               string `mapstructure:"mode"`
-}
-
 type toolCorrectness struct {
 	mode string
 	cc   *callComparer
 }
 
 func newToolCorrectness(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-	o := correctnessOptions{Mode: CorrNamesOnly}
-	if err := decodeOptions(opts, &o); err != nil {
-		return nil, err
-	}
-	switch o.Mode {
-	case CorrNamesOnly, CorrNamesAndOrder, CorrNamesAndArgs:
-	default:
-		return nil, fmt.Errorf("option `mode`: %q is not one of names_only, names_and_order, names_and_args", o.Mode)
-	}
-	cc, err := newCallComparer(o.callCompareOptions)
+	mode, cc, err := decodeModeOptions(opts, CorrNamesOnly, CorrNamesAndOrder, CorrNamesAndArgs)
 	if err != nil {
 		return nil, err
 	}
-	return &toolCorrectness{mode: o.Mode, cc: cc}, nil
+	return &toolCorrectness{mode: mode, cc: cc}, nil
 }
 
 func (t *toolCorrectness) Evaluate(_ context.Context, c *adapter.Case) Result {

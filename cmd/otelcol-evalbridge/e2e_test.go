@@ -141,6 +141,18 @@ service:
       exporters: [otlp_http]
 `
 
+// newSDK is the Go OTel SDK exporting over OTLP/gRPC to addr, synchronously,
+// as service.
+func newSDK(t *testing.T, addr, service string) *sdktrace.TracerProvider {
+	t.Helper()
+	exp, err := otlptracegrpc.New(context.Background(), otlptracegrpc.WithEndpoint(addr), otlptracegrpc.WithInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))))
+}
+
 // startCollector runs the distribution's collector (its real factories,
 // config from a file) until the test ends.
 func startCollector(t *testing.T, config string) {
@@ -246,12 +258,7 @@ func TestEndToEnd(t *testing.T) {
 	startCollector(t, fmt.Sprintf(e2eConfig, grpcAddr, srv.URL))
 
 	ctx := context.Background()
-	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(grpcAddr), otlptracegrpc.WithInsecure())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "e2e-agent"))))
+	tp := newSDK(t, grpcAddr, "e2e-agent")
 	tr := tp.Tracer("e2e")
 
 	// bad: a repeated call and a failed tool; the span's own expectation

@@ -10,9 +10,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalbridge/evalbridge/judge/judgetest"
@@ -79,12 +76,7 @@ func TestEndToEndJudge(t *testing.T) {
 	startCollector(t, fmt.Sprintf(judgeE2EConfig, grpcAddr, srv.URL, judgeSrv.Endpoint()))
 
 	ctx := context.Background()
-	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(grpcAddr), otlptracegrpc.WithInsecure())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "judge-e2e"))))
+	tp := newSDK(t, grpcAddr, "judge-e2e")
 	tr := tp.Tracer("e2e")
 	for i := 0; i < 5; i++ {
 		agentRun(ctx, tr, fmt.Sprintf("run%d", i), "", []string{"search_flights"}, "")

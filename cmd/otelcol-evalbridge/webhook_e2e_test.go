@@ -16,10 +16,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 const webhookE2EConfig = `
@@ -109,12 +105,7 @@ func TestEndToEndWebhook(t *testing.T) {
 	startCollector(t, fmt.Sprintf(webhookE2EConfig, grpcAddr, backendSrv.URL, hookSrv.URL))
 
 	ctx := context.Background()
-	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(grpcAddr), otlptracegrpc.WithInsecure())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "travel-service"))))
+	tp := newSDK(t, grpcAddr, "travel-service")
 	tr := tp.Tracer("e2e")
 	agentRun(ctx, tr, "ok", "", []string{"search_flights", "book_flight"}, "")
 	agentRun(ctx, tr, "broken", "", []string{"search_flights", "book_flight"}, "book_flight")
