@@ -99,18 +99,29 @@ func runFaithfulness(e *ragJudge, ctx context.Context, c *adapter.Case) Result {
 	if len(reply.Claims) == 0 {
 		return Scored(1, "the output makes no factual claims to check", map[string]float64{"claims": 0})
 	}
-	n, ex := countClaims(reply.Claims, "supported", "contradicted", "unsupported")
+	return claimsResult(reply, func(supported, total int) string {
+		return fmt.Sprintf("%d of %s supported by %s", supported, plural(total, "claim"), from)
+	}, "contradicted", "unsupported")
+}
+
+// claimsResult scores supported claims / claims, with a metric per verdict
+// and, in the reason, a few claims of each bad verdict. A verdict the judge
+// made up counts as the last bad one.
+func claimsResult(reply claimsReply, summary func(supported, total int) string, bad ...string) Result {
+	verdicts := append([]string{"supported"}, bad...)
+	n, ex := countClaims(reply.Claims, verdicts...)
 	total := len(reply.Claims)
-	m := map[string]float64{"claims": float64(total), "supported": float64(n["supported"]),
-		"contradicted": float64(n["contradicted"]), "unsupported": float64(n["unsupported"])}
-	summary := fmt.Sprintf("%d of %s supported by %s", n["supported"], plural(total, "claim"), from)
-	if len(ex["contradicted"]) > 0 {
-		summary += "; contradicted: " + quoted(ex["contradicted"])
+	m := map[string]float64{"claims": float64(total)}
+	for _, v := range verdicts {
+		m[v] = float64(n[v])
 	}
-	if len(ex["unsupported"]) > 0 {
-		summary += "; unsupported: " + quoted(ex["unsupported"])
+	text := summary(n["supported"], total)
+	for _, v := range bad {
+		if len(ex[v]) > 0 {
+			text += "; " + v + ": " + quoted(ex[v])
+		}
 	}
-	return Scored(float64(n["supported"])/float64(total), judgeReason(summary, reply.Reason), m)
+	return Scored(float64(n["supported"])/float64(total), judgeReason(text, reply.Reason), m)
 }
 
 // hallucination: supported claims / claims, claims classified supported,
@@ -148,18 +159,9 @@ func runHallucination(e *ragJudge, ctx context.Context, c *adapter.Case) Result 
 	if len(reply.Claims) == 0 {
 		return Scored(1, "the output makes no factual claims", map[string]float64{"claims": 0})
 	}
-	n, ex := countClaims(reply.Claims, "supported", "contradicted", "fabricated")
-	total := len(reply.Claims)
-	m := map[string]float64{"claims": float64(total), "supported": float64(n["supported"]),
-		"contradicted": float64(n["contradicted"]), "fabricated": float64(n["fabricated"])}
-	summary := fmt.Sprintf("%d of %s hallucinated (checked against %s)", total-n["supported"], plural(total, "claim"), from)
-	if len(ex["contradicted"]) > 0 {
-		summary += "; contradicted: " + quoted(ex["contradicted"])
-	}
-	if len(ex["fabricated"]) > 0 {
-		summary += "; fabricated: " + quoted(ex["fabricated"])
-	}
-	return Scored(float64(n["supported"])/float64(total), judgeReason(summary, reply.Reason), m)
+	return claimsResult(reply, func(supported, total int) string {
+		return fmt.Sprintf("%d of %s hallucinated (checked against %s)", total-supported, plural(total, "claim"), from)
+	}, "contradicted", "fabricated")
 }
 
 // answer_relevancy: directness, completeness and focus on 1..5, each
