@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -16,20 +17,32 @@ import (
 // caller then falls back to json.Unmarshal, which reports the error.
 // Nesting depth must have been bounded by the caller (jsonTooDeep).
 func decodeFast(s string) (v any, ok bool) {
-	var vals [32]any
-	var keys [16]string
-	d := jsonDecoder{s: s, scratch: vals[:0], keys: keys[:0]}
+	d := decoders.Get().(*jsonDecoder)
+	d.s, d.i = s, 0
 	d.skipSpace()
 	v, ok = d.value()
-	if !ok {
-		return nil, false
+	if ok {
+		d.skipSpace()
+		ok = d.i == len(d.s)
 	}
-	d.skipSpace()
-	if d.i != len(d.s) {
+	// Completed arrays and objects cleared their part of the scratch space;
+	// on errors the rest is still held.
+	clear(d.scratch)
+	clear(d.keys)
+	d.s, d.scratch, d.keys = "", d.scratch[:0], d.keys[:0]
+	if cap(d.scratch) <= 4096 && cap(d.keys) <= 4096 {
+		decoders.Put(d)
+	}
+	if !ok {
 		return nil, false
 	}
 	return v, true
 }
+
+// decoders keep their scratch space between decodes.
+var decoders = sync.Pool{New: func() any {
+	return &jsonDecoder{scratch: make([]any, 0, 64), keys: make([]string, 0, 32)}
+}}
 
 type jsonDecoder struct {
 	s       string
@@ -320,6 +333,7 @@ func (d *jsonDecoder) object() (any, bool) {
 				m[k] = vs[j] // duplicate keys: the last wins
 			}
 			clear(vs)
+			clear(ks)
 			d.keys, d.scratch = d.keys[:kbase], d.scratch[:base]
 			return m, true
 		}
