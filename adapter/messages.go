@@ -28,7 +28,10 @@ func (c *spanCtx) parseMessages(attr string, v any, defaultRole string) []Messag
 	case nil:
 		return nil
 	case []any:
-		var out []Message
+		if len(t) == 0 {
+			return nil
+		}
+		out := make([]Message, 0, len(t))
 		for i, it := range t {
 			switch m := it.(type) {
 			case map[string]any:
@@ -40,6 +43,9 @@ func (c *spanCtx) parseMessages(attr string, v any, defaultRole string) []Messag
 			default:
 				c.report(attr, "message %d: want an object, got %s", i, typeName(it))
 			}
+		}
+		if len(out) == 0 {
+			return nil
 		}
 		return out
 	case map[string]any:

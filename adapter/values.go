@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // Limits on what one attribute may cost to read.
@@ -25,6 +26,7 @@ const (
 // spanCtx reads the attributes of one span and collects what it could not
 // read as problems naming the span and the attribute.
 type spanCtx struct {
+	span     ptrace.Span // named in problems; its name and id are formatted on the first one
 	name     string
 	id       string
 	problems []string
@@ -39,16 +41,17 @@ type jsonResult struct {
 	err string // problem text when the JSON was unreadable
 }
 
-func newSpanCtx(ref SpanRef) spanCtx {
-	name := ref.Span.Name()
-	if len(name) > 200 {
-		name = truncateUTF8(name, 200) + "…"
-	}
-	id := ref.Span.SpanID()
-	return spanCtx{name: strings.ToValidUTF8(name, "\uFFFD"), id: hex.EncodeToString(id[:])}
-}
+func newSpanCtx(ref SpanRef) spanCtx { return spanCtx{span: ref.Span} }
 
 func (c *spanCtx) report(attr, format string, args ...any) {
+	if c.id == "" {
+		name := c.span.Name()
+		if len(name) > 200 {
+			name = truncateUTF8(name, 200) + "…"
+		}
+		id := c.span.SpanID()
+		c.name, c.id = strings.ToValidUTF8(name, "\uFFFD"), hex.EncodeToString(id[:])
+	}
 	if len(attr) > 200 {
 		attr = truncateUTF8(attr, 200) + "…"
 	}
@@ -430,6 +433,9 @@ func indexed(v any) []any {
 		if s, ok := v.([]any); ok {
 			return s
 		}
+		return nil
+	}
+	if len(m) == 0 {
 		return nil
 	}
 	type kv struct {
