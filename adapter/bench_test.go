@@ -126,6 +126,29 @@ func httpServerSpan(tb testing.TB) ptrace.Span {
 	return sp
 }
 
+// chatSpan is an OTel GenAI chat span with 10 attributes in a fixed order,
+// gen_ai.operation.name first or last.
+func chatSpan(tb testing.TB, kindFirst bool) ptrace.Span {
+	sp := newTB(tb).span("chat gpt-4o", 2, 1, 0, 5, nil)
+	a := sp.Attributes()
+	if kindFirst {
+		a.PutStr("gen_ai.operation.name", "chat")
+	}
+	a.PutStr("gen_ai.provider.name", "openai")
+	a.PutStr("gen_ai.request.model", "gpt-4o")
+	a.PutStr("gen_ai.response.model", "gpt-4o-2024-08-06")
+	a.PutStr("gen_ai.response.id", "resp_1")
+	a.PutStr("gen_ai.input.messages", `[{"role":"user","parts":[{"type":"text","content":"hi"}]}]`)
+	a.PutStr("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"hello"}]}]`)
+	a.PutInt("gen_ai.usage.input_tokens", 10)
+	a.PutInt("gen_ai.usage.output_tokens", 2)
+	a.PutStr("server.address", "api.openai.com")
+	if !kindFirst {
+		a.PutStr("gen_ai.operation.name", "chat")
+	}
+	return sp
+}
+
 func BenchmarkIsGenAI(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -133,7 +156,8 @@ func BenchmarkIsGenAI(b *testing.B) {
 		want bool
 	}{
 		{"http_server_12attrs", httpServerSpan(b), false},
-		{"otel_chat", benchTrace(b).refs()[1].Span, true},
+		{"otel_chat_kind_first", chatSpan(b, true), true},
+		{"otel_chat_kind_last", chatSpan(b, false), true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			if IsGenAI(tc.span) != tc.want {

@@ -43,23 +43,23 @@ func IsGenAI(span ptrace.Span) bool {
 		return true
 	}
 	var seen uint8
-	for k, v := range span.Attributes().All() {
+	found := false
+	span.Attributes().Range(func(k string, v pcommon.Value) bool {
 		slot := kindSlot(k)
 		if slot < 0 || seen&(1<<slot) != 0 {
-			continue
+			return true
 		}
 		seen |= 1 << slot // Map.Get semantics: the first occurrence of a key counts
 		switch slotKind(slot, v) {
 		case kindOther:
 		case kindChain:
-			if span.ParentSpanID().IsEmpty() {
-				return true
-			}
+			found = span.ParentSpanID().IsEmpty()
 		default:
-			return true
+			found = true
 		}
-	}
-	return false
+		return !found
+	})
+	return found
 }
 
 // strAttr returns a string attribute without allocating; "" when absent or
