@@ -44,6 +44,9 @@ type Engine struct {
 	lateGrace time.Duration
 	lateMu    sync.RWMutex
 	lateSink  func(context.Context, ptrace.Traces)
+
+	// levels are the case levels the instances need.
+	levels adapter.Options
 }
 
 type instance struct {
@@ -100,6 +103,12 @@ func New(cfg *Config, set component.TelemetrySettings) (*Engine, error) {
 				return nil, fmt.Errorf("evaluator %q: when: %w", in.Name, err)
 			}
 			ins.when = seq
+		}
+		switch in.Level {
+		case adapter.LevelLLM:
+			e.levels.LLMCases = true
+		case adapter.LevelAgent:
+			e.levels.AgentCases = true
 		}
 		ins.sampleAll = in.SampleRate >= 1
 		ins.sampleBelow = uint64(in.SampleRate * math.MaxUint64)
@@ -183,7 +192,9 @@ func (e *Engine) ScoreTrace(ctx context.Context, spans []adapter.SpanRef) Report
 // (for at most the config's `timeout` more) and, with `late_results: span`,
 // its result is emitted as a span of its own (see SetLateResults).
 func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, done func(Report)) {
-	cases, problems := adapter.Adapt(spans)
+	// Only the case levels some evaluator runs on are built: an agent-only
+	// config does not decode every LLM span's messages.
+	cases, problems := adapter.AdaptWith(spans, e.levels)
 	rep := Report{Problems: problems}
 	if len(cases) == 0 {
 		done(rep)
