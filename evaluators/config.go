@@ -102,7 +102,9 @@ type Instance struct {
 	When       []string
 	SampleRate float64
 	Judge      string
-	Evaluator  Evaluator
+	// ConversationFree is the type's Factory.ConversationFree.
+	ConversationFree bool
+	Evaluator        Evaluator
 }
 
 // Build turns validated configs into instances.
@@ -124,6 +126,7 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 			Name: c.InstanceName(), Type: c.Type,
 			Threshold: f.DefaultThreshold, Level: f.DefaultLevel,
 			When: c.When, SampleRate: 1, Judge: c.Judge, Evaluator: ev,
+			ConversationFree: f.ConversationFree,
 		}
 		if c.Threshold != nil {
 			inst.Threshold = *c.Threshold

@@ -1,8 +1,11 @@
 package evaluators
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/evalbridge/evalbridge/adapter"
 )
 
 func TestConfigValidation(t *testing.T) {
@@ -97,5 +100,41 @@ func TestThresholdDecidesStatus(t *testing.T) {
 	}
 	if r := runEval(t, "tool_trajectory", obj("mode", "recall"), nil, c); r.Status != StatusFailed || r.Threshold != 1 {
 		t.Fatalf("want failed at default 1.0: %+v", r)
+	}
+}
+
+// A type that says it is ConversationFree must score the same when the
+// adapter skips decoding the conversation: the engine relies on it.
+func TestConversationFreeTypesIgnoreTheConversation(t *testing.T) {
+	need := map[string]map[string]any{"latency": obj("max", "2s"), "token_usage": obj("max_total", 2000)}
+	full := benchCase()
+	full.Input, full.Output, full.SystemInstructions = "Book a flight to Lisbon", `{"booked": true}`, "You are a travel agent."
+	full.Messages = []adapter.Message{{Role: "user", Content: full.Input}, {Role: "assistant", Content: full.Output}}
+	bare := *full
+	bare.Input, bare.Output, bare.SystemInstructions, bare.Messages = "", "", "", nil
+	checked := 0
+	for _, typ := range Types() {
+		f, _ := Lookup(typ)
+		if !f.ConversationFree {
+			continue
+		}
+		insts, err := Build([]Config{{Type: typ, Options: need[typ]}}, Deps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := insts[0].Evaluate(context.Background(), full)
+		b := insts[0].Evaluate(context.Background(), &bare)
+		if a.Status != b.Status || a.Score != b.Score || a.Reason != b.Reason {
+			t.Errorf("%s reads the conversation: %+v vs %+v", typ, a, b)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Errorf("only %d ConversationFree types", checked)
+	}
+	for _, typ := range []string{"exact_match", "regex", "structural_match", "llm_judge"} {
+		if f, _ := Lookup(typ); f.ConversationFree {
+			t.Errorf("%s reads the output: it must not be ConversationFree", typ)
+		}
 	}
 }

@@ -26,6 +26,10 @@ type Factory struct {
 	DefaultThreshold float64
 	DefaultLevel     adapter.Level
 	NeedsJudge       bool
+	// ConversationFree says the evaluator reads no messages, input, output
+	// or system instructions, so the adapter may skip decoding them when no
+	// configured evaluator needs them (the costliest part of adapting).
+	ConversationFree bool
 	// New decodes the type's options strictly (unknown keys are errors) and
 	// builds the evaluator. It must be cheap and start nothing.
 	New func(opts *confmap.Conf, deps Deps) (Evaluator, error)
@@ -35,26 +39,26 @@ type Factory struct {
 // defines its factories; they are listed here so the catalogue is in one place.
 var registry = index(
 	// Tool calls compared with an expectation (toolcalls.go).
-	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolCorrectness},
-	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolTrajectory},
-	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newToolCallAccuracy},
+	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCorrectness},
+	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolTrajectory},
+	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCallAccuracy},
 	// Calls on their own.
-	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolCallValidity},
-	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolError},
-	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newToolEfficiency},
+	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCallValidity},
+	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolError},
+	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolEfficiency},
 	// Tool definitions (reliability.go).
-	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newToolNameReliability},
-	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newToolDescriptionReliability},
+	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolNameReliability},
+	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolDescriptionReliability},
 	// Final output (output.go).
 	Factory{Type: "exact_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newExactMatch},
 	Factory{Type: "regex", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newRegex},
 	Factory{Type: "structural_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newStructuralMatch},
 	// Retrieval (retrieval.go).
-	Factory{Type: "retrieval_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, New: newRetrieval(false)},
-	Factory{Type: "retrieval_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, New: newRetrieval(true)},
+	Factory{Type: "retrieval_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(false)},
+	Factory{Type: "retrieval_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(true)},
 	// Limits (limits.go).
-	Factory{Type: "latency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newLatency},
-	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newTokenUsage},
+	Factory{Type: "latency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newLatency},
+	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newTokenUsage},
 )
 
 func index(fs ...Factory) map[string]Factory {
