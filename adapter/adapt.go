@@ -26,6 +26,21 @@ type Options struct {
 	LLMCases bool
 	// AgentCases builds the agent cases.
 	AgentCases bool
+	// SkipConversation leaves every case's Input, Output, Messages and
+	// SystemInstructions empty, for evaluators that read none of them: the
+	// spans' conversations (input and output messages, system
+	// instructions, an agent span's own input and output values) are then
+	// not decoded, except as far as the cases' ToolCalls need them. Those
+	// need an LLM span's output messages for an llm case's calls, and, for
+	// an agent case, the LLM spans' (and, failing those, the anchor's)
+	// output messages when the run has no tool span, or when a tool span
+	// lacks its call id or arguments (filled from the model's requests);
+	// without tool spans, the tool results of the requested calls that
+	// have an id also need the input messages of the run's LLM spans and
+	// anchor. Every other field of every case is what it is without
+	// SkipConversation; Problems may list fewer problems (of what was not
+	// read).
+	SkipConversation bool
 }
 
 // AdaptWith is Adapt building only the case levels opts selects. With one
@@ -46,7 +61,7 @@ func AdaptWith(spans []SpanRef, opts Options) (cases []Case, problems []string) 
 	}
 	t := newTrace(spans)
 	t.opts = opts
-	t.full = opts.LLMCases && opts.AgentCases
+	t.full = opts.LLMCases && opts.AgentCases && !opts.SkipConversation
 	t.build()
 	return t.cases, t.problems()
 }
@@ -324,12 +339,17 @@ func (t *trace) ancestorAgent(i int) int {
 }
 
 func (t *trace) llmCase(i int) Case {
-	d := t.need(i, partMeta|partConv|partDefs)
+	var d *spanData
 	c := t.baseCase(LevelLLM, i)
-	c.Messages = concat(d.input, d.output)
-	c.Input = lastUser(d.input)
-	c.Output = finalAssistant(d.output)
-	c.SystemInstructions = d.system
+	if t.opts.SkipConversation {
+		d = t.need(i, partMeta|partOutput|partDefs)
+	} else {
+		d = t.need(i, partMeta|partConv|partDefs)
+		c.Messages = concat(d.input, d.output)
+		c.Input = lastUser(d.input)
+		c.Output = finalAssistant(d.output)
+		c.SystemInstructions = d.system
+	}
 	c.ToolCalls = requestedCalls(d.output)
 	c.ToolDefinitions = d.toolDefs
 	c.Model, c.Provider, c.ResponseID = d.model, d.provider, d.responseID
@@ -368,7 +388,13 @@ func (t *trace) priorDocuments(i int) []Document {
 }
 
 func (t *trace) agentCase(anchor int, members []int) Case {
-	a := t.data(anchor)
+	skip := t.opts.SkipConversation
+	var a *spanData
+	if skip {
+		a = t.need(anchor, partMeta|partDefs|partTool)
+	} else {
+		a = t.data(anchor)
+	}
 	c := t.baseCase(LevelAgent, anchor)
 	t.byTime(members)
 	var llms, tools []int
@@ -388,43 +414,18 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 			}
 		}
 	}
-	conv := func(j int) *spanData { return t.need(j, partConv) }
 	last := -1
 	if len(llms) > 0 {
 		last = llms[len(llms)-1]
 	}
-	// conversation
-	switch {
-	case len(a.input) > 0:
-		c.Messages = concat(a.input, a.output)
-		c.SystemInstructions = a.system
-	case last >= 0:
-		l := conv(last)
-		c.Messages = concat(l.input, l.output)
-		c.SystemInstructions = l.system
-	}
-	if c.SystemInstructions == "" && a.system != "" {
-		c.SystemInstructions = a.system
-	}
-	c.Input = lastUser(c.Messages)
-	if c.Input == "" {
-		c.Input = a.ownInput
-	}
-	for k := len(llms) - 1; k >= 0 && c.Input == ""; k-- {
-		c.Input = lastUser(conv(llms[k]).input)
-	}
-	c.Output = a.ownOutput
-	if c.Output == "" {
-		c.Output = finalAssistant(a.output)
-	}
-	for k := len(llms) - 1; k >= 0 && c.Output == ""; k-- {
-		c.Output = finalAssistant(conv(llms[k]).output)
+	if !skip {
+		t.agentConversation(&c, a, llms)
 	}
 	// tool calls: the model's requests are read only when needed
 	requested := func() []ToolCall {
 		var out []ToolCall
 		for _, j := range llms {
-			out = append(out, requestedCalls(conv(j).output)...)
+			out = append(out, requestedCalls(t.need(j, partOutput).output)...)
 		}
 		return out
 	}
@@ -442,9 +443,9 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 	} else {
 		c.ToolCalls = requested()
 		if len(c.ToolCalls) == 0 {
-			c.ToolCalls = requestedCalls(a.output)
+			c.ToolCalls = requestedCalls(t.need(anchor, partOutput).output)
 		}
-		t.fillResults(c.ToolCalls, a, llms)
+		t.fillResults(c.ToolCalls, anchor, llms)
 	}
 	// tool definitions
 	defs := append([]ToolDefinition(nil), a.toolDefs...)
@@ -513,6 +514,38 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 	return c
 }
 
+// agentConversation fills an agent case's conversation: the anchor's, else
+// the last LLM span's; input and output from the latest span that has them.
+func (t *trace) agentConversation(c *Case, a *spanData, llms []int) {
+	conv := func(j int) *spanData { return t.need(j, partConv) }
+	switch {
+	case len(a.input) > 0:
+		c.Messages = concat(a.input, a.output)
+		c.SystemInstructions = a.system
+	case len(llms) > 0:
+		l := conv(llms[len(llms)-1])
+		c.Messages = concat(l.input, l.output)
+		c.SystemInstructions = l.system
+	}
+	if c.SystemInstructions == "" && a.system != "" {
+		c.SystemInstructions = a.system
+	}
+	c.Input = lastUser(c.Messages)
+	if c.Input == "" {
+		c.Input = a.ownInput
+	}
+	for k := len(llms) - 1; k >= 0 && c.Input == ""; k-- {
+		c.Input = lastUser(conv(llms[k]).input)
+	}
+	c.Output = a.ownOutput
+	if c.Output == "" {
+		c.Output = finalAssistant(a.output)
+	}
+	for k := len(llms) - 1; k >= 0 && c.Output == ""; k-- {
+		c.Output = finalAssistant(conv(llms[k]).output)
+	}
+}
+
 // fillFromRequests fills missing call ids and arguments of tool-span calls
 // from the calls the model requested: by id, else by name (and arguments
 // when both have them), in order.
@@ -565,11 +598,16 @@ func fillFromRequests(calls, requested []ToolCall) {
 }
 
 // fillResults gives requested calls the results found in later tool
-// messages (matched by call id).
-func (t *trace) fillResults(calls []ToolCall, a *spanData, llms []int) {
-	if len(calls) == 0 {
+// messages (matched by call id) of the anchor's and the LLM spans' input.
+func (t *trace) fillResults(calls []ToolCall, anchor int, llms []int) {
+	withID := false
+	for i := range calls {
+		withID = withID || calls[i].ID != ""
+	}
+	if !withID {
 		return
 	}
+	a := t.need(anchor, partInput)
 	results := map[string]string{}
 	collect := func(msgs []Message) {
 		for _, m := range msgs {
@@ -580,7 +618,7 @@ func (t *trace) fillResults(calls []ToolCall, a *spanData, llms []int) {
 	}
 	collect(a.input)
 	for _, j := range llms {
-		collect(t.need(j, partConv).input)
+		collect(t.need(j, partInput).input)
 	}
 	for i := range calls {
 		if r, ok := results[calls[i].ID]; ok && calls[i].ID != "" {

@@ -65,10 +65,23 @@ const (
 
 // masks of flatPrefixes
 const (
-	allFlat  = 1<<len(flatPrefixes) - 1
-	convFlat = 1<<flatOIInput | 1<<flatOIOutput | 1<<flatOLPrompt | 1<<flatOLCompletion
-	defsFlat = 1<<flatOITools | 1<<flatOLFunctions
+	allFlat    = 1<<len(flatPrefixes) - 1
+	inputFlat  = 1<<flatOIInput | 1<<flatOLPrompt
+	outputFlat = 1<<flatOIOutput | 1<<flatOLCompletion
+	defsFlat   = 1<<flatOITools | 1<<flatOLFunctions
 )
+
+// convFlat is the flatPrefixes mask of the conversation parts in p.
+func convFlat(p parts) uint8 {
+	var m uint8
+	if p&partInput != 0 {
+		m |= inputFlat
+	}
+	if p&partOutput != 0 {
+		m |= outputFlat
+	}
+	return m
+}
 
 // flatten collects the flattened attributes under the flatPrefixes in mask
 // into trees.
@@ -101,13 +114,15 @@ func (d *spanData) flatten(attrs pcommon.Map, mask uint8) [len(flatPrefixes)]map
 type parts uint8
 
 const (
-	partMeta  parts = 1 << iota // model, provider, ids, names, usage
-	partConv                    // input and output messages, system instructions
-	partDefs                    // tool definitions
-	partOwnIO                   // an agent span's own input and output text
-	partTool                    // a tool span's call
-	partDocs                    // a retrieval span's documents
-	allParts  parts = 1<<iota - 1
+	partMeta   parts = 1 << iota // model, provider, ids, names, usage
+	partInput                    // input messages, system instructions
+	partOutput                   // output messages
+	partDefs                     // tool definitions
+	partOwnIO                    // an agent span's own input and output text
+	partTool                     // a tool span's call
+	partDocs                     // a retrieval span's documents
+	allParts   parts = 1<<iota - 1
+	partConv         = partInput | partOutput
 )
 
 // parse reads everything the span's kind carries, in one go (what Adapt
@@ -134,7 +149,7 @@ func (d *spanData) parse() {
 	}
 	// llm, agent and anchors of synthetic agent cases
 	trees := d.flatten(attrs, allFlat)
-	d.readConversation(attrs, trees)
+	d.readConversation(attrs, trees, partConv)
 	d.readToolDefinitions(attrs, trees)
 	if d.kind != kindLLM {
 		d.readOwnIO(attrs)
@@ -167,9 +182,7 @@ func (d *spanData) parsePart(p parts) {
 		return
 	}
 	if p&partConv != 0 {
-		trees := d.flatten(attrs, convFlat)
-		d.readConversation(attrs, trees)
-		d.readRawIO(attrs)
+		d.readConvParts(attrs, p&partConv)
 	}
 	if p&partDefs != 0 {
 		trees := d.flatten(attrs, defsFlat)
@@ -178,6 +191,27 @@ func (d *spanData) parsePart(p parts) {
 	if p&partOwnIO != 0 && d.kind != kindLLM {
 		d.readOwnIO(attrs)
 	}
+}
+
+// readConvParts reads the sides of the conversation in p (marked done by
+// the caller), then, once both sides are read, an LLM span's raw request
+// and response. Those apply only when both sides came out empty, so a side
+// read alone that came out empty while its raw attribute is present needs
+// the other side read too.
+func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
+	d.readConversation(attrs, d.flatten(attrs, convFlat(p)), p)
+	if d.kind != kindLLM {
+		return
+	}
+	if rest := partConv &^ d.done; rest != 0 {
+		if !(p&partInput != 0 && len(d.input) == 0 && has(attrs, "input.value")) &&
+			!(p&partOutput != 0 && len(d.output) == 0 && has(attrs, "output.value")) {
+			return
+		}
+		d.done |= rest
+		d.readConversation(attrs, d.flatten(attrs, convFlat(rest)), rest)
+	}
+	d.readRawIO(attrs)
 }
 
 func (d *spanData) readMeta(attrs pcommon.Map) {
@@ -235,56 +269,64 @@ func (d *spanData) readUsage(attrs pcommon.Map) {
 	u.TotalTokens, u.HasTotalTokens = first("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total", "ai.usage.totalTokens")
 }
 
-// readConversation reads input and output messages, each side from the
-// first convention that has it.
-func (d *spanData) readConversation(attrs pcommon.Map, trees [len(flatPrefixes)]map[string]any) {
+// readConversation reads the sides of the conversation in p (partInput:
+// input messages and system instructions; partOutput: output messages),
+// each side from the first convention that has it.
+func (d *spanData) readConversation(attrs pcommon.Map, trees [len(flatPrefixes)]map[string]any, p parts) {
 	c := &d.c
+	in, out := p&partInput != 0, p&partOutput != 0
 	// OTel GenAI
-	if v, ok := c.attrValue(attrs, "gen_ai.input.messages"); ok {
-		d.input = c.parseMessages("gen_ai.input.messages", v, "user")
+	if in {
+		if v, ok := c.attrValue(attrs, "gen_ai.input.messages"); ok {
+			d.input = c.parseMessages("gen_ai.input.messages", v, "user")
+		}
 	}
-	if v, ok := c.attrValue(attrs, "gen_ai.output.messages"); ok {
-		d.output = c.parseMessages("gen_ai.output.messages", v, "assistant")
+	if out {
+		if v, ok := c.attrValue(attrs, "gen_ai.output.messages"); ok {
+			d.output = c.parseMessages("gen_ai.output.messages", v, "assistant")
+		}
 	}
-	if v, ok := c.attrValue(attrs, "gen_ai.system_instructions"); ok {
-		switch t := v.(type) {
-		case string:
-			d.system = t
-		case []any:
-			var parts []string
-			for _, p := range t {
-				if s, _, _ := c.parsePart("gen_ai.system_instructions", p); s != "" {
-					parts = append(parts, s)
+	if in {
+		if v, ok := c.attrValue(attrs, "gen_ai.system_instructions"); ok {
+			switch t := v.(type) {
+			case string:
+				d.system = t
+			case []any:
+				var parts []string
+				for _, p := range t {
+					if s, _, _ := c.parsePart("gen_ai.system_instructions", p); s != "" {
+						parts = append(parts, s)
+					}
 				}
+				d.system = strings.Join(parts, "\n")
+			case map[string]any:
+				d.system, _, _ = c.parsePart("gen_ai.system_instructions", t)
+			default:
+				c.report("gen_ai.system_instructions", "want parts or a string, got %s", typeName(v))
 			}
-			d.system = strings.Join(parts, "\n")
-		case map[string]any:
-			d.system, _, _ = c.parsePart("gen_ai.system_instructions", t)
-		default:
-			c.report("gen_ai.system_instructions", "want parts or a string, got %s", typeName(v))
 		}
 	}
 	// OpenInference flattened
-	if len(d.input) == 0 && trees[flatOIInput] != nil {
+	if in && len(d.input) == 0 && trees[flatOIInput] != nil {
 		d.input = c.flatMessages("llm.input_messages", trees[flatOIInput], "user")
 	}
-	if len(d.output) == 0 && trees[flatOIOutput] != nil {
+	if out && len(d.output) == 0 && trees[flatOIOutput] != nil {
 		d.output = c.flatMessages("llm.output_messages", trees[flatOIOutput], "assistant")
 	}
 	// OpenLLMetry flattened
-	if len(d.input) == 0 && trees[flatOLPrompt] != nil {
+	if in && len(d.input) == 0 && trees[flatOLPrompt] != nil {
 		d.input = c.flatMessages("gen_ai.prompt", trees[flatOLPrompt], "user")
 	}
-	if len(d.output) == 0 && trees[flatOLCompletion] != nil {
+	if out && len(d.output) == 0 && trees[flatOLCompletion] != nil {
 		d.output = c.flatMessages("gen_ai.completion", trees[flatOLCompletion], "assistant")
 	}
 	// Vercel AI SDK
-	if len(d.input) == 0 {
+	if in && len(d.input) == 0 {
 		if v, ok := c.attrValue(attrs, "ai.prompt.messages"); ok {
 			d.input = c.parseMessages("ai.prompt.messages", v, "user")
 		}
 	}
-	if len(d.output) == 0 && d.kind == kindLLM {
+	if out && len(d.output) == 0 && d.kind == kindLLM {
 		text := c.attrString(attrs, "ai.response.text")
 		var calls []ToolCall
 		if v, ok := c.attrValue(attrs, "ai.response.toolCalls"); ok {
@@ -295,16 +337,17 @@ func (d *spanData) readConversation(attrs pcommon.Map, trees [len(flatPrefixes)]
 		}
 	}
 	// older OTel event forms
-	if len(d.input) == 0 || len(d.output) == 0 {
-		in, out := d.readEvents()
-		if len(d.input) == 0 {
-			d.input = in
+	in, out = in && len(d.input) == 0, out && len(d.output) == 0
+	if in || out {
+		evIn, evOut := d.readEvents(in, out)
+		if in {
+			d.input = evIn
 		}
-		if len(d.output) == 0 {
-			d.output = out
+		if out {
+			d.output = evOut
 		}
 	}
-	if d.system == "" {
+	if p&partInput != 0 && d.system == "" {
 		d.system = systemText(d.input)
 	}
 }
@@ -387,8 +430,9 @@ func eventRole(name string) string {
 	return ""
 }
 
-// readEvents reads the older OTel forms carried as span events.
-func (d *spanData) readEvents() (in, out []Message) {
+// readEvents reads the older OTel forms carried as span events: the input
+// side when wantIn, the output side when wantOut.
+func (d *spanData) readEvents(wantIn, wantOut bool) (in, out []Message) {
 	c := &d.c
 	evs := d.ref.Span.Events()
 	type choice struct {
@@ -404,6 +448,16 @@ func (d *spanData) readEvents() (in, out []Message) {
 			if n := strAttr(attrs, "event.name"); strings.HasPrefix(n, "gen_ai.") {
 				name = n
 			} else {
+				continue
+			}
+		}
+		switch name {
+		case "gen_ai.content.prompt", "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
+			if !wantIn {
+				continue
+			}
+		case "gen_ai.content.completion", "gen_ai.choice":
+			if !wantOut {
 				continue
 			}
 		}
