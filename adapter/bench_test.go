@@ -191,3 +191,20 @@ func BenchmarkAdaptAgentCases(b *testing.B) {
 		AdaptWith(refs, Options{AgentCases: true})
 	}
 }
+
+// BenchmarkAdaptAgentCasesSkipConversation builds the agent cases without
+// their conversation, as the engine does when the configured evaluators
+// read only tool calls, definitions and metadata.
+func BenchmarkAdaptAgentCasesSkipConversation(b *testing.B) {
+	refs := benchTrace(b).refs()
+	opts := Options{AgentCases: true, SkipConversation: true}
+	cases, problems := AdaptWith(refs, opts)
+	if len(problems) > 0 || len(cases) != 1 || len(cases[0].ToolCalls) != 4 {
+		b.Fatalf("cases %+v problems %v", cases, problems)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		AdaptWith(refs, opts)
+	}
+}

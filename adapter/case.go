@@ -94,6 +94,14 @@ type ToolDefinition struct {
 	Description string
 	// Parameters is the JSON schema of the tool's arguments; nil when absent.
 	Parameters map[string]any
+	// RawParameters is the JSON text Parameters was decoded from, exactly as
+	// found in the span (the schema's part of a tool-definitions JSON string,
+	// or a schema given as a JSON string of its own); "" when the schema was
+	// a structured attribute value or is absent. Equal non-empty
+	// RawParameters mean equal Parameters, so it can key a cache of compiled
+	// schemas (JSON texts that differ only in spacing or key order are
+	// different keys).
+	RawParameters string
 }
 
 // Document is one retrieved document.

@@ -18,7 +18,7 @@ var fuzzKeys = []string{
 	"traceloop.entity.input", "traceloop.entity.output",
 	"ai.prompt.messages", "ai.prompt", "ai.response.toolCalls", "ai.prompt.tools", "ai.toolCall.args", "ai.toolCall.result",
 	"eval.expected.tool_calls", "eval.expected.output", "eval.expected.documents", "eval.tasks", "eval.context",
-	"gen_ai.usage.input_tokens", "gen_ai.request.model",
+	"gen_ai.usage.input_tokens", "gen_ai.request.model", "tool.parameters",
 }
 
 var fuzzKinds = []map[string]string{
@@ -93,6 +93,7 @@ func FuzzAdapt(f *testing.F) {
 		spans := spansFromBytes(data)
 		cases, problems := Adapt(spans)
 		checkLevels(t, spans, cases)
+		checkRawParameters(t, cases)
 		for _, p := range problems {
 			if p == "" || strings.Contains(p, "internal error") {
 				t.Fatalf("problem %q", p)

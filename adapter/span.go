@@ -531,7 +531,12 @@ func (d *spanData) eventBody(attrs pcommon.Map, name string) map[string]any {
 // readToolDefinitions reads the tools offered to the model.
 func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixes)]map[string]any) {
 	c := &d.c
-	add := func(attr string, v any) {
+	// add reads one definition v; raw is the JSON text v was decoded from
+	// ("" when structured).
+	add := func(attr string, v any, raw string) {
+		if s, ok := v.(string); ok {
+			raw = s
+		}
 		m, ok := c.asObject(attr, v)
 		if !ok {
 			c.report(attr, "tool definition: want an object, got %s", typeName(v))
@@ -539,20 +544,21 @@ func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixe
 		}
 		if fn, ok := m["function"].(map[string]any); ok { // OpenAI wrapper
 			m = fn
+			raw = rawOf(raw, "function")
 		}
 		def := ToolDefinition{Name: str(m["name"]), Description: str(m["description"])}
-		schema := field(m, "parameters", "inputSchema", "input_schema", "parametersJsonSchema", "arguments")
-		if js, ok := schema.(map[string]any); ok {
-			if inner, ok := js["jsonSchema"].(map[string]any); ok {
-				js = inner
-			}
-		}
+		key, schema := fieldKey(m, "parameters", "inputSchema", "input_schema", "parametersJsonSchema", "arguments")
 		if schema != nil {
+			raw = rawOf(raw, key)
+			if s, ok := schema.(string); ok {
+				raw = s
+			}
 			if obj, ok := c.asObject(attr, schema); ok {
 				if inner, ok := obj["jsonSchema"].(map[string]any); ok {
 					obj = inner
+					raw = rawOf(raw, "jsonSchema")
 				}
-				def.Parameters = obj
+				def.Parameters, def.RawParameters = obj, raw
 			} else {
 				c.report(attr, "tool %q parameters: want a JSON schema object, got %s", def.Name, typeName(schema))
 			}
@@ -563,34 +569,70 @@ func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixe
 		}
 		d.toolDefs = mergeDef(d.toolDefs, def)
 	}
-	list := func(attr string, v any) {
-		switch t := v.(type) {
+	list := func(attr string) {
+		v, ok := attrs.Get(attr)
+		if !ok {
+			return
+		}
+		val, ok := c.valueOf(attr, v)
+		if !ok {
+			return
+		}
+		raw := ""
+		if v.Type() == pcommon.ValueTypeStr {
+			raw = v.Str() // decoded as it is
+		}
+		switch t := val.(type) {
 		case []any:
-			for _, it := range t {
-				add(attr, it)
+			var elems []string
+			if raw != "" {
+				if elems = rawElems(raw); len(elems) != len(t) {
+					elems = nil
+				}
+			}
+			for i, it := range t {
+				r := ""
+				if elems != nil {
+					r = elems[i]
+				}
+				add(attr, it, r)
 			}
 		case map[string]any:
-			add(attr, t)
+			add(attr, t, raw)
 		default:
-			c.report(attr, "want an array of tool definitions, got %s", typeName(v))
+			c.report(attr, "want an array of tool definitions, got %s", typeName(val))
 		}
 	}
-	if v, ok := c.attrValue(attrs, "gen_ai.tool.definitions"); ok {
-		list("gen_ai.tool.definitions", v)
-	}
-	if v, ok := c.attrValue(attrs, "ai.prompt.tools"); ok {
-		list("ai.prompt.tools", v)
-	}
+	list("gen_ai.tool.definitions")
+	list("ai.prompt.tools")
 	for _, it := range indexed(trees[flatOITools]) {
 		if js := path(it, "tool", "json_schema"); js != nil {
-			add("llm.tools.tool.json_schema", js)
+			add("llm.tools.tool.json_schema", js, "")
 		}
 	}
 	for _, it := range indexed(trees[flatOLFunctions]) {
 		if m, ok := it.(map[string]any); ok {
-			add("llm.request.functions", m)
+			add("llm.request.functions", m, "")
 		}
 	}
+}
+
+// rawOf is rawField of raw JSON text, "" when raw is.
+func rawOf(raw, key string) string {
+	if raw == "" {
+		return ""
+	}
+	return rawField(raw, key)
+}
+
+// fieldKey is field, also returning the key of the value found.
+func fieldKey(m map[string]any, keys ...string) (string, any) {
+	for _, k := range keys {
+		if v, ok := m[k]; ok && v != nil {
+			return k, v
+		}
+	}
+	return "", nil
 }
 
 // mergeDef adds def unless a tool of that name is known; a known one gets
@@ -602,7 +644,7 @@ func mergeDef(defs []ToolDefinition, def ToolDefinition) []ToolDefinition {
 				defs[i].Description = def.Description
 			}
 			if defs[i].Parameters == nil {
-				defs[i].Parameters = def.Parameters
+				defs[i].Parameters, defs[i].RawParameters = def.Parameters, def.RawParameters
 			}
 			return defs
 		}
@@ -710,9 +752,14 @@ func (d *spanData) readToolSpan(attrs pcommon.Map) {
 	d.call = call
 	// the tool span's own description and schema
 	def := ToolDefinition{Name: call.Name, Description: c.firstString(attrs, "gen_ai.tool.description", "tool.description")}
-	if v, ok := c.attrValue(attrs, "tool.parameters"); ok {
-		if m, ok := v.(map[string]any); ok {
-			def.Parameters = m
+	if v, ok := attrs.Get("tool.parameters"); ok {
+		if val, ok := c.valueOf("tool.parameters", v); ok {
+			if m, ok := val.(map[string]any); ok {
+				def.Parameters = m
+				if v.Type() == pcommon.ValueTypeStr {
+					def.RawParameters = v.Str()
+				}
+			}
 		}
 	}
 	if def.Name != "" && (def.Description != "" || def.Parameters != nil) {
