@@ -74,6 +74,7 @@ type trace struct {
 	anchors  []int    // anchor span of each case
 	extra    []string // structural problems not tied to a span's parsing
 	opts     Options
+	cache    traceCache
 	// full reads every span wholly when first needed (both levels are
 	// built, so nearly everything is needed); otherwise spans are read
 	// part by part, as far as the cases need them.
@@ -84,12 +85,11 @@ func newTrace(refs []SpanRef) *trace {
 	n := len(refs)
 	t := &trace{spans: make([]spanData, n), children: make([][]int, n), root: -1}
 	byID := make(map[pcommon.SpanID]int, n)
-	cache := make(map[string]jsonResult)
 	for i, ref := range refs {
 		d := &t.spans[i]
 		d.ref = ref
 		d.c = newSpanCtx(ref)
-		d.c.cache = cache
+		d.c.cache = &t.cache
 		d.start, d.end = ref.Span.StartTimestamp(), ref.Span.EndTimestamp()
 		d.parent = -1
 		id := ref.Span.SpanID()

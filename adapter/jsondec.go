@@ -12,13 +12,13 @@ import (
 // json.Unmarshal into an `any` does (map[string]any, []any, string,
 // float64, bool, nil), with fewer allocations: strings without escapes are
 // substrings of s, and arrays and objects are allocated at their final
-// size. ok is false when s is not valid JSON or holds something this
-// decoder leaves to encoding/json (a number out of float64 range); the
-// caller then falls back to json.Unmarshal, which reports the error.
-// Nesting depth must have been bounded by the caller (jsonTooDeep).
+// size. ok is false when s is not valid JSON, nests deeper than maxDepth
+// or holds something this decoder leaves to encoding/json (a number out of
+// float64 range); the caller then tells why (jsonTooDeep, or the error of
+// json.Unmarshal). Bounding the depth here spares a scan of s before it.
 func decodeFast(s string) (v any, ok bool) {
 	d := decoders.Get().(*jsonDecoder)
-	d.s, d.i = s, 0
+	d.s, d.i, d.depth = s, 0, 0
 	d.skipSpace()
 	v, ok = d.value()
 	if ok {
@@ -47,6 +47,7 @@ var decoders = sync.Pool{New: func() any {
 type jsonDecoder struct {
 	s       string
 	i       int
+	depth   int      // arrays and objects open at i (reset on errors)
 	scratch []any    // elements of the arrays and values of the objects being decoded
 	keys    []string // keys of the objects being decoded
 }
@@ -255,10 +256,14 @@ func hex4(s string, i int) (rune, bool) {
 
 func (d *jsonDecoder) array() (any, bool) {
 	d.i++ // [
+	if d.depth++; d.depth > maxDepth {
+		return nil, false
+	}
 	base := len(d.scratch)
 	d.skipSpace()
 	if d.i < len(d.s) && d.s[d.i] == ']' {
 		d.i++
+		d.depth--
 		return []any{}, true
 	}
 	for {
@@ -282,6 +287,7 @@ func (d *jsonDecoder) array() (any, bool) {
 			copy(out, d.scratch[base:])
 			clear(d.scratch[base:])
 			d.scratch = d.scratch[:base]
+			d.depth--
 			return out, true
 		}
 		return nil, false
@@ -290,10 +296,14 @@ func (d *jsonDecoder) array() (any, bool) {
 
 func (d *jsonDecoder) object() (any, bool) {
 	d.i++ // {
+	if d.depth++; d.depth > maxDepth {
+		return nil, false
+	}
 	base, kbase := len(d.scratch), len(d.keys)
 	d.skipSpace()
 	if d.i < len(d.s) && d.s[d.i] == '}' {
 		d.i++
+		d.depth--
 		return map[string]any{}, true
 	}
 	for {
@@ -335,6 +345,7 @@ func (d *jsonDecoder) object() (any, bool) {
 			clear(vs)
 			clear(ks)
 			d.keys, d.scratch = d.keys[:kbase], d.scratch[:base]
+			d.depth--
 			return m, true
 		}
 		return nil, false

@@ -3,6 +3,7 @@ package adapter
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -10,13 +11,16 @@ var jsonSeeds = []string{
 	`{"a":1,"b":[true,false,null,"x"],"c":{"d":-1.5e3}}`, `[]`, `{}`, ` [ 1 , 2 ] `, `"\u00e9\ud83d\ude00\ud800x\n\"\\\/"`,
 	`"caf\xc3\xa9"`, "\"\xff\xfe\"", `{"a":1,"a":2}`, `1e999`, `-0`, `01`, `[1,]`, `{"a" 1}`, `"\u12"`, `"\'"`, `tru`,
 	`[{"role":"user","parts":[{"type":"text","content":"hi"}]}]`, "\"a\tb\"", `"\ud800\u0041"`, `"\udc00"`, `{"k":"v"} x`,
-	`[[[[]]]]`, `1.`, `.5`, `-`, `2E+3`, `"` + "\xed\xa0\x80" + `"`,
+	`[[[[]]]]`, strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth), strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1), `1.`, `.5`, `-`, `2E+3`, `"` + "\xed\xa0\x80" + `"`,
 }
 
 // checkDecode compares decodeFast with json.Unmarshal: the same value when
 // decodeFast succeeds, and an error from json.Unmarshal when it refuses.
 func checkDecode(t *testing.T, s string) {
 	if jsonTooDeep(s, maxDepth) {
+		if _, ok := decodeFast(s); ok {
+			t.Fatalf("%q: decodeFast accepted JSON nested deeper than %d", s, maxDepth)
+		}
 		return
 	}
 	var want any

@@ -153,11 +153,14 @@ func (c *spanCtx) parseMessage(attr string, m map[string]any, defaultRole string
 // decodeQuiet decodes small JSON without reporting (used to sniff content
 // that may or may not be JSON).
 func decodeQuiet(s string) any {
-	if len(s) > maxJSONBytes || jsonTooDeep(s, maxDepth) {
+	if len(s) > maxJSONBytes {
 		return nil
 	}
 	if v, ok := decodeFast(s); ok {
 		return v
+	}
+	if jsonTooDeep(s, maxDepth) {
+		return nil
 	}
 	var v any
 	if json.Unmarshal([]byte(s), &v) != nil {

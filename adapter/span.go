@@ -582,6 +582,18 @@ func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixe
 		if v.Type() == pcommon.ValueTypeStr {
 			raw = v.Str() // decoded as it is
 		}
+		cacheable := c.cache != nil && len(raw) >= 64
+		if cacheable {
+			if defs, ok := c.cache.defs[raw]; ok {
+				d.mergeDefs(defs)
+				return
+			}
+		}
+		// the list's definitions are merged among themselves, then into
+		// the span's (the same as one by one)
+		own := d.toolDefs
+		d.toolDefs = nil
+		n := len(c.problems)
 		switch t := val.(type) {
 		case []any:
 			var elems []string
@@ -601,6 +613,15 @@ func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixe
 			add(attr, t, raw)
 		default:
 			c.report(attr, "want an array of tool definitions, got %s", typeName(val))
+		}
+		defs := d.toolDefs
+		d.toolDefs = own
+		d.mergeDefs(defs)
+		if cacheable && len(c.problems) == n {
+			if c.cache.defs == nil {
+				c.cache.defs = make(map[string][]ToolDefinition)
+			}
+			c.cache.defs[raw] = defs
 		}
 	}
 	list("gen_ai.tool.definitions")
@@ -633,6 +654,17 @@ func fieldKey(m map[string]any, keys ...string) (string, any) {
 		}
 	}
 	return "", nil
+}
+
+// mergeDefs merges copies of defs into the span's tool definitions.
+func (d *spanData) mergeDefs(defs []ToolDefinition) {
+	if len(d.toolDefs) == 0 {
+		d.toolDefs = append([]ToolDefinition(nil), defs...)
+		return
+	}
+	for _, def := range defs {
+		d.toolDefs = mergeDef(d.toolDefs, def)
+	}
 }
 
 // mergeDef adds def unless a tool of that name is known; a known one gets

@@ -30,10 +30,19 @@ type spanCtx struct {
 	name     string
 	id       string
 	problems []string
-	// cache holds JSON texts already decoded in this Adapt call: LLM spans
-	// of one run repeat the same tool definitions and system instructions.
-	cache   map[string]jsonResult
+	// cache is what the spans of this Adapt call share (nil in tests of
+	// one span).
+	cache   *traceCache
 	lastMsg string
+}
+
+// traceCache holds what was read from texts of one Adapt call: LLM spans of
+// one run repeat the same tool definitions and system instructions.
+type traceCache struct {
+	json map[string]jsonResult // JSON texts decoded
+	// defs are the tool definitions of tool-definition lists given as JSON
+	// text and read without problems. Read only: spans get copies.
+	defs map[string][]ToolDefinition
 }
 
 type jsonResult struct {
@@ -135,7 +144,10 @@ func jsonTooDeep(s string, limit int) bool {
 // problem reported) when it is too large, too deep or malformed.
 func (c *spanCtx) decodeJSON(attr, s string) (any, bool) {
 	if c.cache != nil && len(s) >= 64 && len(s) <= maxJSONBytes {
-		if r, ok := c.cache[s]; ok {
+		if c.cache.json == nil {
+			c.cache.json = make(map[string]jsonResult)
+		}
+		if r, ok := c.cache.json[s]; ok {
 			if r.err != "" {
 				c.report(attr, "%s", r.err)
 				return nil, false
@@ -148,7 +160,7 @@ func (c *spanCtx) decodeJSON(attr, s string) (any, bool) {
 		if !ok && len(c.problems) > n {
 			r.err = c.lastMsg
 		}
-		c.cache[s] = r
+		c.cache.json[s] = r
 		return v, ok
 	}
 	return c.decodeJSONUncached(attr, s)
@@ -159,12 +171,12 @@ func (c *spanCtx) decodeJSONUncached(attr, s string) (any, bool) {
 		c.report(attr, "JSON value of %d bytes exceeds the %d-byte limit; skipped", len(s), maxJSONBytes)
 		return nil, false
 	}
+	if v, ok := decodeFast(s); ok {
+		return v, true
+	}
 	if jsonTooDeep(s, maxDepth) {
 		c.report(attr, "JSON value nested deeper than %d levels; skipped", maxDepth)
 		return nil, false
-	}
-	if v, ok := decodeFast(s); ok {
-		return v, true
 	}
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
