@@ -2,8 +2,10 @@ package adapter
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +70,8 @@ func AdaptWith(spans []SpanRef, opts Options) (cases []Case, problems []string) 
 
 type trace struct {
 	spans    []spanData
-	children [][]int
+	// the children of span i are kids[first[i]:first[i+1]], in span order
+	kids, first []int
 	root     int // earliest span without parent; -1 when none
 	cases    []Case
 	anchors  []int    // anchor span of each case
@@ -83,7 +86,7 @@ type trace struct {
 
 func newTrace(refs []SpanRef) *trace {
 	n := len(refs)
-	t := &trace{spans: make([]spanData, n), children: make([][]int, n), root: -1}
+	t := &trace{spans: make([]spanData, n), root: -1}
 	byID := make(map[pcommon.SpanID]int, n)
 	for i, ref := range refs {
 		d := &t.spans[i]
@@ -126,13 +129,41 @@ func newTrace(refs []SpanRef) *trace {
 		d.parent = p
 	}
 	t.breakCycles()
-	for i := range t.spans {
-		if p := t.spans[i].parent; p >= 0 {
-			t.children[p] = append(t.children[p], i)
-		}
-	}
+	t.index()
 	return t
 }
+
+// index lays out the children of each span in one slice (a counting sort
+// by parent).
+func (t *trace) index() {
+	n := len(t.spans)
+	buf := make([]int, 2*n+1)
+	t.first, t.kids = buf[:n+1], buf[n+1:]
+	// first[p+1] counts p's children, then, summed up, is where they end
+	for i := range t.spans {
+		if p := t.spans[i].parent; p >= 0 {
+			t.first[p+1]++
+		}
+	}
+	for i := 1; i <= n; i++ {
+		t.first[i] += t.first[i-1]
+	}
+	total := t.first[n]
+	// filling each parent's slots from their end, backwards, keeps span
+	// order and leaves first[p+1] where p's children start
+	for i := n - 1; i >= 0; i-- {
+		if p := t.spans[i].parent; p >= 0 {
+			t.first[p+1]--
+			t.kids[t.first[p+1]] = i
+		}
+	}
+	copy(t.first[:n], t.first[1:])
+	t.first[n] = total
+	t.kids = t.kids[:total]
+}
+
+// children returns the children of span i, in span order.
+func (t *trace) children(i int) []int { return t.kids[t.first[i]:t.first[i+1]] }
 
 // breakCycles makes every span whose ancestry loops top-level.
 func (t *trace) breakCycles() {
@@ -181,12 +212,12 @@ func (t *trace) before(a, b int) bool {
 // byTime sorts span indexes by start, then end, then appearance (JS
 // exporters give millisecond start times, so siblings may tie).
 func (t *trace) byTime(idx []int) {
-	sort.SliceStable(idx, func(a, b int) bool {
-		x, y := &t.spans[idx[a]], &t.spans[idx[b]]
-		if x.start != y.start {
-			return x.start < y.start
+	slices.SortStableFunc(idx, func(a, b int) int {
+		x, y := &t.spans[a], &t.spans[b]
+		if c := cmp.Compare(x.start, y.start); c != 0 {
+			return c
 		}
-		return x.end < y.end
+		return cmp.Compare(x.end, y.end)
 	})
 }
 
@@ -209,13 +240,13 @@ func (t *trace) need(i int, p parts) *spanData {
 
 // descendants lists every span below i (iteratively; no recursion).
 func (t *trace) descendants(i int) []int {
-	var out []int
-	stack := append([]int(nil), t.children[i]...)
+	out := make([]int, 0, len(t.spans))
+	stack := append(make([]int, 0, len(t.spans)), t.children(i)...)
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		out = append(out, j)
-		stack = append(stack, t.children[j]...)
+		stack = append(stack, t.children(j)...)
 	}
 	return out
 }

@@ -87,3 +87,20 @@ func TestRawParameters(t *testing.T) {
 		}
 	})
 }
+
+func TestIndexed(t *testing.T) {
+	for _, tc := range []struct {
+		m    map[string]any
+		want []any
+	}{
+		{map[string]any{"2": "c", "0": "a", "1": "b"}, []any{"a", "b", "c"}},
+		{map[string]any{"0": "a", "2": "c", "x": "y"}, []any{"a", "c"}},
+		{map[string]any{"0": nil, "1": "b"}, []any{nil, "b"}},
+		{map[string]any{"10": "k", "9": "j"}, []any{"j", "k"}},
+		{map[string]any{"+1": "p", "0": "a"}, []any{"a", "p"}},
+	} {
+		if got := indexed(tc.m); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("indexed(%v) = %v, want %v", tc.m, got, tc.want)
+		}
+	}
+}

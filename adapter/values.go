@@ -450,6 +450,20 @@ func indexed(v any) []any {
 	if len(m) == 0 {
 		return nil
 	}
+	// usually the keys are 0…len(m)-1: placed directly
+	out := make([]any, len(m))
+	dense := true
+	for k, x := range m {
+		i, ok := smallIndex(k)
+		if !ok || i >= len(out) || out[i] != nil || x == nil {
+			dense = false
+			break
+		}
+		out[i] = x
+	}
+	if dense {
+		return out
+	}
 	type kv struct {
 		i int
 		v any
@@ -466,11 +480,29 @@ func indexed(v any) []any {
 		items = append(items, kv{i, x})
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].i < items[b].i })
-	out := make([]any, len(items))
+	out = out[:len(items)]
 	for i, it := range items {
 		out[i] = it.v
 	}
 	return out
+}
+
+// smallIndex parses a flattened index of up to 4 decimal digits without a
+// sign or leading zero ("0" itself aside), as the dense path of indexed
+// wants; other keys take the general path.
+func smallIndex(k string) (int, bool) {
+	if len(k) == 0 || len(k) > 4 || (k[0] == '0' && len(k) > 1) {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // asObject returns v as a JSON object, decoding a JSON string; ok is false
