@@ -69,15 +69,15 @@ func AdaptWith(spans []SpanRef, opts Options) (cases []Case, problems []string) 
 }
 
 type trace struct {
-	spans    []spanData
+	spans []spanData
 	// the children of span i are kids[first[i]:first[i+1]], in span order
 	kids, first []int
-	root     int // earliest span without parent; -1 when none
-	cases    []Case
-	anchors  []int    // anchor span of each case
-	extra    []string // structural problems not tied to a span's parsing
-	opts     Options
-	cache    traceCache
+	root        int // earliest span without parent; -1 when none
+	cases       []Case
+	anchors     []int    // anchor span of each case
+	extra       []string // structural problems not tied to a span's parsing
+	opts        Options
+	cache       traceCache
 	// full reads every span wholly when first needed (both levels are
 	// built, so nearly everything is needed); otherwise spans are read
 	// part by part, as far as the cases need them.
