@@ -95,7 +95,10 @@ func New(cfg *Config, set component.TelemetrySettings) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The conversation is decoded only when some evaluator reads it.
+	e.levels.SkipConversation = true
 	for _, in := range insts {
+		e.levels.SkipConversation = e.levels.SkipConversation && in.ConversationFree
 		ins := instance{Instance: in}
 		if len(in.When) > 0 {
 			seq, err := parseWhen(in.When, set)

@@ -73,14 +73,14 @@ func TestToolCallValidity(t *testing.T) {
 
 func TestSchemaCacheConcurrentAndBounded(t *testing.T) {
 	sc := &schemaCache{max: 2, m: map[string]*compiledSchema{}}
-	a := sc.get(flightSchema, false)
-	if a.err != nil || sc.get(flightSchema, false) != a {
+	a := sc.get(flightSchema, "", false)
+	if a.err != nil || sc.get(flightSchema, "", false) != a {
 		t.Fatalf("schema not cached: %v", a.err)
 	}
-	if sc.get(flightSchema, true) == a {
+	if sc.get(flightSchema, "", true) == a {
 		t.Fatal("strict must be a separate entry")
 	}
-	sc.get(closedSchema, false)
+	sc.get(closedSchema, "", false)
 	if len(sc.m) != 2 || len(sc.order) != 2 {
 		t.Fatalf("cache not bounded: %d", len(sc.m))
 	}
@@ -90,7 +90,7 @@ func TestSchemaCacheConcurrentAndBounded(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 50; j++ {
-				if cs := toolSchemas.get(flightSchema, j%2 == 0); cs.err != nil || cs.schema == nil {
+				if cs := toolSchemas.get(flightSchema, "", j%2 == 0); cs.err != nil || cs.schema == nil {
 					t.Error("compile failed")
 				}
 			}
@@ -333,5 +333,31 @@ func TestArgumentMatcher(t *testing.T) {
 	sub, _ := newArgMatcher(&ArgumentOptions{Mode: s("subset")}, base, "tool_arguments.x")
 	if !sub.caseInsensitive || sub.mode != "subset" {
 		t.Fatalf("inheritance: %+v", sub)
+	}
+}
+
+// A schema with its raw text is keyed on that text: the same text hits the
+// cache, strict stays a separate entry, and the compiled schema validates as
+// the decoded one does.
+func TestSchemaCacheRawKey(t *testing.T) {
+	sc := &schemaCache{max: 8, m: map[string]*compiledSchema{}}
+	raw := `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`
+	params := obj("type", "object", "properties", obj("city", obj("type", "string")), "required", []any{"city"})
+	a := sc.get(params, raw, false)
+	if a.err != nil || sc.get(params, raw, false) != a {
+		t.Fatalf("raw schema not cached: %v", a.err)
+	}
+	strict := sc.get(params, raw, true)
+	if strict == a {
+		t.Fatal("strict must be a separate entry")
+	}
+	if err := a.schema.Validate(map[string]any{"city": "Lisbon", "extra": 1}); err != nil {
+		t.Errorf("lenient schema refused an extra argument: %v", err)
+	}
+	if err := strict.schema.Validate(map[string]any{"city": "Lisbon", "extra": 1}); err == nil {
+		t.Error("strict schema accepted an extra argument")
+	}
+	if err := a.schema.Validate(map[string]any{}); err == nil {
+		t.Error("missing required argument accepted")
 	}
 }

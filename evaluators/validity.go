@@ -33,22 +33,47 @@ type compiledSchema struct {
 
 var toolSchemas = &schemaCache{max: 1024, m: map[string]*compiledSchema{}}
 
-func (sc *schemaCache) get(params map[string]any, strict bool) *compiledSchema {
-	if strict {
-		params = strictSchema(params)
+// get returns the compiled schema of params. raw, when not empty, is the
+// schema's JSON text as the span carried it: it keys the cache without
+// re-encoding params, the common case of a schema seen on every span.
+func (sc *schemaCache) get(params map[string]any, raw string, strict bool) *compiledSchema {
+	var key string
+	var text []byte
+	switch {
+	case raw != "" && strict:
+		key = "strict raw\x00" + raw
+	case raw != "":
+		key = "raw\x00" + raw
+	default:
+		if strict {
+			params = strictSchema(params)
+		}
+		b, err := json.Marshal(params)
+		if err != nil {
+			return &compiledSchema{err: err}
+		}
+		key, text = string(b), b
 	}
-	b, err := json.Marshal(params)
-	if err != nil {
-		return &compiledSchema{err: err}
-	}
-	key := string(b)
 	sc.mu.Lock()
 	if cs, ok := sc.m[key]; ok {
 		sc.mu.Unlock()
 		return cs
 	}
 	sc.mu.Unlock()
-	cs := compileSchema(b)
+	if text == nil {
+		// A miss on a raw key: compile from the decoded schema (strict
+		// needs it changed anyway).
+		p := params
+		if strict {
+			p = strictSchema(params)
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return &compiledSchema{err: err}
+		}
+		text = b
+	}
+	cs := compileSchema(text)
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if prev, ok := sc.m[key]; ok {
@@ -125,7 +150,7 @@ func newToolCallValidity(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 			}
 			cs := &compiledSchema{}
 			if t.Parameters != nil {
-				cs = toolSchemas.get(normalizeJSON(t.Parameters), o.Strict)
+				cs = toolSchemas.get(normalizeJSON(t.Parameters), "", o.Strict)
 				if cs.err != nil {
 					return nil, fmt.Errorf("option `tools[%d].parameters` (%s): invalid JSON schema: %v", i, t.Name, firstLine(cs.err.Error()))
 				}
@@ -221,7 +246,7 @@ func (v *toolCallValidity) lookup(c *adapter.Case) func(string) (*compiledSchema
 			if d.Parameters == nil {
 				return &compiledSchema{}, true
 			}
-			return toolSchemas.get(d.Parameters, v.strict), true
+			return toolSchemas.get(d.Parameters, d.RawParameters, v.strict), true
 		}
 	}
 	if v.hasTools {
