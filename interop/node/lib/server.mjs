@@ -1,0 +1,115 @@
+// A fake OpenAI chat-completions endpoint that scripts a tool-calling agent
+// conversation. It is stateless: the reply depends on how many tool results
+// the request already carries (0: call search_flights, 1: call book_hotel,
+// 2: answer in text).
+import http from "node:http";
+
+export const MODEL = "gpt-4o-mini";
+export const RESPONSE_MODEL = "gpt-4o-mini-2024-07-18";
+
+export const USER_REQUEST =
+  "Find me a flight from Berlin to Lisbon on 4 December 2026 and book a hotel in Lisbon for 5 nights.";
+export const FINAL_TEXT =
+  "You are on TP 541 from BER to LIS on 4 December 2026 (departs 10:05, EUR 129), and Hotel Avenida in Lisbon is booked for 5 nights (confirmation HX-4471).";
+
+export const TOOL_CALLS = [
+  {
+    id: "call_sf_001",
+    name: "search_flights",
+    arguments: { origin: "BER", destination: "LIS", date: "2026-12-04" },
+  },
+  {
+    id: "call_bh_002",
+    name: "book_hotel",
+    arguments: { city: "Lisbon", nights: 5 },
+  },
+];
+
+// Token usage per turn.
+export const USAGE = [
+  { prompt_tokens: 142, completion_tokens: 31, total_tokens: 173 },
+  { prompt_tokens: 221, completion_tokens: 24, total_tokens: 245 },
+  { prompt_tokens: 268, completion_tokens: 46, total_tokens: 314 },
+];
+
+function reply(turn, created) {
+  const base = {
+    id: `chatcmpl-interop-${turn + 1}`,
+    object: "chat.completion",
+    created,
+    model: RESPONSE_MODEL,
+    system_fingerprint: "fp_interop",
+    usage: USAGE[turn],
+  };
+  if (turn < TOOL_CALLS.length) {
+    const c = TOOL_CALLS[turn];
+    return {
+      ...base,
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: "assistant",
+            content: null,
+            refusal: null,
+            tool_calls: [
+              {
+                id: c.id,
+                type: "function",
+                function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+              },
+            ],
+          },
+          logprobs: null,
+          finish_reason: "tool_calls",
+        },
+      ],
+    };
+  }
+  return {
+    ...base,
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: FINAL_TEXT, refusal: null },
+        logprobs: null,
+        finish_reason: "stop",
+      },
+    ],
+  };
+}
+
+export async function startServer() {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      if (req.method !== "POST" || !req.url.endsWith("/chat/completions")) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
+        return;
+      }
+      const request = JSON.parse(body);
+      requests.push(request);
+      if (request.stream) {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "streaming is not scripted" } }));
+        return;
+      }
+      const turn = Math.min(
+        request.messages.filter((m) => m.role === "tool").length,
+        TOOL_CALLS.length,
+      );
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(reply(turn, 1795000000 + turn)));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}

@@ -1,0 +1,47 @@
+// OpenInference: @arizeai/openinference-instrumentation-openai on openai 7,
+// AGENT and TOOL spans from @arizeai/openinference-core's traceAgent /
+// traceTool helpers.
+import path from "node:path";
+import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { OpenAIInstrumentation } from "@arizeai/openinference-instrumentation-openai";
+import { traceAgent, traceTool } from "@arizeai/openinference-core";
+import { startServer, USER_REQUEST, FINAL_TEXT } from "../lib/server.mjs";
+import { runAgent } from "../lib/agent.mjs";
+import { writeTraces } from "../lib/otlp.mjs";
+import { require, testdata, check } from "./common.mjs";
+
+const exporter = new InMemorySpanExporter();
+const provider = new NodeTracerProvider({
+  resource: resourceFromAttributes({ "service.name": "interop-openinference" }),
+  spanProcessors: [new SimpleSpanProcessor(exporter)],
+});
+provider.register();
+
+const instrumentation = new OpenAIInstrumentation({ tracerProvider: provider });
+const openaiModule = require("openai-v7"); // openai 7 under an npm alias
+instrumentation.manuallyInstrument(openaiModule);
+const OpenAI = openaiModule.OpenAI;
+
+const server = await startServer();
+const client = new OpenAI({ apiKey: "sk-interop", baseURL: server.baseURL, maxRetries: 0 });
+const tracer = provider.getTracer("travel-agent-app");
+
+const agent = traceAgent(
+  (request) =>
+    runAgent(client, request, (name, fn) => {
+      const traced = traceTool(fn, { name, tracer });
+      return (args) => traced(args); // the tool span records the arguments only
+    }),
+  { name: "travel-agent", tracer },
+);
+const out = await agent(USER_REQUEST);
+check(out === FINAL_TEXT, "final text");
+check(server.requests.length === 3, "three chat completions");
+await server.close();
+await provider.forceFlush();
+const spans = exporter.getFinishedSpans();
+writeTraces(path.join(testdata, "openinference.json"), spans);
+console.log(`openinference: ${spans.length} spans`);
+await provider.shutdown();

@@ -1,0 +1,53 @@
+// Vercel AI SDK 5 (legacy `ai.*` telemetry spans): generateText with tools
+// and experimental_telemetry, over the real @ai-sdk/openai 2 provider
+// (chat-completions API) against the same fake server. The SDK writes the
+// agent span (ai.generateText), one ai.generateText.doGenerate span per model
+// call and one ai.toolCall span per tool execution itself.
+import path from "node:path";
+import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { generateText, tool, jsonSchema, stepCountIs } from "ai-v5";
+import { createOpenAI } from "ai-sdk-openai-v2";
+import { startServer, USER_REQUEST, FINAL_TEXT, MODEL } from "../lib/server.mjs";
+import { SYSTEM_PROMPT, TOOL_DEFINITIONS, TOOLS } from "../lib/agent.mjs";
+import { writeTraces } from "../lib/otlp.mjs";
+import { testdata, check } from "./common.mjs";
+
+const exporter = new InMemorySpanExporter();
+const provider = new NodeTracerProvider({
+  resource: resourceFromAttributes({ "service.name": "interop-vercel-ai-v5" }),
+  spanProcessors: [new SimpleSpanProcessor(exporter)],
+});
+provider.register();
+
+const server = await startServer();
+const openai = createOpenAI({ apiKey: "sk-interop", baseURL: server.baseURL });
+const tools = Object.fromEntries(
+  TOOL_DEFINITIONS.map(({ function: f }) => [
+    f.name,
+    tool({
+      description: f.description,
+      inputSchema: jsonSchema(f.parameters),
+      execute: async (args) => TOOLS[f.name](args),
+    }),
+  ]),
+);
+const result = await generateText({
+  model: openai.chat(MODEL),
+  system: SYSTEM_PROMPT,
+  prompt: USER_REQUEST,
+  tools,
+  temperature: 0,
+  maxRetries: 0,
+  stopWhen: stepCountIs(5),
+  experimental_telemetry: { isEnabled: true, functionId: "travel-agent" },
+});
+check(result.text === FINAL_TEXT, `final text: ${result.text}`);
+check(server.requests.length === 3, "three chat completions");
+await server.close();
+await provider.forceFlush();
+const spans = exporter.getFinishedSpans();
+writeTraces(path.join(testdata, "vercel-ai-v5.json"), spans);
+console.log(`vercel-ai-v5: ${spans.length} spans`);
+await provider.shutdown();
