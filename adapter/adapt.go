@@ -523,7 +523,17 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 			c.AgentName = t.need(p, partMeta).agentName
 		}
 	}
-	if a.usage.HasInputTokens || a.usage.HasOutputTokens || a.usage.HasTotalTokens {
+	// The LLM calls' own counts, summed, are the run's usage; the agent
+	// span's counts only when its LLM calls carry none. (Vercel AI SDK 5
+	// puts the last step's usage on its root span, not the run's.)
+	llmUsage := false
+	for _, j := range llms {
+		if u := t.spans[j].usage; u.HasInputTokens || u.HasOutputTokens || u.HasTotalTokens {
+			llmUsage = true
+			break
+		}
+	}
+	if !llmUsage {
 		c.Usage = a.usage
 	} else {
 		for _, j := range llms {

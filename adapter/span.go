@@ -226,6 +226,10 @@ func (d *spanData) readMeta(attrs pcommon.Map) {
 		if d.agentName == "" {
 			if n, ok := strings.CutPrefix(d.ref.Span.Name(), "invoke_agent "); ok {
 				d.agentName = n
+			} else if has(attrs, "openinference.span.kind") {
+				// openinference-core's traceAgent names the span after the
+				// agent and writes no agent.name.
+				d.agentName = d.ref.Span.Name()
 			}
 		}
 	}
