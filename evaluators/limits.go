@@ -3,6 +3,8 @@ package evaluators
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,7 +14,7 @@ import (
 )
 
 type latencyOptions struct {
-	Max time.Duration `mapstructure:"max"`
+	Max any `mapstructure:"max"`
 }
 
 type latency struct{ max time.Duration }
@@ -22,10 +24,47 @@ func newLatency(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
 	}
-	if o.Max <= 0 {
-		return nil, fmt.Errorf("option `max` is required and must be a positive duration such as 2s")
+	if o.Max == nil {
+		return nil, fmt.Errorf("option `max` is required: a duration such as 2s or 1500ms, or a number of seconds")
 	}
-	return &latency{max: o.Max}, nil
+	d, err := parseLimitDuration(o.Max)
+	if err != nil {
+		return nil, fmt.Errorf("option `max`: %v", err)
+	}
+	if d <= 0 {
+		return nil, fmt.Errorf("option `max`: %v must be a positive duration such as 2s", o.Max)
+	}
+	return &latency{max: d}, nil
+}
+
+// parseLimitDuration reads `max`: a Go duration string ("2s", "1500ms",
+// "1m30s"), or a number of seconds given as a YAML number (2, 1.5) or as a
+// string of digits ("2"). A bare number means seconds, the unit OpenTelemetry
+// uses for durations (gen_ai.client.operation.duration); a YAML number must
+// not silently become nanoseconds, as a time.Duration field would make it.
+func parseLimitDuration(v any) (time.Duration, error) {
+	secs := func(f float64) (time.Duration, error) {
+		if f != f || f > float64(math.MaxInt64)/float64(time.Second) {
+			return 0, fmt.Errorf("%v seconds is out of range", f)
+		}
+		return time.Duration(math.Round(f * float64(time.Second))), nil
+	}
+	if n, ok := toNumber(v); ok {
+		return secs(n.float())
+	}
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("want a duration such as 2s or a number of seconds, got %v", v)
+	}
+	s = strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return secs(f)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 2s or 1500ms, nor a number of seconds", s)
+	}
+	return d, nil
 }
 
 func (l *latency) Evaluate(_ context.Context, c *adapter.Case) Result {
@@ -40,6 +79,9 @@ func (l *latency) Evaluate(_ context.Context, c *adapter.Case) Result {
 }
 
 type tokenOptions struct {
+	// Max is the contract's `max` (the options of latency and token_usage
+	// are listed together): for token_usage, the limit on the total.
+	Max       *int64 `mapstructure:"max"`
 	MaxInput  *int64 `mapstructure:"max_input"`
 	MaxOutput *int64 `mapstructure:"max_output"`
 	MaxTotal  *int64 `mapstructure:"max_total"`
@@ -52,8 +94,14 @@ func newTokenUsage(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
 	}
-	if o.MaxInput == nil && o.MaxOutput == nil && o.MaxTotal == nil {
-		return nil, fmt.Errorf("at least one of the options `max_input`, `max_output`, `max_total` is required")
+	if o.MaxInput == nil && o.MaxOutput == nil && o.MaxTotal == nil && o.Max == nil {
+		return nil, fmt.Errorf("at least one of the options `max_input`, `max_output`, `max_total` (or `max`, the total) is required")
+	}
+	if o.Max != nil && o.MaxTotal != nil && *o.Max != *o.MaxTotal {
+		return nil, fmt.Errorf("options `max` and `max_total` both limit the total; give one")
+	}
+	if o.MaxTotal == nil {
+		o.MaxTotal = o.Max
 	}
 	for name, v := range map[string]*int64{"max_input": o.MaxInput, "max_output": o.MaxOutput, "max_total": o.MaxTotal} {
 		if v != nil && *v <= 0 {

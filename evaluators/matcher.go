@@ -36,7 +36,11 @@ type ArgumentOptions struct {
 // must be a subset of the actual keys (the call may carry extra arguments),
 // as Dokimos' TolerantArgumentMatcher (SUBSET) and Axion's "subset" strategy
 // do; superset is the opposite (the call may omit expected arguments but
-// must not add any). The mode applies at every object level. Lists compare
+// must not add any). The mode decides the key sets of the arguments object
+// itself; values, nested objects and lists among them, are compared
+// recursively by the value rules, as in Dokimos ("maps and lists are
+// compared recursively using the same rules"; key-set handling follows the
+// mode): a nested object must have the same keys, a list the same length,
 // element by element. Numbers compare by value; strings exactly unless
 // trim_strings / case_insensitive. Fuzzy mode treats keys like subset and
 // compares strings by difflib's SequenceMatcher ratio (as Axion does) against
@@ -87,15 +91,26 @@ func newArgMatcher(o *ArgumentOptions, base *argMatcher, option string) (*argMat
 
 // matches reports whether actual arguments satisfy the expected ones.
 // A nil map is an empty object.
+//
+// An empty expected object expects a call without arguments in every mode
+// but ignore (contract section 6: "`arguments: {}` expects none"), so under
+// subset and fuzzy, where expected keys ⊆ actual keys would hold vacuously,
+// `{}` still differs from an omitted `arguments` (which matches anything and
+// never reaches the matcher).
 func (m *argMatcher) matches(expected, actual map[string]any) bool {
 	if m.mode == ArgsIgnore {
 		return true
 	}
-	return m.objects(expected, actual)
+	if len(expected) == 0 {
+		return len(actual) == 0
+	}
+	return m.objects(m.mode, expected, actual)
 }
 
-func (m *argMatcher) objects(exp, act map[string]any) bool {
-	switch m.mode {
+// objects compares two objects whose key sets are handled by mode: the
+// matcher's mode for the arguments themselves, exact for nested objects.
+func (m *argMatcher) objects(mode string, exp, act map[string]any) bool {
+	switch mode {
 	case ArgsExact:
 		if len(exp) != len(act) {
 			return false
@@ -143,7 +158,7 @@ func (m *argMatcher) values(e, a any) bool {
 		return ok && ev == av
 	case map[string]any:
 		av, ok := a.(map[string]any)
-		return ok && m.objects(ev, av)
+		return ok && m.objects(ArgsExact, ev, av)
 	case []any:
 		av, ok := a.([]any)
 		if !ok || len(ev) != len(av) {
@@ -186,15 +201,19 @@ func (m *argMatcher) explain(expected, actual map[string]any) string {
 	if m.matches(expected, actual) {
 		return ""
 	}
-	return m.explainObject("", expected, actual)
+	if len(expected) == 0 {
+		k := sortedKeys(actual)[0]
+		return fmt.Sprintf("expected no arguments, got `%s` = %s", k, render(actual[k]))
+	}
+	return m.explainObject(m.mode, "", expected, actual)
 }
 
-func (m *argMatcher) explainObject(path string, exp, act map[string]any) string {
+func (m *argMatcher) explainObject(mode, path string, exp, act map[string]any) string {
 	for _, k := range sortedKeys(exp) {
 		p := joinPath(path, k)
 		av, ok := act[k]
 		if !ok {
-			if m.mode == ArgsSuperset {
+			if mode == ArgsSuperset {
 				continue
 			}
 			return fmt.Sprintf("argument `%s` is missing (expected %s)", p, render(exp[k]))
@@ -203,7 +222,7 @@ func (m *argMatcher) explainObject(path string, exp, act map[string]any) string 
 			return m.explainValue(p, exp[k], av)
 		}
 	}
-	if m.mode == ArgsExact || m.mode == ArgsSuperset {
+	if mode == ArgsExact || mode == ArgsSuperset {
 		for _, k := range sortedKeys(act) {
 			if _, ok := exp[k]; !ok {
 				return fmt.Sprintf("unexpected argument `%s` = %s", joinPath(path, k), render(act[k]))
@@ -216,7 +235,7 @@ func (m *argMatcher) explainObject(path string, exp, act map[string]any) string 
 func (m *argMatcher) explainValue(path string, e, a any) string {
 	if em, ok := e.(map[string]any); ok {
 		if am, ok := a.(map[string]any); ok {
-			return m.explainObject(path, em, am)
+			return m.explainObject(ArgsExact, path, em, am)
 		}
 	}
 	if el, ok := e.([]any); ok {

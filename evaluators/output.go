@@ -14,33 +14,83 @@ import (
 )
 
 const noOutput = "the case has no output"
-const noExpectedOutput = "no expected output: set the span attribute eval.expected.output"
+const noExpectedOutput = "no expected output: set the span attribute eval.expected.output or the evaluator's `expected` option"
 
 // ---------------------------------------------------------------- exact_match
 
-type exactMatchOptions struct {
-	Trim            bool `mapstructure:"trim"`
-	CaseInsensitive bool `mapstructure:"case_insensitive"`
+// expectedOutputOption is the evaluator's own expected output, used when
+// neither the case's span nor the root span carries eval.expected.output
+// (contract section 3). `expected` is the name the tool-call evaluators use;
+// `expected_output` names the attribute it stands for. Either takes a string
+// (a string holding JSON means that JSON value, as for the attribute) or a
+// YAML value.
+type expectedOutputOption struct {
+	Expected       any `mapstructure:"expected"`
+	ExpectedOutput any `mapstructure:"expected_output"`
 }
 
-type exactMatch struct{ o exactMatchOptions }
+func (o expectedOutputOption) parse() (v any, ok bool, err error) {
+	v = o.Expected
+	if v == nil {
+		v = o.ExpectedOutput
+	} else if o.ExpectedOutput != nil {
+		return nil, false, fmt.Errorf("options `expected` and `expected_output` are the same: give one")
+	}
+	if v == nil {
+		return nil, false, nil
+	}
+	if s, isStr := v.(string); isStr {
+		if x, err := parseJSON(s); err == nil {
+			if _, isStr := x.(string); !isStr && x != nil {
+				return x, true, nil
+			}
+		}
+		return s, true, nil
+	}
+	return normalizeAny(v), true, nil
+}
+
+// expectedOutput is the case's expected output, else the configured one.
+func expectedOutput(c *adapter.Case, cfg any, hasCfg bool) (any, bool) {
+	if c.Expected.HasOutput {
+		return c.Expected.Output, true
+	}
+	return cfg, hasCfg
+}
+
+type exactMatchOptions struct {
+	expectedOutputOption `mapstructure:",squash"`
+	Trim                 bool `mapstructure:"trim"`
+	CaseInsensitive      bool `mapstructure:"case_insensitive"`
+}
+
+type exactMatch struct {
+	o      exactMatchOptions
+	cfg    any
+	hasCfg bool
+}
 
 func newExactMatch(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	var o exactMatchOptions
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
 	}
-	return &exactMatch{o: o}, nil
+	cfg, has, err := o.parse()
+	if err != nil {
+		return nil, err
+	}
+	return &exactMatch{o: o, cfg: cfg, hasCfg: has}, nil
 }
 
 func (e *exactMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
 	if c.Output == "" {
 		return Skipped(noOutput)
 	}
-	if !c.Expected.HasOutput {
+	expected, ok := expectedOutput(c, e.cfg, e.hasCfg)
+	if !ok {
 		return Skipped(noExpectedOutput)
 	}
-	want, isString := c.Expected.Output.(string)
+	want, isString := expected.(string)
 	if !isString {
 		// A JSON expectation: the output must be the same JSON value.
 		got, err := parseJSON(c.Output)
@@ -48,10 +98,10 @@ func (e *exactMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
 			return Scored(0, "the expected output is JSON but the output is not: "+truncate(c.Output, 100), nil)
 		}
 		m := &argMatcher{mode: ArgsExact, trim: e.o.Trim, caseInsensitive: e.o.CaseInsensitive}
-		if m.values(normalizeAny(c.Expected.Output), got) {
+		if m.values(normalizeAny(expected), got) {
 			return Scored(1, "the output equals the expected JSON value", nil)
 		}
-		return Scored(0, fmt.Sprintf("the output %s differs from the expected %s", truncate(c.Output, 100), render(c.Expected.Output)), nil)
+		return Scored(0, fmt.Sprintf("the output %s differs from the expected %s", truncate(c.Output, 100), render(expected)), nil)
 	}
 	got := c.Output
 	if e.o.Trim {
@@ -134,8 +184,14 @@ func (e *regexEval) Evaluate(_ context.Context, c *adapter.Case) Result {
 // ---------------------------------------------------------------- structural_match
 
 type structuralOptions struct {
-	Mode   string `mapstructure:"mode"`
-	Binary bool   `mapstructure:"binary"`
+	expectedOutputOption `mapstructure:",squash"`
+	Mode                 string `mapstructure:"mode"`
+	Binary               bool   `mapstructure:"binary"`
+	// Strict and Lenient are the contract's spelling ("`strict` or
+	// `lenient`") as switches: `strict: false` or `lenient: true` is
+	// `mode: lenient`.
+	Strict  *bool `mapstructure:"strict"`
+	Lenient *bool `mapstructure:"lenient"`
 }
 
 // structuralMatch follows Dokimos' StructuralMatchEvaluator: the fraction of
@@ -146,17 +202,41 @@ type structuralOptions struct {
 type structuralMatch struct {
 	lenient bool
 	binary  bool
+	cfg     any
+	hasCfg  bool
 }
 
 func newStructuralMatch(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-	o := structuralOptions{Mode: "strict"}
+	var o structuralOptions
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
 	}
-	if o.Mode != "strict" && o.Mode != "lenient" {
+	if o.Mode != "" && o.Mode != "strict" && o.Mode != "lenient" {
 		return nil, fmt.Errorf("option `mode`: %q is not one of strict, lenient", o.Mode)
 	}
-	return &structuralMatch{lenient: o.Mode == "lenient", binary: o.Binary}, nil
+	// The switches, when given, must agree with each other and with `mode`.
+	var modes []string
+	if o.Mode != "" {
+		modes = append(modes, o.Mode)
+	}
+	if o.Strict != nil {
+		modes = append(modes, map[bool]string{true: "strict", false: "lenient"}[*o.Strict])
+	}
+	if o.Lenient != nil {
+		modes = append(modes, map[bool]string{true: "lenient", false: "strict"}[*o.Lenient])
+	}
+	o.Mode = "strict"
+	for i, m := range modes {
+		if i > 0 && m != modes[0] {
+			return nil, fmt.Errorf("options `mode`, `strict` and `lenient` disagree: give one of them")
+		}
+		o.Mode = m
+	}
+	cfg, has, err := o.parse()
+	if err != nil {
+		return nil, err
+	}
+	return &structuralMatch{lenient: o.Mode == "lenient", binary: o.Binary, cfg: cfg, hasCfg: has}, nil
 }
 
 // missing marks an absent field or array element (distinct from JSON null).
@@ -181,10 +261,10 @@ func (e *structuralMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
 	if c.Output == "" {
 		return Skipped(noOutput)
 	}
-	if !c.Expected.HasOutput {
+	expected, ok := expectedOutput(c, e.cfg, e.hasCfg)
+	if !ok {
 		return Skipped(noExpectedOutput)
 	}
-	expected := c.Expected.Output
 	if s, ok := expected.(string); ok {
 		v, err := parseJSON(s)
 		if err != nil {

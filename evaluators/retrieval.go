@@ -11,67 +11,181 @@ import (
 )
 
 type retrievalOptions struct {
-	Match string `mapstructure:"match"`
+	// Match is a strategy name (equality, case_insensitive, containment) or,
+	// as the contract lists it among them, `{field: id}`: compare a field.
+	Match any    `mapstructure:"match"`
 	Field string `mapstructure:"field"`
+	// Expected (or ExpectedDocuments, the attribute's name) are the relevant
+	// documents or ids when no span carries eval.expected.documents
+	// (contract section 3): a list, or a string holding a JSON array.
+	Expected          any `mapstructure:"expected"`
+	ExpectedDocuments any `mapstructure:"expected_documents"`
+}
+
+// parseExpectedDocuments reads the configured expected documents.
+func (o retrievalOptions) parseExpectedDocuments() ([]any, bool, error) {
+	v := o.Expected
+	if v == nil {
+		v = o.ExpectedDocuments
+	} else if o.ExpectedDocuments != nil {
+		return nil, false, fmt.Errorf("options `expected` and `expected_documents` are the same: give one")
+	}
+	if v == nil {
+		return nil, false, nil
+	}
+	if s, ok := v.(string); ok {
+		x, err := parseJSON(s)
+		if err != nil {
+			return nil, false, fmt.Errorf("option `expected`: not a JSON array: %v", err)
+		}
+		v = x
+	}
+	arr, ok := normalizeAny(v).([]any)
+	if !ok {
+		return nil, false, fmt.Errorf("option `expected`: want a list of documents or ids, got %v", v)
+	}
+	return arr, true, nil
 }
 
 type retrieval struct {
 	recall bool
 	match  string
-	field  string
+	cfg    []any
+	hasCfg bool
+	// field is "id", "content", or "" when not given: then a document
+	// matches by its content (under match) or by its id (equality, or
+	// case-insensitive equality under case_insensitive), since
+	// eval.expected.documents holds "relevant documents / ids".
+	field string
+}
+
+// parseRetrievalMatch reads `match`: a strategy name, or `{field: X}`
+// (also written as the string "field: X"), which compares field X by
+// equality. It returns the strategy and the field ("" when not named).
+func parseRetrievalMatch(v any) (match, field string, err error) {
+	const want = "one of equality, case_insensitive, containment, or {field: id}"
+	switch t := v.(type) {
+	case nil:
+		return "equality", "", nil
+	case string:
+		s := strings.TrimSpace(t)
+		if rest, ok := strings.CutPrefix(s, "field"); ok {
+			rest = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(rest), ":="))
+			if rest == "" {
+				rest = "id"
+			}
+			return "equality", rest, nil
+		}
+		switch s {
+		case "equality", "case_insensitive", "containment":
+			return s, "", nil
+		}
+		return "", "", fmt.Errorf("option `match`: %q is not %s", t, want)
+	case map[string]any:
+		for k := range t {
+			if k != "field" {
+				return "", "", fmt.Errorf("option `match`: unknown key `%s` (want %s)", k, want)
+			}
+		}
+		f, ok := t["field"].(string)
+		if !ok || strings.TrimSpace(f) == "" {
+			return "", "", fmt.Errorf("option `match.field`: want a field name such as id")
+		}
+		return "equality", strings.TrimSpace(f), nil
+	}
+	return "", "", fmt.Errorf("option `match`: want %s, got %v", want, v)
 }
 
 func newRetrieval(recall bool) func(*confmap.Conf, Deps) (Evaluator, error) {
 	return func(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-		o := retrievalOptions{Match: "equality", Field: "content"}
+		var o retrievalOptions
 		if err := decodeOptions(opts, &o); err != nil {
 			return nil, err
 		}
-		switch o.Match {
-		case "equality", "case_insensitive", "containment":
-		default:
-			return nil, fmt.Errorf("option `match`: %q is not one of equality, case_insensitive, containment", o.Match)
+		match, mf, err := parseRetrievalMatch(o.Match)
+		if err != nil {
+			return nil, err
 		}
-		switch o.Field {
-		case "content", "id":
-		default:
-			return nil, fmt.Errorf("option `field`: %q is not one of content, id", o.Field)
+		field := o.Field
+		if mf != "" {
+			if field != "" && field != mf {
+				return nil, fmt.Errorf("options `match` (field %s) and `field` (%s) disagree", mf, field)
+			}
+			field = mf
 		}
-		return &retrieval{recall: recall, match: o.Match, field: o.Field}, nil
+		switch field {
+		case "", "content", "id":
+		default:
+			return nil, fmt.Errorf("option `field`: %q is not one of content, id", field)
+		}
+		cfg, has, err := o.parseExpectedDocuments()
+		if err != nil {
+			return nil, err
+		}
+		return &retrieval{recall: recall, match: match, field: field, cfg: cfg, hasCfg: has}, nil
 	}
 }
 
-// expectedValue reads one expected document: a string, or an object's
-// `id` (field: id) or `content` / `text` / `page_content` (field: content).
-func (r *retrieval) expectedValue(v any) string {
+// expectedItem is one expected document: its id and its content. A string
+// item is both; an object gives `id` / `document_id` / `doc_id` and
+// `content` / `text` / `page_content` / `document`.
+type expectedItem struct{ id, content string }
+
+func expectedValue(v any) expectedItem {
 	switch t := v.(type) {
 	case string:
-		return t
+		return expectedItem{t, t}
 	case map[string]any:
-		keys := []string{"content", "text", "page_content", "document"}
-		if r.field == "id" {
-			keys = []string{"id", "document_id", "doc_id"}
-		}
-		for _, k := range keys {
-			if s, ok := t[k]; ok {
-				return fmt.Sprint(s)
+		var it expectedItem
+		for _, k := range []string{"id", "document_id", "doc_id"} {
+			if s, ok := t[k]; ok && s != nil {
+				it.id = fmt.Sprint(s)
+				break
 			}
 		}
+		for _, k := range []string{"content", "text", "page_content", "document"} {
+			if s, ok := t[k]; ok && s != nil {
+				it.content = fmt.Sprint(s)
+				break
+			}
+		}
+		return it
 	case nil:
-		return ""
+		return expectedItem{}
 	}
-	return fmt.Sprint(v)
+	s := fmt.Sprint(v)
+	return expectedItem{s, s}
 }
 
-func (r *retrieval) docValue(d *adapter.Document) string {
-	if r.field == "id" {
-		return d.ID
+func (e expectedItem) label(field string) string {
+	if field == "id" || (field == "" && e.content == "") {
+		return e.id
 	}
-	return d.Content
+	return e.content
 }
 
-// matches: retrieved value against an expected value. containment: the
-// retrieved value contains the expected one.
+// docMatches: a retrieved document against an expected item.
+func (r *retrieval) docMatches(d *adapter.Document, e expectedItem) bool {
+	switch r.field {
+	case "id":
+		return r.matches(d.ID, e.id)
+	case "content":
+		return r.matches(d.Content, e.content)
+	}
+	if r.matches(d.Content, e.content) {
+		return true
+	}
+	if d.ID == "" || e.id == "" {
+		return false
+	}
+	if r.match == "case_insensitive" {
+		return strings.EqualFold(strings.TrimSpace(d.ID), strings.TrimSpace(e.id))
+	}
+	return d.ID == e.id
+}
+
+// matches: a retrieved value against an expected value. containment, as in
+// Dokimos' MatchingStrategy.byContainment: either contains the other.
 func (r *retrieval) matches(retrieved, expected string) bool {
 	if retrieved == "" || expected == "" {
 		return false
@@ -80,26 +194,33 @@ func (r *retrieval) matches(retrieved, expected string) bool {
 	case "case_insensitive":
 		return strings.EqualFold(strings.TrimSpace(retrieved), strings.TrimSpace(expected))
 	case "containment":
-		return strings.Contains(retrieved, expected)
+		return strings.Contains(retrieved, expected) || strings.Contains(expected, retrieved)
 	}
 	return retrieved == expected
 }
 
 func (r *retrieval) Evaluate(_ context.Context, c *adapter.Case) Result {
-	if !c.Expected.HasDocuments {
-		return Skipped("no expected documents: set the span attribute eval.expected.documents")
+	expDocs, has := c.Expected.Documents, c.Expected.HasDocuments
+	if !has {
+		expDocs, has = r.cfg, r.hasCfg
 	}
-	if len(c.Expected.Documents) == 0 {
+	if !has {
+		return Skipped("no expected documents: set the span attribute eval.expected.documents or the evaluator's `expected` option")
+	}
+	if len(expDocs) == 0 {
 		return Skipped("the expected documents list is empty")
 	}
-	exp := make([]string, len(c.Expected.Documents))
-	for i, v := range c.Expected.Documents {
-		exp[i] = r.expectedValue(v)
+	exp := make([]expectedItem, len(expDocs))
+	for i, v := range expDocs {
+		exp[i] = expectedValue(v)
 	}
 	docs := c.Documents
-	what := "content"
-	if r.field == "id" {
+	what := "content or id"
+	switch r.field {
+	case "id":
 		what = "id"
+	case "content":
+		what = "content"
 	}
 	if len(docs) == 0 {
 		if !r.recall {
@@ -108,17 +229,13 @@ func (r *retrieval) Evaluate(_ context.Context, c *adapter.Case) Result {
 		return Scored(0, fmt.Sprintf("no documents were retrieved; 0 of %d expected documents found", len(exp)),
 			map[string]float64{"relevant_retrieved": 0, "retrieved": 0, "expected": float64(len(exp))})
 	}
-	vals := make([]string, len(docs))
-	for i := range docs {
-		vals[i] = r.docValue(&docs[i])
-	}
 	if r.recall {
 		found := 0
 		var missed []string
 		for _, e := range exp {
 			hit := false
-			for _, v := range vals {
-				if r.matches(v, e) {
+			for i := range docs {
+				if r.docMatches(&docs[i], e) {
 					hit = true
 					break
 				}
@@ -126,7 +243,7 @@ func (r *retrieval) Evaluate(_ context.Context, c *adapter.Case) Result {
 			if hit {
 				found++
 			} else if len(missed) < 5 {
-				missed = append(missed, truncate(e, 60))
+				missed = append(missed, truncate(e.label(r.field), 60))
 			}
 		}
 		reason := fmt.Sprintf("%d of %d expected documents retrieved (by %s, %s)", found, len(exp), what, r.match)
@@ -138,10 +255,10 @@ func (r *retrieval) Evaluate(_ context.Context, c *adapter.Case) Result {
 	}
 	relevant := 0
 	var irrelevant []string
-	for i, v := range vals {
+	for i := range docs {
 		hit := false
 		for _, e := range exp {
-			if r.matches(v, e) {
+			if r.docMatches(&docs[i], e) {
 				hit = true
 				break
 			}
@@ -150,8 +267,8 @@ func (r *retrieval) Evaluate(_ context.Context, c *adapter.Case) Result {
 			relevant++
 		} else if len(irrelevant) < 5 {
 			label := docs[i].ID
-			if label == "" || r.field != "id" {
-				label = truncate(v, 60)
+			if label == "" || r.field == "content" {
+				label = truncate(docs[i].Content, 60)
 			}
 			irrelevant = append(irrelevant, fmt.Sprintf("#%d %s", i+1, label))
 		}

@@ -496,15 +496,47 @@ func (t *toolCallAccuracy) Evaluate(_ context.Context, c *adapter.Case) Result {
 		den = len(expSet)
 		head = fmt.Sprintf("%d of %d expected tools called", matched, den)
 	}
-	if t.o.PenalizeUnexpected && len(unexpected) > 0 {
-		union := len(expSet)
-		for n := range actSet {
-			if !expSet[n] {
-				union++
+	if t.o.PenalizeUnexpected {
+		// matched / size of the union. Unordered, matched counts names, so
+		// the union is of the name sets. With require_order, matched counts
+		// positions (occurrences), so the union is of the name multisets:
+		// per name, the larger of its expected and called counts. A set
+		// union there could be smaller than matched (expected [a, a, a],
+		// called [a, a, a, b]: 3 / |{a, b}| = 1.5); the multiset union
+		// gives 3 / 4.
+		union := 0
+		if t.o.RequireOrder {
+			ec, ac := map[string]int{}, map[string]int{}
+			for _, e := range exp {
+				ec[e.Name]++
+			}
+			for _, a := range act {
+				ac[a.Name]++
+			}
+			for n, k := range ec {
+				union += max(k, ac[n])
+			}
+			for n, k := range ac {
+				if ec[n] == 0 {
+					union += k
+				}
+			}
+		} else {
+			union = len(expSet)
+			for n := range actSet {
+				if !expSet[n] {
+					union++
+				}
 			}
 		}
-		den = union
-		head += fmt.Sprintf("; unexpected tools penalized: score = %d / %d (expected ∪ called names)", matched, den)
+		if union != den {
+			den = union
+			what := "expected ∪ called names"
+			if t.o.RequireOrder {
+				what = "expected ∪ called calls, counting repeats"
+			}
+			head += fmt.Sprintf("; unexpected calls penalized: score = %d / %d (%s)", matched, den, what)
+		}
 	}
 	parts := []string{head}
 	parts = append(parts, mismatch...)

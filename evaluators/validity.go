@@ -115,14 +115,70 @@ func strictSchema(params map[string]any) map[string]any {
 }
 
 type validityOptions struct {
-	Strict bool      `mapstructure:"strict"`
-	Tools  []toolDef `mapstructure:"tools"`
+	Strict bool `mapstructure:"strict"`
+	// Tools is a list of {name, description, parameters}, or a string
+	// holding it as JSON; like the spans' definitions, an entry may be
+	// wrapped as {type: function, function: {…}} and the schema may be
+	// named input_schema / inputSchema or given as a JSON string.
+	Tools any `mapstructure:"tools"`
 }
 
 type toolDef struct {
-	Name        string         `mapstructure:"name"`
-	Description string         `mapstructure:"description"`
-	Parameters  map[string]any `mapstructure:"parameters"`
+	Name        string
+	Description string
+	Parameters  map[string]any
+}
+
+// parseToolsOption reads the `tools` option.
+func parseToolsOption(v any) ([]toolDef, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if s, ok := v.(string); ok {
+		x, err := parseJSON(s)
+		if err != nil {
+			return nil, fmt.Errorf("option `tools`: not a JSON list: %v", err)
+		}
+		v = x
+	}
+	list, ok := normalizeAny(v).([]any)
+	if !ok {
+		return nil, fmt.Errorf("option `tools`: want a list of {name, description, parameters}")
+	}
+	out := make([]toolDef, 0, len(list))
+	for i, it := range list {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("option `tools[%d]`: want {name, description, parameters}", i)
+		}
+		if fn, ok := m["function"].(map[string]any); ok {
+			m = fn
+		}
+		var d toolDef
+		d.Name, _ = m["name"].(string)
+		d.Description, _ = m["description"].(string)
+		for _, k := range []string{"parameters", "input_schema", "inputSchema"} {
+			p, ok := m[k]
+			if !ok || p == nil {
+				continue
+			}
+			if ps, ok := p.(string); ok {
+				x, err := parseJSON(ps)
+				if err != nil {
+					return nil, fmt.Errorf("option `tools[%d].%s`: not JSON: %v", i, k, err)
+				}
+				p = x
+			}
+			pm, ok := p.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("option `tools[%d].%s`: want a JSON schema object", i, k)
+			}
+			d.Parameters = pm
+			break
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 type toolCallValidity struct {
@@ -138,10 +194,14 @@ func newToolCallValidity(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 		return nil, err
 	}
 	v := &toolCallValidity{strict: o.Strict}
-	if len(o.Tools) > 0 {
+	tools, err := parseToolsOption(o.Tools)
+	if err != nil {
+		return nil, err
+	}
+	if len(tools) > 0 {
 		v.hasTools = true
-		v.tools = make(map[string]*compiledSchema, len(o.Tools))
-		for i, t := range o.Tools {
+		v.tools = make(map[string]*compiledSchema, len(tools))
+		for i, t := range tools {
 			if t.Name == "" {
 				return nil, fmt.Errorf("option `tools[%d].name` is required", i)
 			}

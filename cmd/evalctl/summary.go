@@ -12,12 +12,15 @@ import (
 
 // evaluatorSummary counts one evaluator instance's results.
 type evaluatorSummary struct {
-	Name      string   `json:"name"`
-	Type      string   `json:"type"`
-	Cases     int      `json:"cases"`
-	Passed    int      `json:"passed"`
-	Failed    int      `json:"failed"`
-	Skipped   int      `json:"skipped"`
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Cases   int    `json:"cases"`
+	Passed  int    `json:"passed"`
+	Failed  int    `json:"failed"`
+	Skipped int    `json:"skipped"`
+	// Errors counts `error` and `timeout` results, so that cases = passed +
+	// failed + skipped + errors (contract section 7); Timeouts is the part
+	// of Errors that timed out.
 	Errors    int      `json:"errors"`
 	Timeouts  int      `json:"timeouts"`
 	MeanScore *float64 `json:"mean_score"`
@@ -74,6 +77,7 @@ func (s *summary) add(rep engine.Report) {
 			case evaluators.StatusError:
 				e.Errors++
 			case evaluators.StatusTimeout:
+				e.Errors++
 				e.Timeouts++
 			}
 			if r.Scored() {
@@ -116,7 +120,7 @@ func (s *summary) writeText(w io.Writer) error {
 			mean = fmt.Sprintf("%.3f", *e.MeanScore)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
-			e.Name, e.Type, e.Cases, e.Passed, e.Failed, e.Skipped, e.Errors+e.Timeouts, mean)
+			e.Name, e.Type, e.Cases, e.Passed, e.Failed, e.Skipped, e.Errors, mean)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
