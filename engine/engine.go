@@ -303,7 +303,9 @@ func parseWhen(conds []string, set component.TelemetrySettings) (*ottl.Condition
 	if err != nil {
 		return nil, err
 	}
-	seq := ottlspan.NewConditionSequence(parsed, set)
+	// any-of: a condition that cannot be evaluated on a span (logged) must
+	// not hide another that holds.
+	seq := ottlspan.NewConditionSequence(parsed, set, ottlspan.WithConditionSequenceErrorMode(ottl.IgnoreError))
 	return &seq, nil
 }
 

@@ -192,3 +192,18 @@ func BenchmarkScoreTrace(b *testing.B) {
 		e.ScoreTrace(context.Background(), spans)
 	}
 }
+
+// `when` is any-of: a condition that errors on a span does not hide one that
+// holds.
+func TestWhenErroringConditionDoesNotHideAnother(t *testing.T) {
+	e := newEngine(t, map[string]any{"evaluators": []any{
+		map[string]any{"type": "tool_error", "when": []any{
+			`Int(attributes["gen_ai.agent.name"]) > 0`, // cannot convert: an error on this span
+			`attributes["gen_ai.agent.name"] == "travel_agent"`,
+		}},
+	}})
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	if _, ok := got["tool_error"]; !ok {
+		t.Error("tool_error did not run although its second condition holds")
+	}
+}

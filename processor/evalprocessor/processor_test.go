@@ -322,7 +322,11 @@ func TestNextConsumerError(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
-	h := newHarness(t, nil, nil, zap.New(core))
+	// regex reads the output, so the (malformed) conversation is decoded too;
+	// with tool evaluators only it would not be read, nor reported.
+	h := newHarness(t, func(c *Config) {
+		c.Evaluators = append(toolErrorOnly(), evaluators.Config{Type: "regex", Options: map[string]any{"pattern": "."}})
+	}, nil, zap.New(core))
 	for tr := byte(1); tr <= 2; tr++ {
 		b := newBatch()
 		b.agent(tr)
