@@ -74,9 +74,15 @@ type Report struct {
 // New builds an engine from a validated config.
 // Judge clients are built but not started: call Start before ScoreTrace
 // when the config has `judges:`, and Shutdown at the end.
-func New(cfg *Config, set component.TelemetrySettings) (*Engine, error) {
+func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 	e := &Engine{logger: set.Logger, judges: map[string]*judge.Client{}, lateGrace: cfg.Timeout}
 	e.lateCtx, e.lateCancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			// Judge clients built so far registered metric callbacks.
+			err = errors.Join(err, e.Shutdown(context.Background()))
+		}
+	}()
 	if cfg.LateResults == LateResultsDrop {
 		e.lateGrace = 0
 	}
@@ -122,18 +128,14 @@ func New(cfg *Config, set component.TelemetrySettings) (*Engine, error) {
 
 // Start starts the judge clients (it builds their HTTP clients from
 // confighttp, so auth extensions of the host apply). Without judges it does
-// nothing. A client that fails to start shuts the others down.
+// nothing. When a client fails to start, the engine is shut down (every
+// client, started or not, releases what New registered): a collector does not
+// call Shutdown on a component whose Start failed.
 func (e *Engine) Start(ctx context.Context, host component.Host) error {
-	var started []*judge.Client
 	for _, name := range sortedJudgeNames(e.judges) {
-		c := e.judges[name]
-		if err := c.Start(ctx, host); err != nil {
-			for _, s := range started {
-				_ = s.Shutdown(ctx)
-			}
-			return err
+		if err := e.judges[name].Start(ctx, host); err != nil {
+			return errors.Join(err, e.Shutdown(ctx))
 		}
-		started = append(started, c)
 	}
 	return nil
 }

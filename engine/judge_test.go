@@ -112,3 +112,54 @@ func TestJudgeEngineShutdownWithoutStart(t *testing.T) {
 		t.Fatalf("llm_judge before Start: %+v", r)
 	}
 }
+
+// A judge that cannot start (bad TLS file) must not leave the other judges'
+// metric callbacks registered: the collector never calls Shutdown after a
+// failed Start.
+func TestJudgeEngineFailedStartReleasesEveryJudge(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	defer func() { _ = tel.Shutdown(context.Background()) }()
+	y := judgeYAML("http://localhost:1/v1", 2, map[string]any{"type": "llm_judge", "judge": "default", "criteria": "x"})
+	judges := y["judges"].(map[string]any)
+	judges["a_broken"] = map[string]any{"endpoint": "https://localhost:1/v1", "model": "m",
+		"tls": map[string]any{"ca_file": "/nonexistent/ca.pem"}}
+	judges["default"].(map[string]any)["budget"] = map[string]any{"tokens_per_hour": 1000}
+	cfg := NewDefaultConfig()
+	if err := confmap.NewFromStringMap(y).Unmarshal(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := confmap.Validate(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(&cfg, tel.NewTelemetrySettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tel.GetMetric("otelcol_evalbridge_judge_budget_remaining"); err != nil {
+		t.Fatalf("before Start the budget gauge is registered: %v", err)
+	}
+	if err := e.Start(context.Background(), componenttest.NewNopHost()); err == nil {
+		t.Fatal("Start succeeded with a missing ca_file")
+	}
+	if m, err := tel.GetMetric("otelcol_evalbridge_judge_budget_remaining"); err == nil {
+		t.Fatalf("after a failed Start the budget gauge is still reported: %+v", m)
+	}
+}
+
+// New failing after it built the judge clients releases them too.
+func TestJudgeEngineFailedNewReleasesJudges(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	defer func() { _ = tel.Shutdown(context.Background()) }()
+	y := judgeYAML("http://localhost:1/v1", 2, map[string]any{"type": "no_such_type"})
+	y["judges"].(map[string]any)["default"].(map[string]any)["budget"] = map[string]any{"tokens_per_hour": 1000}
+	cfg := NewDefaultConfig()
+	if err := confmap.NewFromStringMap(y).Unmarshal(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(&cfg, tel.NewTelemetrySettings()); err == nil {
+		t.Fatal("New accepted an unknown evaluator type")
+	}
+	if m, err := tel.GetMetric("otelcol_evalbridge_judge_budget_remaining"); err == nil {
+		t.Fatalf("after a failed New the budget gauge is still reported: %+v", m)
+	}
+}
