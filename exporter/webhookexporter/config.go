@@ -3,6 +3,7 @@ package webhookexporter
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"text/template"
 
@@ -58,6 +59,9 @@ func (cfg *Config) Validate() error {
 	var errs []error
 	if cfg.ClientConfig.Endpoint == "" {
 		errs = append(errs, errors.New("endpoint must be specified"))
+	} else if u, err := url.Parse(cfg.ClientConfig.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL is not quoted: a Slack incoming-webhook URL is a secret.
+		errs = append(errs, errors.New("endpoint must be an http(s) URL with a host, e.g. https://hooks.example.com/evalbridge"))
 	}
 	switch cfg.Format {
 	case "", FormatJSON, FormatSlack:

@@ -83,3 +83,22 @@ func TestLoadConfig(t *testing.T) {
 		})
 	}
 }
+
+// An endpoint that is no http(s) URL passed Validate and then failed every
+// push (without a scheme, as a retryable network error). The message must not
+// echo the URL: for Slack it is the secret.
+func TestValidateEndpointIsHTTPURL(t *testing.T) {
+	for _, ep := range []string{"hooks.example.com/T0/B0/s3cr3t", "ftp://hooks.example.com/s3cr3t", "https:///s3cr3t", "http://[::1"} {
+		t.Run(ep, func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			cfg.ClientConfig.Endpoint = ep
+			err := cfg.Validate()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "http(s) URL")
+			assert.NotContains(t, err.Error(), "s3cr3t")
+		})
+	}
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.ClientConfig.Endpoint = "http://127.0.0.1:8080/hook"
+	require.NoError(t, cfg.Validate())
+}
