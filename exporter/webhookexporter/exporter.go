@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -150,6 +151,12 @@ func (e *webhookExporter) send(ctx context.Context, body []byte) error {
 	resp, err := e.client.Do(req)
 	if err != nil {
 		e.tel.failed(ctx, failureNetwork)
+		// *url.Error quotes the whole endpoint; a Slack incoming-webhook URL
+		// is itself the secret, and this error is logged by exporterhelper.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = fmt.Errorf("%s %s: %w", ue.Op, redactedEndpoint(req.URL), ue.Err)
+		}
 		return fmt.Errorf("webhook: sending request: %w", err)
 	}
 	excerpt := readExcerpt(resp.Body)
@@ -174,6 +181,12 @@ func (e *webhookExporter) send(ctx context.Context, body []byte) error {
 			zap.Int("status", code), zap.String("body", excerpt))
 		return consumererror.NewPermanent(statusErr)
 	}
+}
+
+// redactedEndpoint is the endpoint without path, query and user info: enough
+// to tell which endpoint failed, nothing that may be a credential.
+func redactedEndpoint(u *url.URL) string {
+	return u.Scheme + "://" + u.Host + "/…"
 }
 
 // Sign returns the X-Evalbridge-Signature value for body sent at ts (unix

@@ -370,3 +370,25 @@ func TestSlackSuppressedAndCap(t *testing.T) {
 	assert.Contains(t, string(body), "3 more failed evaluations suppressed by rate limit: a=2, b=1")
 	assert.Contains(t, string(body), "n/a", "missing threshold")
 }
+
+// A Slack incoming-webhook URL is a credential in its path: a network error
+// (logged by exporterhelper, returned to the pipeline) must not carry it.
+func TestNetworkErrorDoesNotEchoEndpointPath(t *testing.T) {
+	const token = "T000/B000/XXXXsecretXXXX"
+	rec := newRecorder(t)
+	rec.srv.Close()
+	cfg := syncConfig(rec.srv.URL + "/services/" + token)
+	cfg.RetryConfig.MaxElapsedTime = 100 * time.Millisecond
+	h := start(t, cfg, nil)
+	err := h.exp.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err))
+	assert.NotContains(t, err.Error(), "secret")
+	assert.Contains(t, err.Error(), strings.TrimPrefix(rec.srv.URL, "http://"), "the host is still named")
+	for _, e := range h.logs.All() {
+		assert.NotContains(t, e.Message, "secret")
+		for k, v := range e.ContextMap() {
+			assert.NotContains(t, k+"="+toString(v), "secret")
+		}
+	}
+}
