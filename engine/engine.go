@@ -233,12 +233,13 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		// Sized once: judge tasks write into their own element.
 		sc := &scoredCase{c: c, ref: ref, results: make([]evaluators.Result, len(selected))}
 		all = append(all, sc)
+		var target *lateTarget
 		for k, in := range selected {
 			if in.Judge == "" || ctx.Err() != nil {
 				sc.results[k] = runInstance(ctx, in, c)
 				continue
 			}
-			tasks = append(tasks, e.newJudgeTask(in, c, ref, &sc.results[k]))
+			tasks = append(tasks, e.newJudgeTask(in, c, ref, &target, &sc.results[k]))
 		}
 	}
 	finish := func() {

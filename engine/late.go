@@ -70,12 +70,19 @@ func (e *Engine) sink() func(context.Context, ptrace.Traces) {
 	return e.lateSink
 }
 
-func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef, slot *evaluators.Result) *judgeTask {
+// newJudgeTask builds the task of one judge instance on case c. target is
+// the case's late target, shared by its tasks (only read once built): it is
+// built on the first task that needs it, so a case with many judge
+// evaluators copies its resource once.
+func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef, target **lateTarget, slot *evaluators.Result) *judgeTask {
 	t := &judgeTask{in: in, c: c, slot: slot}
 	if e.sink() != nil {
-		res := pcommon.NewResource()
-		ref.Resource().CopyTo(res)
-		t.target = &lateTarget{traceID: c.TraceID, spanID: c.SpanID, spanName: ref.Span.Name(), resource: res}
+		if *target == nil {
+			res := pcommon.NewResource()
+			ref.Resource().CopyTo(res)
+			*target = &lateTarget{traceID: c.TraceID, spanID: c.SpanID, spanName: ref.Span.Name(), resource: res}
+		}
+		t.target = *target
 	}
 	return t
 }

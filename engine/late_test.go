@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/judge/judgetest"
 )
@@ -146,5 +147,56 @@ func TestShutdownStopsLateJudgeCalls(t *testing.T) {
 	}
 	if len(sink.got) != 0 {
 		t.Errorf("a call cut short by Shutdown delivered %d late spans", len(sink.got))
+	}
+}
+
+// The judge tasks of one case share one late target: its resource is copied
+// once, however many judge evaluators run on the case, and both late spans
+// still carry it (run with -race: the shared copy is only read).
+func TestLateTargetSharedByTheTasksOfOneCase(t *testing.T) {
+	release := make(chan struct{})
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		<-release
+		return judgetest.Reply{Content: `{"score": 0.25, "reason": "r"}`}
+	})
+	y := judgeYAML(srv.Endpoint(), 4,
+		map[string]any{"type": "llm_judge", "name": "one", "judge": "default", "criteria": "x"},
+		map[string]any{"type": "llm_judge", "name": "two", "judge": "default", "criteria": "y"})
+	e := newEngine(t, y)
+	sink := &lateSink{ch: make(chan struct{}, 16)}
+	e.SetLateResults(sink.consume)
+	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Shutdown(context.Background()) }()
+
+	spans := loadTrace(t, "../examples/traces/travel-agent-semconv.json")
+	var target *lateTarget
+	ref := spans[0]
+	t1 := e.newJudgeTask(&e.instances[0], &adapter.Case{}, ref, &target, new(evaluators.Result))
+	t2 := e.newJudgeTask(&e.instances[1], &adapter.Case{}, ref, &target, new(evaluators.Result))
+	if t1.target == nil || t1.target != t2.target {
+		t.Fatalf("targets not shared: %p %p", t1.target, t2.target)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Report, 1)
+	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	cancel()
+	<-done
+	close(release)
+	for i := 0; i < 2; i++ {
+		select {
+		case <-sink.ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("late result %d not delivered", i+1)
+		}
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for _, td := range sink.got {
+		if sn, _ := td.ResourceSpans().At(0).Resource().Attributes().Get("service.name"); sn.Str() != "travel-agent" {
+			t.Errorf("late span resource service.name = %q", sn.Str())
+		}
 	}
 }
