@@ -51,10 +51,12 @@ func validateCmd(ctx context.Context, args []string, stderr, stdout io.Writer) i
 		fmt.Fprintf(stderr, "evalctl validate: %v\n", err)
 		return exitUsage
 	}
-	if _, err := engine.New(cfg, telemetry(zap.NewNop())); err != nil {
+	eng, err := engine.New(cfg, telemetry(zap.NewNop()))
+	if err != nil {
 		fmt.Fprintf(stderr, "evalctl validate: config %s: %v\n", *configPath, err)
 		return exitUsage
 	}
+	_ = eng.Shutdown(ctx) // built only to check the config; nothing was started
 	fmt.Fprintf(stdout, "%s: valid (%d evaluators)\n", *configPath, len(cfg.Evaluators))
 	return exitOK
 }
@@ -119,7 +121,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// Traces to stdout keep it machine-readable: the summary then goes to stderr.
 	summaryOut := stdout
 	if *outPath != "" {
-		w := stdout
+		w, file := stdout, (*os.File)(nil)
 		if *outPath == "-" {
 			summaryOut = stderr
 		} else {
@@ -128,10 +130,15 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 				fmt.Fprintf(stderr, "evalctl run: --out %s: %v\n", *outPath, err)
 				return exitUsage
 			}
-			defer f.Close()
-			w = f
+			defer f.Close() // on the error paths; a successful write checks Close below
+			w, file = f, f
 		}
-		if err := writeDocuments(w, docs); err != nil {
+		err := writeDocuments(w, docs)
+		if err == nil && file != nil {
+			// A file's write errors may surface only at Close (NFS, quotas).
+			err = file.Close()
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "evalctl run: --out %s: %v\n", *outPath, err)
 			return exitUsage
 		}
