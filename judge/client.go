@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,7 @@ func New(name string, cfg Config, set component.TelemetrySettings) (*Client, err
 		cfg:    cfg,
 		set:    set,
 		logger: set.Logger.With(zap.String("judge", name)),
-		url:    strings.TrimRight(cfg.Endpoint, "/") + "/chat/completions",
+		url:    chatCompletionsURL(cfg.Endpoint),
 		sem:    make(chan struct{}, cfg.MaxConcurrency),
 		budget: &budget{perHour: cfg.Budget.TokensPerHour, perDay: cfg.Budget.TokensPerDay},
 		cache:  newLRU(cfg.CacheSize),
@@ -413,6 +414,17 @@ func estimateTokens(msgs []Message, maxTokens int) int64 {
 		n += 256
 	}
 	return n
+}
+
+// chatCompletionsURL is {endpoint}/chat/completions with the path appended
+// to the endpoint's path, so a query the endpoint carries (Azure OpenAI's
+// `?api-version=…`) stays a query instead of swallowing the path.
+func chatCompletionsURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil { // Validate rejects it; keep the plain form for configs built in code
+		return strings.TrimRight(endpoint, "/") + "/chat/completions"
+	}
+	return u.JoinPath("chat", "completions").String()
 }
 
 func cacheKey(body []byte) string {

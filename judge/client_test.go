@@ -3,6 +3,9 @@ package judge_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -437,5 +440,24 @@ func TestJudgeConfigUnmarshalAppliesDefaults(t *testing.T) {
 	}
 	if err := j.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An endpoint with a query (Azure OpenAI's api-version) passed Validate and
+// then had /chat/completions appended to its query: the path must go on the
+// path and the query stay a query.
+func TestJudgeEndpointQueryKept(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.Path + "?" + r.URL.RawQuery
+		_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"{}"}}]}`)
+	}))
+	defer srv.Close()
+	c := start(t, testConfig(srv.URL+"/openai/deployments/judge/?api-version=2024-10-21"))
+	if _, err := c.Complete(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-got; p != "/openai/deployments/judge/chat/completions?api-version=2024-10-21" {
+		t.Fatalf("requested %q", p)
 	}
 }
