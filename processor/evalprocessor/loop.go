@@ -270,6 +270,11 @@ func (p *evalProcessor) score(t *heldTrace, done func(ok bool)) {
 		// A panic on strange input must not take the collector down, nor
 		// lose the trace.
 		if r := recover(); r != nil {
+			// Always logged: finish below is a no-op when the panic came
+			// from within done (the next consumer), and bad input is
+			// logged at debug level after the first warning.
+			p.logger.Error("scoring or forwarding a trace panicked", zap.Stringer("trace_id", t.id),
+				zap.Any("panic", r), zap.Stack("stack"))
 			finish(engine.Report{Problems: []string{fmt.Sprintf("scoring panicked: %v", r)}})
 		}
 	}()

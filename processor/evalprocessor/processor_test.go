@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -409,4 +410,24 @@ func TestConcurrentConsumers(t *testing.T) {
 	h.clk.advance(time.Second)
 	h.waitSpans(n*5 + n)
 	assert.Equal(t, int64(n), h.counter(metricTracesScored))
+}
+
+// A panic while a trace is scored and forwarded is recovered by the worker;
+// it must be logged, not swallowed (the once-only finisher had already run,
+// so nothing else reported it).
+func TestPanicWhileForwardingIsLogged(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	next, err := consumer.NewTraces(func(context.Context, ptrace.Traces) error { panic("downstream boom") })
+	require.NoError(t, err)
+	h := newHarness(t, nil, next, zap.New(core))
+	b := newBatch()
+	agentTrace(b, 1, false)
+	h.consume(b.td)
+	h.clk.advance(time.Second)
+	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("panicked").Len() == 1 },
+		5*time.Second, time.Millisecond)
+	e := logs.FilterMessageSnippet("panicked").All()[0]
+	assert.Equal(t, zapcore.ErrorLevel, e.Level)
+	assert.Equal(t, "downstream boom", e.ContextMap()["panic"])
+	assert.Equal(t, tid(1).String(), e.ContextMap()["trace_id"])
 }
