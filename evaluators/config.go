@@ -50,7 +50,8 @@ func (c *Config) Validate() error {
 	if !namePattern.MatchString(name) {
 		return fmt.Errorf("evaluator %q: name must match [a-z0-9_]+", name)
 	}
-	if c.Threshold != nil && (*c.Threshold < 0 || *c.Threshold > 1) {
+	// Written as !(in range) so that NaN (YAML `.nan`) is out of range too.
+	if c.Threshold != nil && !(*c.Threshold >= 0 && *c.Threshold <= 1) {
 		return fmt.Errorf("evaluator %q: threshold %v must be within [0, 1]", name, *c.Threshold)
 	}
 	switch c.Case {
@@ -58,7 +59,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("evaluator %q: case %q must be llm or agent", name, c.Case)
 	}
-	if c.SampleRate != nil && (*c.SampleRate < 0 || *c.SampleRate > 1) {
+	if c.SampleRate != nil && !(*c.SampleRate >= 0 && *c.SampleRate <= 1) {
 		return fmt.Errorf("evaluator %q: sample_rate %v must be within [0, 1]", name, *c.SampleRate)
 	}
 	if f.NeedsJudge && c.Judge == "" {
