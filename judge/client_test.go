@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -459,5 +460,15 @@ func TestJudgeEndpointQueryKept(t *testing.T) {
 	}
 	if p := <-got; p != "/openai/deployments/judge/chat/completions?api-version=2024-10-21" {
 		t.Fatalf("requested %q", p)
+	}
+}
+
+// A NaN temperature (YAML `.nan`) passed Validate, and then every request
+// failed: encoding/json cannot encode NaN.
+func TestJudgeConfigValidateNaNTemperature(t *testing.T) {
+	cfg := testConfig("http://localhost:1/v1")
+	cfg.Temperature = math.NaN()
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "temperature") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -111,7 +111,7 @@ func (c *Config) Validate() error {
 	if c.Model == "" {
 		errs = append(errs, errors.New("model: required"))
 	}
-	if c.Temperature < 0 || c.Temperature > 2 {
+	if !(c.Temperature >= 0 && c.Temperature <= 2) { // NaN too: it cannot be encoded as JSON
 		errs = append(errs, fmt.Errorf("temperature: %v must be within [0, 2]", c.Temperature))
 	}
 	if c.MaxTokens < 0 {
