@@ -159,31 +159,28 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 }
 
 // tracesInOrder groups the spans of all documents by trace id — a trace may
-// be split across documents and files — in order of first appearance.
+// be split across documents and files — in order of first appearance, so
+// the output and the summary are the same from run to run.
 func tracesInOrder(docs []document) [][]adapter.SpanRef {
 	index := map[pcommon.TraceID]int{}
 	var out [][]adapter.SpanRef
 	for _, d := range docs {
-		// GroupByTrace returns a map; walk spans again for a stable order.
-		groups := adapter.GroupByTrace(d.traces)
 		rss := d.traces.ResourceSpans()
 		for i := 0; i < rss.Len(); i++ {
-			sss := rss.At(i).ScopeSpans()
+			rs := rss.At(i)
+			sss := rs.ScopeSpans()
 			for j := 0; j < sss.Len(); j++ {
-				spans := sss.At(j).Spans()
+				ss := sss.At(j)
+				spans := ss.Spans()
 				for k := 0; k < spans.Len(); k++ {
-					id := spans.At(k).TraceID()
-					g, ok := groups[id]
-					if !ok {
-						continue // already taken from this document
+					s := spans.At(k)
+					at, seen := index[s.TraceID()]
+					if !seen {
+						at = len(out)
+						index[s.TraceID()] = at
+						out = append(out, nil)
 					}
-					delete(groups, id)
-					if at, seen := index[id]; seen {
-						out[at] = append(out[at], g...)
-						continue
-					}
-					index[id] = len(out)
-					out = append(out, g)
+					out[at] = append(out[at], adapter.SpanRef{Span: s, ResourceSpans: rs, ScopeSpans: ss})
 				}
 			}
 		}
