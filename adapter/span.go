@@ -578,20 +578,27 @@ func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixe
 		if !ok {
 			return
 		}
-		val, ok := c.valueOf(attr, v)
-		if !ok {
-			return
-		}
 		raw := ""
 		if v.Type() == pcommon.ValueTypeStr {
 			raw = v.Str() // decoded as it is
 		}
+		// A text cached was read without problems (decoding included), so
+		// a hit needs no decoding at all.
 		cacheable := c.cache != nil && len(raw) >= 64
 		if cacheable {
 			if defs, ok := c.cache.defs[raw]; ok {
 				d.mergeDefs(defs)
 				return
 			}
+			if defs, ok := sharedDefs.get(raw); ok {
+				c.cache.putDefs(raw, defs)
+				d.mergeDefs(defs)
+				return
+			}
+		}
+		val, ok := c.valueOf(attr, v)
+		if !ok {
+			return
 		}
 		// the list's definitions are merged among themselves, then into
 		// the span's (the same as one by one)
@@ -622,10 +629,8 @@ func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixe
 		d.toolDefs = own
 		d.mergeDefs(defs)
 		if cacheable && len(c.problems) == n {
-			if c.cache.defs == nil {
-				c.cache.defs = make(map[string][]ToolDefinition)
-			}
-			c.cache.defs[raw] = defs
+			c.cache.putDefs(raw, defs)
+			sharedDefs.put(raw, defs)
 		}
 	}
 	list("gen_ai.tool.definitions")

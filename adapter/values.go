@@ -45,6 +45,13 @@ type traceCache struct {
 	defs map[string][]ToolDefinition
 }
 
+func (tc *traceCache) putDefs(raw string, defs []ToolDefinition) {
+	if tc.defs == nil {
+		tc.defs = make(map[string][]ToolDefinition)
+	}
+	tc.defs[raw] = defs
+}
+
 type jsonResult struct {
 	v   any
 	err string // problem text when the JSON was unreadable
