@@ -278,6 +278,8 @@ func TestContractToolErrorAndEfficiency(t *testing.T) {
 		{"not recorded, span ERROR", nil, cs(adapter.ToolCall{Name: "t", Errored: true}, res("ok")), scored(0.5, 1, "span status ERROR")},
 		{"json error false counts", nil, cs(res(`{"error": false}`)), scored(0, 1)},
 		{"json error in array ignored", nil, cs(res(`[{"error": "x"}]`)), scored(1, 1)},
+		{"json error key spelled with escapes", nil, cs(res(`{"\u0065rror": "x"}`), res(`{"err\u006Fr": null}`)), scored(0.5, 1, "top-level")},
+		{"json without an error key", nil, cs(res(`{"ok": true, "errors": ["x"], "message": "error"}`)), scored(1, 1)},
 		{"pattern off by default", nil, cs(res("Exception")), scored(1, 1)},
 		{"pattern anywhere", obj("error_pattern", "fail(ed|ure)"), cs(res("the call failed"), res("ok"), res("ok"), res("ok")), scored(0.75, 1)},
 		{"every detector off", obj("treat_blank_as_error", false, "detect_json_error_field", false, "span_status", false),

@@ -68,7 +68,9 @@ func (t *toolError) why(c *adapter.ToolCall) string {
 	}
 	if t.o.DetectJSONErrorField {
 		trimmed := strings.TrimSpace(res)
-		if strings.HasPrefix(trimmed, "{") {
+		// Only a key written "error" (or spelled with \u escapes) decodes
+		// to "error": without either there is nothing to find.
+		if strings.HasPrefix(trimmed, "{") && (strings.Contains(trimmed, `"error"`) || strings.Contains(trimmed, `\u`)) {
 			var top map[string]json.RawMessage
 			if json.Unmarshal([]byte(trimmed), &top) == nil {
 				if raw, ok := top["error"]; ok && strings.TrimSpace(string(raw)) != "null" {
