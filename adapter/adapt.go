@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -65,7 +66,9 @@ func AdaptWith(spans []SpanRef, opts Options) (cases []Case, problems []string) 
 	t.opts = opts
 	t.full = opts.LLMCases && opts.AgentCases && !opts.SkipConversation
 	t.build()
-	return t.cases, t.problems()
+	cases, problems = t.cases, t.problems()
+	t.release()
+	return cases, problems
 }
 
 type trace struct {
@@ -82,12 +85,33 @@ type trace struct {
 	// built, so nearly everything is needed); otherwise spans are read
 	// part by part, as far as the cases need them.
 	full bool
+	// byID and buf are scratch space kept with t in tracePool.
+	byID map[pcommon.SpanID]int
+	buf  []int
 }
+
+// tracePool keeps traces between Adapt calls so that the per-span records
+// (spanData) and the scratch space are not allocated for every trace.
+// release clears everything a trace read before it goes back: the pool
+// keeps no span, no case data and no problem alive.
+var tracePool = sync.Pool{New: func() any { return new(trace) }}
+
+// maxPooledSpans bounds the traces kept in tracePool.
+const maxPooledSpans = 256
 
 func newTrace(refs []SpanRef) *trace {
 	n := len(refs)
-	t := &trace{spans: make([]spanData, n), root: -1}
-	byID := make(map[pcommon.SpanID]int, n)
+	t := tracePool.Get().(*trace)
+	if cap(t.spans) >= n {
+		t.spans = t.spans[:n]
+	} else {
+		t.spans = make([]spanData, n)
+	}
+	t.root = -1
+	if t.byID == nil {
+		t.byID = make(map[pcommon.SpanID]int, n)
+	}
+	byID := t.byID
 	for i, ref := range refs {
 		d := &t.spans[i]
 		d.ref = ref
@@ -133,11 +157,26 @@ func newTrace(refs []SpanRef) *trace {
 	return t
 }
 
+// release clears t and returns it to tracePool (unless it is large).
+func (t *trace) release() {
+	if cap(t.spans) > maxPooledSpans {
+		return
+	}
+	clear(t.spans)
+	clear(t.byID)
+	*t = trace{spans: t.spans[:0], byID: t.byID, buf: t.buf}
+	tracePool.Put(t)
+}
+
 // index lays out the children of each span in one slice (a counting sort
 // by parent).
 func (t *trace) index() {
 	n := len(t.spans)
-	buf := make([]int, 2*n+1)
+	if cap(t.buf) < 2*n+1 {
+		t.buf = make([]int, 2*n+1)
+	}
+	buf := t.buf[:2*n+1]
+	clear(buf)
 	t.first, t.kids = buf[:n+1], buf[n+1:]
 	// first[p+1] counts p's children, then, summed up, is where they end
 	for i := range t.spans {

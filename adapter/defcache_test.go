@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,4 +61,25 @@ func TestDefsCacheSharedAcrossTraces(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A trace going back to tracePool keeps nothing it read.
+func TestTraceReleaseClears(t *testing.T) {
+	refs := benchTrace(t).refs()
+	tr := newTrace(refs)
+	tr.opts = Options{LLMCases: true, AgentCases: true}
+	tr.full = true
+	tr.build()
+	if len(tr.cases) == 0 {
+		t.Fatal("no cases")
+	}
+	tr.release()
+	if len(tr.spans) != 0 || len(tr.byID) != 0 || tr.cases != nil || tr.anchors != nil || tr.cache.json != nil || tr.cache.defs != nil {
+		t.Fatalf("released trace keeps data: %d spans, %d ids", len(tr.spans), len(tr.byID))
+	}
+	for i, d := range tr.spans[:cap(tr.spans)] {
+		if !reflect.ValueOf(d).IsZero() {
+			t.Fatalf("span record %d not cleared", i)
+		}
+	}
 }
