@@ -3,6 +3,9 @@
 package annotator
 
 import (
+	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -33,6 +36,33 @@ func StatusKey(name string) string    { return AttrPrefix + name + ".status" }
 func ReasonKey(name string) string    { return AttrPrefix + name + ".reason" }
 func ThresholdKey(name string) string { return AttrPrefix + name + ".threshold" }
 
+// instanceKeys are the attribute keys of one evaluator instance.
+type instanceKeys struct{ status, reason, score, passed, threshold string }
+
+// keyCache holds the keys of the instance names seen (bounded: names
+// beyond maxCachedNames get their keys built on every call).
+var (
+	keyCache     sync.Map // name -> *instanceKeys
+	keyCacheSize atomic.Int32
+)
+
+const maxCachedNames = 1024
+
+func keysOf(name string) *instanceKeys {
+	if k, ok := keyCache.Load(name); ok {
+		return k.(*instanceKeys)
+	}
+	k := &instanceKeys{status: StatusKey(name), reason: ReasonKey(name), score: ScoreKey(name),
+		passed: PassedKey(name), threshold: ThresholdKey(name)}
+	if keyCacheSize.Load() < maxCachedNames {
+		if prev, loaded := keyCache.LoadOrStore(strings.Clone(name), k); loaded {
+			return prev.(*instanceKeys)
+		}
+		keyCacheSize.Add(1)
+	}
+	return k
+}
+
 // Annotate writes results onto span. ts stamps the events. The span must be
 // owned by the caller (a copy), never the pipeline's read-only input.
 func Annotate(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestamp) {
@@ -40,29 +70,63 @@ func Annotate(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestam
 		return
 	}
 	attrs := span.Attributes()
-	responseID, hasResponseID := attrs.Get(AttrResponseID)
-	var failed []string
-	for _, r := range results {
-		attrs.PutStr(StatusKey(r.Name), string(r.Status))
+	responseID := ""
+	if v, ok := attrs.Get(AttrResponseID); ok {
+		responseID = v.Str()
+	}
+	hasResponseID := responseID != ""
+	// Room for what is written, reserved once (keys already there take
+	// none, so this may reserve a little more than needed).
+	added, events := 0, 0
+	for i := range results {
+		r := &results[i]
+		added++
 		if r.Reason != "" {
-			attrs.PutStr(ReasonKey(r.Name), Truncate(r.Reason, MaxReasonBytes))
+			added++
+		}
+		if r.Scored() {
+			added += 3
+			events++
+			if r.Status == evaluators.StatusFailed {
+				added++ // eval.failed, at most once
+			}
+		}
+	}
+	attrs.EnsureCapacity(attrs.Len() + added)
+	evs := span.Events()
+	evs.EnsureCapacity(evs.Len() + events)
+	var failed []string
+	for i := range results {
+		r := &results[i]
+		k := keysOf(r.Name)
+		attrs.PutStr(k.status, string(r.Status))
+		if r.Reason != "" {
+			attrs.PutStr(k.reason, Truncate(r.Reason, MaxReasonBytes))
 		}
 		if !r.Scored() {
 			continue
 		}
-		attrs.PutDouble(ScoreKey(r.Name), r.Score)
-		attrs.PutBool(PassedKey(r.Name), r.Status == evaluators.StatusPassed)
+		attrs.PutDouble(k.score, r.Score)
+		attrs.PutBool(k.passed, r.Status == evaluators.StatusPassed)
 		// Not in the contract's table, but an alert must say what the score fell
 		// below, and the span is the only thing the webhook exporter sees.
-		attrs.PutDouble(ThresholdKey(r.Name), r.Threshold)
+		attrs.PutDouble(k.threshold, r.Threshold)
 		if r.Status == evaluators.StatusFailed {
 			failed = append(failed, r.Name)
 		}
 
-		ev := span.Events().AppendEmpty()
+		ev := evs.AppendEmpty()
 		ev.SetName(EventName)
 		ev.SetTimestamp(ts)
 		ea := ev.Attributes()
+		n := 3
+		if r.Reason != "" {
+			n++
+		}
+		if hasResponseID {
+			n++
+		}
+		ea.EnsureCapacity(n)
 		ea.PutStr(EventEvalName, r.Name)
 		ea.PutDouble(EventScoreValue, r.Score)
 		if r.Status == evaluators.StatusPassed {
@@ -73,8 +137,8 @@ func Annotate(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestam
 		if r.Reason != "" {
 			ea.PutStr(EventExplanation, Truncate(r.Reason, MaxReasonBytes))
 		}
-		if hasResponseID && responseID.Str() != "" {
-			ea.PutStr(AttrResponseID, responseID.Str())
+		if hasResponseID {
+			ea.PutStr(AttrResponseID, responseID)
 		}
 	}
 	if len(failed) > 0 {

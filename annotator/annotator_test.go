@@ -107,3 +107,13 @@ func TestReasonIsTruncatedOnRuneBoundary(t *testing.T) {
 		t.Errorf("reason len %d valid %v", len(v.Str()), utf8.ValidString(v.Str()))
 	}
 }
+
+func TestKeysOf(t *testing.T) {
+	for i := 0; i < 2; i++ { // built, then cached
+		k := keysOf("traj")
+		if k.status != "eval.traj.status" || k.reason != "eval.traj.reason" || k.score != "eval.traj.score" ||
+			k.passed != "eval.traj.passed" || k.threshold != "eval.traj.threshold" {
+			t.Fatalf("keys %+v", *k)
+		}
+	}
+}
