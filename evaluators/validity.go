@@ -20,10 +20,38 @@ import (
 // on every span is compiled once. It is bounded: when full, the oldest
 // entry is dropped. Safe for concurrent use.
 type schemaCache struct {
-	mu    sync.Mutex
-	max   int
+	mu  sync.Mutex
+	max int
+	// m is keyed by canonical JSON; raw[0] and raw[1] by the raw text a
+	// span carried, compiled as it is and strict (no key is built by
+	// concatenation, so a lookup allocates nothing).
 	m     map[string]*compiledSchema
-	order []string
+	raw   [2]map[string]*compiledSchema
+	order []schemaKey
+}
+
+// schemaKey names an entry: the map (kind) and its key.
+type schemaKey struct {
+	kind uint8
+	text string
+}
+
+const (
+	keyCanonical uint8 = iota
+	keyRaw
+	keyStrictRaw
+)
+
+func (sc *schemaCache) mapOf(kind uint8, create bool) map[string]*compiledSchema {
+	if kind == keyCanonical {
+		return sc.m
+	}
+	m := sc.raw[kind-keyRaw]
+	if m == nil && create {
+		m = make(map[string]*compiledSchema)
+		sc.raw[kind-keyRaw] = m
+	}
+	return m
 }
 
 type compiledSchema struct {
@@ -37,13 +65,13 @@ var toolSchemas = &schemaCache{max: 1024, m: map[string]*compiledSchema{}}
 // schema's JSON text as the span carried it: it keys the cache without
 // re-encoding params, the common case of a schema seen on every span.
 func (sc *schemaCache) get(params map[string]any, raw string, strict bool) *compiledSchema {
-	var key string
+	var key schemaKey
 	var text []byte
 	switch {
 	case raw != "" && strict:
-		key = "strict raw\x00" + raw
+		key = schemaKey{keyStrictRaw, raw}
 	case raw != "":
-		key = "raw\x00" + raw
+		key = schemaKey{keyRaw, raw}
 	default:
 		if strict {
 			params = strictSchema(params)
@@ -52,10 +80,10 @@ func (sc *schemaCache) get(params map[string]any, raw string, strict bool) *comp
 		if err != nil {
 			return &compiledSchema{err: err}
 		}
-		key, text = string(b), b
+		key, text = schemaKey{keyCanonical, string(b)}, b
 	}
 	sc.mu.Lock()
-	if cs, ok := sc.m[key]; ok {
+	if cs, ok := sc.mapOf(key.kind, false)[key.text]; ok {
 		sc.mu.Unlock()
 		return cs
 	}
@@ -76,14 +104,19 @@ func (sc *schemaCache) get(params map[string]any, raw string, strict bool) *comp
 	cs := compileSchema(text)
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if prev, ok := sc.m[key]; ok {
+	m := sc.mapOf(key.kind, true)
+	if prev, ok := m[key.text]; ok {
 		return prev
 	}
 	if len(sc.order) >= sc.max {
-		delete(sc.m, sc.order[0])
+		old := sc.order[0]
+		delete(sc.mapOf(old.kind, false), old.text)
 		sc.order = sc.order[1:]
 	}
-	sc.m[key] = cs
+	if key.kind != keyCanonical {
+		key.text = strings.Clone(key.text) // not a view into a span's attribute
+	}
+	m[key.text] = cs
 	sc.order = append(sc.order, key)
 	return cs
 }
@@ -291,15 +324,30 @@ func isJSONNull(s string) bool { return strings.TrimSpace(s) == "null" }
 // nil when there are none anywhere.
 func (v *toolCallValidity) lookup(c *adapter.Case) func(string) (*compiledSchema, bool) {
 	if len(c.ToolDefinitions) > 0 {
-		defs := make(map[string]*adapter.ToolDefinition, len(c.ToolDefinitions))
-		for i := range c.ToolDefinitions {
-			d := &c.ToolDefinitions[i]
-			if _, ok := defs[d.Name]; !ok {
-				defs[d.Name] = d
+		// the first definition of a name counts
+		find := func(name string) (*adapter.ToolDefinition, bool) {
+			for i := range c.ToolDefinitions {
+				if c.ToolDefinitions[i].Name == name {
+					return &c.ToolDefinitions[i], true
+				}
+			}
+			return nil, false
+		}
+		if len(c.ToolDefinitions) > 16 {
+			defs := make(map[string]*adapter.ToolDefinition, len(c.ToolDefinitions))
+			for i := range c.ToolDefinitions {
+				d := &c.ToolDefinitions[i]
+				if _, ok := defs[d.Name]; !ok {
+					defs[d.Name] = d
+				}
+			}
+			find = func(name string) (*adapter.ToolDefinition, bool) {
+				d, ok := defs[name]
+				return d, ok
 			}
 		}
 		return func(name string) (*compiledSchema, bool) {
-			d, ok := defs[name]
+			d, ok := find(name)
 			if !ok {
 				return nil, false
 			}
