@@ -205,21 +205,37 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		done(rep)
 		return
 	}
-	byID := make(map[pcommon.SpanID]adapter.SpanRef, len(spans))
-	for _, s := range spans {
-		byID[s.Span.SpanID()] = s
+	// the span a case came from: the last span with its id
+	find := func(id pcommon.SpanID) (adapter.SpanRef, bool) {
+		for k := len(spans) - 1; k >= 0; k-- {
+			if spans[k].Span.SpanID() == id {
+				return spans[k], true
+			}
+		}
+		return adapter.SpanRef{}, false
+	}
+	if len(spans)*len(cases) > 256 {
+		byID := make(map[pcommon.SpanID]adapter.SpanRef, len(spans))
+		for _, s := range spans {
+			byID[s.Span.SpanID()] = s
+		}
+		find = func(id pcommon.SpanID) (adapter.SpanRef, bool) {
+			ref, ok := byID[id]
+			return ref, ok
+		}
 	}
 	var (
-		all   []*scoredCase
-		tasks []*judgeTask
+		all      []*scoredCase
+		tasks    []*judgeTask
+		selected []*instance
 	)
 	for i := range cases {
 		c := &cases[i]
-		ref, ok := byID[c.SpanID]
+		ref, ok := find(c.SpanID)
 		if !ok {
 			continue
 		}
-		var selected []*instance
+		selected = selected[:0]
 		for j := range e.instances {
 			in := &e.instances[j]
 			if in.Level != c.Level || !in.sampled(c.TraceID) || !e.matches(ctx, in, ref) {
@@ -244,6 +260,9 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 	}
 	finish := func() {
 		now := pcommon.NewTimestampFromTime(time.Now())
+		if len(all) > 0 {
+			rep.Evaluations = make([]Evaluation, 0, len(all))
+		}
 		for _, sc := range all {
 			annotator.Annotate(sc.ref.Span, sc.results, now)
 			rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
