@@ -137,7 +137,11 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 			p.lists[0].moveToBack(t)
 		}
 		t.chunks = append(t.chunks, c.td)
-		t.refs = append(t.refs, c.refs...)
+		if t.refs == nil {
+			t.refs = c.refs // the chunk is done with: no copy
+		} else {
+			t.refs = append(t.refs, c.refs...)
+		}
 		t.spans += c.spans
 		t.lastSeen = now
 		t.root = t.root || c.root
