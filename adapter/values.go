@@ -193,18 +193,6 @@ func (c *spanCtx) decodeJSONUncached(attr, s string) (any, bool) {
 	return v, true
 }
 
-// maybeJSON decodes s when it looks like JSON; otherwise (or when decoding
-// fails) it returns the string itself, repaired.
-func (c *spanCtx) maybeJSON(attr, s string) any {
-	if looksJSON(s) {
-		if v, ok := c.decodeJSON(attr, s); ok {
-			return v
-		}
-		return nil
-	}
-	return c.fixString(attr, s)
-}
-
 // converter turns a pdata value into plain Go values (as encoding/json
 // decodes them: map[string]any, []any, string, float64, bool, nil).
 type converter struct {

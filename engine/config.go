@@ -79,13 +79,8 @@ func (c *Config) Validate() error {
 	}
 	// Each entry validates itself (confmap.Validate walks into the slice);
 	// what only the whole list can tell is whether names are unique.
-	seen := map[string]bool{}
-	for i := range c.Evaluators {
-		name := c.Evaluators[i].InstanceName()
-		if seen[name] {
-			errs = append(errs, fmt.Errorf("evaluators: name %q is used twice; give each instance its own `name`", name))
-		}
-		seen[name] = true
+	if err := evaluators.UniqueNames(c.Evaluators); err != nil {
+		errs = append(errs, err)
 	}
 	// Each judge validates itself (confmap.Validate walks into the map);
 	// what only the whole config can tell is whether the names resolve.

@@ -77,13 +77,21 @@ func (c *Config) optionsConf() *confmap.Conf {
 
 // ValidateAll checks every entry and that names are unique.
 func ValidateAll(cfgs []Config) error {
-	seen := map[string]bool{}
 	var errs []error
 	for i := range cfgs {
 		if err := cfgs[i].Validate(); err != nil {
 			errs = append(errs, err)
-			continue
 		}
+	}
+	return errors.Join(append(errs, UniqueNames(cfgs))...)
+}
+
+// UniqueNames checks what only the whole list can tell: that no two
+// instances share a name (results are written under eval.<name>.*).
+func UniqueNames(cfgs []Config) error {
+	seen := make(map[string]bool, len(cfgs))
+	var errs []error
+	for i := range cfgs {
 		name := cfgs[i].InstanceName()
 		if seen[name] {
 			errs = append(errs, fmt.Errorf("evaluator %q: name is used twice; give each instance its own `name`", name))
