@@ -291,7 +291,7 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 					d = decHold
 				case stateDone:
 					d = decLate
-				default:
+				case stateUnknown:
 					if _, g := genai[id]; g {
 						p.dir[id] = stateHeld
 						d = decHold
