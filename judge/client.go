@@ -18,6 +18,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"golang.org/x/time/rate"
 )
 
@@ -41,6 +42,7 @@ type Client struct {
 	cfg    Config
 	set    component.TelemetrySettings
 	logger *zap.Logger
+	warn   *zap.Logger
 	url    string
 
 	mu   sync.Mutex
@@ -68,6 +70,11 @@ func New(name string, cfg Config, set component.TelemetrySettings) (*Client, err
 		cfg:    cfg,
 		set:    set,
 		logger: set.Logger.With(zap.String("judge", name)),
+		// A judge that is down fails every call: warn a few times a minute
+		// per message, not once per span (the metrics count every one).
+		warn: set.Logger.With(zap.String("judge", name)).WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+			return zapcore.NewSamplerWithOptions(core, time.Minute, 3, 0)
+		})),
 		url:    chatCompletionsURL(cfg.Endpoint),
 		sem:    make(chan struct{}, cfg.MaxConcurrency),
 		budget: &budget{perHour: cfg.Budget.TokensPerHour, perDay: cfg.Budget.TokensPerDay},
@@ -186,6 +193,8 @@ func (c *Client) Complete(ctx context.Context, msgs []Message) (string, error) {
 	content, usage, err := c.do(ctx, hc, body, est)
 	if err != nil {
 		c.budget.adjust(c.now(), -est)
+		c.warn.Warn("judge request failed; the evaluation is reported as error or timeout and the spans go on",
+			zap.String("error", err.Error()))
 		return "", err
 	}
 	if usage > 0 {
@@ -193,6 +202,9 @@ func (c *Client) Complete(ctx context.Context, msgs []Message) (string, error) {
 	}
 	if _, perr := ExtractJSON(content); perr == nil {
 		c.cache.put(key, content)
+	} else {
+		c.warn.Warn("judge reply holds no JSON object; the evaluation is reported as error and the spans go on",
+			zap.Int("reply_bytes", len(content)))
 	}
 	return content, nil
 }

@@ -3,6 +3,7 @@ package judge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -470,5 +471,36 @@ func TestJudgeConfigValidateNaNTemperature(t *testing.T) {
 	cfg.Temperature = math.NaN()
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "temperature") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A judge that fails or answers garbage gets a clear log line — a few a
+// minute, not one per span — while the metrics count every call.
+func TestJudgeFailuresAreLoggedAndSampled(t *testing.T) {
+	srv := judgetest.New(t, func(_ int, r judgetest.Request) judgetest.Reply {
+		if strings.Contains(r.User(), "garbage") {
+			return judgetest.Reply{Content: "I would rather not say."}
+		}
+		return judgetest.Reply{Status: 400, Body: `{"error":"bad request"}`}
+	})
+	core, logs := observer.New(zapcore.WarnLevel)
+	set := componenttest.NewNopTelemetrySettings()
+	set.Logger = zap.New(core)
+	c := startWith(t, testConfig(srv.Endpoint()), set)
+	for i := range 10 {
+		if _, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: fmt.Sprintf("fail %d", i)}}); err == nil {
+			t.Fatal("want an error for HTTP 400")
+		}
+		if _, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: fmt.Sprintf("garbage %d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := logs.FilterMessageSnippet("judge request failed").All()
+	garbage := logs.FilterMessageSnippet("holds no JSON object").All()
+	if len(failed) != 3 || len(garbage) != 3 {
+		t.Fatalf("warnings: %d failed, %d garbage; want 3 of each (sampled per minute)", len(failed), len(garbage))
+	}
+	if e := failed[0]; !strings.Contains(e.ContextMap()["error"].(string), "HTTP 400") || e.ContextMap()["judge"] != "default" {
+		t.Errorf("failure log lacks the judge or the cause: %v", e.ContextMap())
 	}
 }
