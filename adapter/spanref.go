@@ -20,10 +20,9 @@ func (r SpanRef) Resource() pcommon.Resource { return r.ResourceSpans.Resource()
 // Scope is the span's instrumentation scope.
 func (r SpanRef) Scope() pcommon.InstrumentationScope { return r.ScopeSpans.Scope() }
 
-// GroupByTrace groups all spans of td by trace id, keeping their order of
-// appearance within each trace.
-func GroupByTrace(td ptrace.Traces) map[pcommon.TraceID][]SpanRef {
-	out := map[pcommon.TraceID][]SpanRef{}
+// ForEachSpan calls f for every span of td, in order, with its resource and
+// scope: the one walk over a batch that the packages share.
+func ForEachSpan(td ptrace.Traces, f func(SpanRef)) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -32,10 +31,18 @@ func GroupByTrace(td ptrace.Traces) map[pcommon.TraceID][]SpanRef {
 			ss := sss.At(j)
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
-				s := spans.At(k)
-				out[s.TraceID()] = append(out[s.TraceID()], SpanRef{Span: s, ResourceSpans: rs, ScopeSpans: ss})
+				f(SpanRef{Span: spans.At(k), ResourceSpans: rs, ScopeSpans: ss})
 			}
 		}
 	}
+}
+
+// GroupByTrace groups all spans of td by trace id, keeping their order of
+// appearance within each trace.
+func GroupByTrace(td ptrace.Traces) map[pcommon.TraceID][]SpanRef {
+	out := map[pcommon.TraceID][]SpanRef{}
+	ForEachSpan(td, func(r SpanRef) {
+		out[r.Span.TraceID()] = append(out[r.Span.TraceID()], r)
+	})
 	return out
 }

@@ -165,25 +165,16 @@ func tracesInOrder(docs []document) [][]adapter.SpanRef {
 	index := map[pcommon.TraceID]int{}
 	var out [][]adapter.SpanRef
 	for _, d := range docs {
-		rss := d.traces.ResourceSpans()
-		for i := 0; i < rss.Len(); i++ {
-			rs := rss.At(i)
-			sss := rs.ScopeSpans()
-			for j := 0; j < sss.Len(); j++ {
-				ss := sss.At(j)
-				spans := ss.Spans()
-				for k := 0; k < spans.Len(); k++ {
-					s := spans.At(k)
-					at, seen := index[s.TraceID()]
-					if !seen {
-						at = len(out)
-						index[s.TraceID()] = at
-						out = append(out, nil)
-					}
-					out[at] = append(out[at], adapter.SpanRef{Span: s, ResourceSpans: rs, ScopeSpans: ss})
-				}
+		adapter.ForEachSpan(d.traces, func(r adapter.SpanRef) {
+			id := r.Span.TraceID()
+			at, seen := index[id]
+			if !seen {
+				at = len(out)
+				index[id] = at
+				out = append(out, nil)
 			}
-		}
+			out[at] = append(out[at], r)
+		})
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 )
 
@@ -271,8 +272,8 @@ func agentTrace(b *batch, tr byte, failed bool) {
 func spansOf(sink *consumertest.TracesSink, tr byte) map[byte]ptrace.Span {
 	out := map[byte]ptrace.Span{}
 	for _, td := range sink.AllTraces() {
-		forEachSpan(td, func(_, _ int, s ptrace.Span) {
-			if s.TraceID() == tid(tr) {
+		adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+			if s := r.Span; s.TraceID() == tid(tr) {
 				id := s.SpanID()
 				out[id[7]] = s
 			}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/judge"
 	"github.com/evalbridge/evalbridge/judge/judgetest"
@@ -30,18 +31,11 @@ func (a *arrivals) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rs := td.ResourceSpans()
-	for i := 0; i < rs.Len(); i++ {
-		ss := rs.At(i).ScopeSpans()
-		for j := 0; j < ss.Len(); j++ {
-			spans := ss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				if _, ok := a.at[spans.At(k).TraceID()]; !ok {
-					a.at[spans.At(k).TraceID()] = now
-				}
-			}
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+		if _, ok := a.at[r.Span.TraceID()]; !ok {
+			a.at[r.Span.TraceID()] = now
 		}
-	}
+	})
 	return nil
 }
 
@@ -162,16 +156,7 @@ func median(d []time.Duration) time.Duration {
 }
 
 func setTraceID(td ptrace.Traces, id pcommon.TraceID) {
-	rs := td.ResourceSpans()
-	for i := 0; i < rs.Len(); i++ {
-		ss := rs.At(i).ScopeSpans()
-		for j := 0; j < ss.Len(); j++ {
-			spans := ss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				spans.At(k).SetTraceID(id)
-			}
-		}
-	}
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) { r.Span.SetTraceID(id) })
 }
 
 func setInput(td ptrace.Traces, text string) {

@@ -251,7 +251,8 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 	var genai map[pcommon.TraceID]struct{}
 	var lastGenAI pcommon.TraceID
 	hasGenAI := false
-	forEachSpan(td, func(_, _ int, s ptrace.Span) {
+	adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
+		s := ref.Span
 		id := s.TraceID()
 		if hasGenAI && id == lastGenAI {
 			return
@@ -281,7 +282,8 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 	var lastID pcommon.TraceID
 	var last decision
 	first := true
-	forEachSpan(td, func(_, _ int, s ptrace.Span) {
+	adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
+		s := ref.Span
 		id := s.TraceID()
 		if first || id != lastID {
 			d, ok := r.dec[id]
@@ -398,17 +400,4 @@ func (c *chunk) add(i int, rs ptrace.ResourceSpans, j int, ss ptrace.ScopeSpans,
 // spanRef is the one place that builds an adapter.SpanRef.
 func spanRef(s ptrace.Span, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) adapter.SpanRef {
 	return adapter.SpanRef{Span: s, ResourceSpans: rs, ScopeSpans: ss}
-}
-
-func forEachSpan(td ptrace.Traces, f func(i, j int, s ptrace.Span)) {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				f(i, j, spans.At(k))
-			}
-		}
-	}
 }
