@@ -287,7 +287,7 @@ func runContextualRelevance(e *ragJudge, ctx context.Context, c *adapter.Case) R
 	}
 	chunks, from := chunksOf(c, e.context, limit)
 	if len(chunks) == 0 {
-		return Skipped("no retrieved documents or context on this case")
+		return noChunks
 	}
 	task := "For each context chunk, judge whether it is relevant to answering the input: \"relevant\", " +
 		"\"partially_relevant\" (some useful information among unrelated text) or \"irrelevant\"."
@@ -325,17 +325,30 @@ func runContextualRelevance(e *ragJudge, ctx context.Context, c *adapter.Case) R
 		map[string]float64{"chunks": float64(len(chunks)), "relevant": float64(rel), "partially_relevant": float64(part), "irrelevant": float64(irr)})
 }
 
+var noChunks = Skipped("no retrieved documents or context on this case")
+
+// expectedAndChunks gives what contextual_precision and contextual_recall
+// both need — the expected output and the context chunks — or the skipped
+// result that says which is missing.
+func expectedAndChunks(c *adapter.Case, cfgContext []string, limit int) (exp string, chunks []chunkData, from string, skip *Result) {
+	exp, ok := expectedOutputText(c)
+	if !ok {
+		r := Skipped("no expected output: set the span attribute eval.expected.output")
+		return "", nil, "", &r
+	}
+	if chunks, from = chunksOf(c, cfgContext, limit); len(chunks) == 0 {
+		return "", nil, "", &noChunks
+	}
+	return exp, chunks, from, nil
+}
+
 // contextual_precision: are the relevant chunks ranked first? Rank-weighted
 // precision: sum over relevant ranks k of precision@k, over the relevant count.
 func runContextualPrecision(e *ragJudge, ctx context.Context, c *adapter.Case) Result {
 	limit := e.limit()
-	exp, ok := expectedOutputText(c)
-	if !ok {
-		return Skipped("no expected output: set the span attribute eval.expected.output")
-	}
-	chunks, from := chunksOf(c, e.context, limit)
-	if len(chunks) == 0 {
-		return Skipped("no retrieved documents or context on this case")
+	exp, chunks, from, skip := expectedAndChunks(c, e.context, limit)
+	if skip != nil {
+		return *skip
 	}
 	task := "For each context chunk, in the order given, decide whether it was useful for arriving at the expected output " +
 		"as an answer to the input: \"yes\" or \"no\"."
@@ -377,13 +390,9 @@ func runContextualPrecision(e *ragJudge, ctx context.Context, c *adapter.Case) R
 // context / statements.
 func runContextualRecall(e *ragJudge, ctx context.Context, c *adapter.Case) Result {
 	limit := e.limit()
-	exp, ok := expectedOutputText(c)
-	if !ok {
-		return Skipped("no expected output: set the span attribute eval.expected.output")
-	}
-	chunks, from := chunksOf(c, e.context, limit)
-	if len(chunks) == 0 {
-		return Skipped("no retrieved documents or context on this case")
+	exp, chunks, from, skip := expectedAndChunks(c, e.context, limit)
+	if skip != nil {
+		return *skip
 	}
 	task := "Split the expected output into its individual statements (at most 30). For each, decide whether it can be " +
 		"attributed to the context chunks: \"yes\" or \"no\"."
