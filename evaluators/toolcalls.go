@@ -78,6 +78,18 @@ func (cc *callComparer) adjacency(exp []adapter.ExpectedCall, act []adapter.Tool
 
 // edgeCase handles the contract's common edge cases; ok is false when the
 // lists must be compared.
+// callsToCompare gives the expected and the actual calls of a case, or the
+// result that decides it without comparing: skipped with no expectation,
+// else the contract's edge cases (see edgeCase).
+func callsToCompare(c *adapter.Case, cfg []adapter.ExpectedCall, hasCfg bool) ([]adapter.ExpectedCall, []adapter.ToolCall, Result, bool) {
+	exp, _, ok := expectation(c, cfg, hasCfg)
+	if !ok {
+		return nil, nil, Skipped(noExpectation), true
+	}
+	r, done := edgeCase(exp, c.ToolCalls)
+	return exp, c.ToolCalls, r, done
+}
+
 func edgeCase(exp []adapter.ExpectedCall, act []adapter.ToolCall) (Result, bool) {
 	switch {
 	case len(exp) == 0 && len(act) == 0:
@@ -242,12 +254,8 @@ func newToolTrajectory(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 }
 
 func (t *toolTrajectory) Evaluate(_ context.Context, c *adapter.Case) Result {
-	exp, _, ok := expectation(c, t.cc.cfg, t.cc.hasCfg)
-	if !ok {
-		return Skipped(noExpectation)
-	}
-	act := c.ToolCalls
-	if r, done := edgeCase(exp, act); done {
+	exp, act, r, done := callsToCompare(c, t.cc.cfg, t.cc.hasCfg)
+	if done {
 		return r
 	}
 	adj := t.cc.adjacency(exp, act)
@@ -348,12 +356,8 @@ func newToolCorrectness(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 }
 
 func (t *toolCorrectness) Evaluate(_ context.Context, c *adapter.Case) Result {
-	exp, _, ok := expectation(c, t.cc.cfg, t.cc.hasCfg)
-	if !ok {
-		return Skipped(noExpectation)
-	}
-	act := c.ToolCalls
-	if r, done := edgeCase(exp, act); done {
+	exp, act, r, done := callsToCompare(c, t.cc.cfg, t.cc.hasCfg)
+	if done {
 		return r
 	}
 	switch t.mode {
@@ -440,12 +444,8 @@ func newToolCallAccuracy(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 }
 
 func (t *toolCallAccuracy) Evaluate(_ context.Context, c *adapter.Case) Result {
-	exp, _, ok := expectation(c, t.cfg, t.hasCfg)
-	if !ok {
-		return Skipped(noExpectation)
-	}
-	act := c.ToolCalls
-	if r, done := edgeCase(exp, act); done {
+	exp, act, r, done := callsToCompare(c, t.cfg, t.hasCfg)
+	if done {
 		return r
 	}
 	expSet := map[string]bool{}
