@@ -229,19 +229,34 @@ func BenchmarkNonGenAIPassThrough(b *testing.B) {
 			}
 		})
 		b.Run("eval/"+suffix, func(b *testing.B) {
-			sink := &countSink{marshal: marshal}
-			p := newEvalForBench(b, benchEvalConfig(time.Second), sink)
-			require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := p.ConsumeTraces(context.Background(), td); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			require.NoError(b, p.Shutdown(context.Background()))
+			benchPassThrough(b, td, marshal, false)
 		})
+		// In production the processor always holds some GenAI traces, so
+		// every batch is also checked against the traces it holds.
+		b.Run("eval_holding_traces/"+suffix, func(b *testing.B) {
+			benchPassThrough(b, td, marshal, true)
+		})
+	}
+}
+
+func benchPassThrough(b *testing.B, td ptrace.Traces, marshal, holding bool) {
+	sink := &countSink{marshal: marshal}
+	p := newEvalForBench(b, benchEvalConfig(time.Hour), sink)
+	require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
+	if holding {
+		seq := uint64(1 << 40)
+		require.NoError(b, p.ConsumeTraces(context.Background(), makeBatch(genAITemplate(), &seq)))
+	}
+	{
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := p.ConsumeTraces(context.Background(), td); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		require.NoError(b, p.Shutdown(context.Background()))
 	}
 }
 

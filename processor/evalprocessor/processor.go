@@ -278,7 +278,8 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 		defer p.dirMu.Unlock()
 	}
 	// Pass 2: decide per trace id (consecutive spans mostly share one).
-	r.dec = make(map[pcommon.TraceID]decision, max(len(genai), 1))
+	// Only decisions other than forward are stored (a missing id forwards),
+	// so a batch with nothing to hold or count allocates nothing here.
 	var lastID pcommon.TraceID
 	var last decision
 	first := true
@@ -299,7 +300,12 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 						d = decHold
 					}
 				}
-				r.dec[id] = d
+				if d != decForward {
+					if r.dec == nil {
+						r.dec = make(map[pcommon.TraceID]decision, max(len(genai), 4))
+					}
+					r.dec[id] = d
+				}
 			}
 			lastID, last, first = id, d, false
 		}
