@@ -6,20 +6,13 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/evalbridge/evalbridge/annotator"
 )
 
-// Attribute names written by the annotator (contract section 4). They are
-// repeated here, not imported, so the exporter does not depend on the
-// evaluation packages.
-const (
-	attrFailed   = "eval.failed"
-	attrPrefix   = "eval."
-	attrService  = "service.name"
-	suffixScore  = ".score"
-	suffixThresh = ".threshold"
-	suffixStatus = ".status"
-	suffixReason = ".reason"
-)
+// attrService names the resource attribute of Alert.ServiceName. The eval.*
+// names come from the annotator that writes them (contract section 4).
+const attrService = "service.name"
 
 // agentNameKeys are read in order for Alert.AgentName.
 var agentNameKeys = []string{"gen_ai.agent.name", "agent.name", "traceloop.entity.name"}
@@ -77,7 +70,7 @@ func extractAlerts(td ptrace.Traces, allow map[string]bool, traceURL string) []A
 
 func appendSpanAlerts(out []Alert, span ptrace.Span, service string, allow map[string]bool, traceURL string) []Alert {
 	attrs := span.Attributes()
-	v, ok := attrs.Get(attrFailed)
+	v, ok := attrs.Get(annotator.AttrFailed)
 	if !ok {
 		return out
 	}
@@ -116,10 +109,10 @@ func appendSpanAlerts(out []Alert, span ptrace.Span, service string, allow map[s
 			ServiceName: service,
 			AgentName:   agent,
 			Evaluator:   name,
-			Score:       doubleAttr(attrs, attrPrefix+name+suffixScore),
-			Threshold:   doubleAttr(attrs, attrPrefix+name+suffixThresh),
-			Status:      strAttr(attrs, attrPrefix+name+suffixStatus),
-			Reason:      strAttr(attrs, attrPrefix+name+suffixReason),
+			Score:       doubleAttr(attrs, annotator.ScoreKey(name)),
+			Threshold:   doubleAttr(attrs, annotator.ThresholdKey(name)),
+			Status:      strAttr(attrs, annotator.StatusKey(name)),
+			Reason:      strAttr(attrs, annotator.ReasonKey(name)),
 			Time:        ts,
 			TraceURL:    link,
 		}
