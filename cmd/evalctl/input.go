@@ -19,7 +19,8 @@ type document struct {
 }
 
 // readInputs reads every INPUT. A file holds one or more JSON documents,
-// pretty-printed or as JSON Lines; each is an OTLP/JSON export request.
+// pretty-printed or as JSON Lines; each is an OTLP/JSON export request or
+// a Jaeger JSON export, told apart by their top-level keys.
 func readInputs(paths []string, stdin io.Reader) ([]document, error) {
 	var docs []document
 	for _, p := range paths {
@@ -48,6 +49,7 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	var u ptrace.JSONUnmarshaler
 	var docs []document
+	spans := 0
 	for n := 1; ; n++ {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
@@ -60,14 +62,27 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 		if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			continue
 		}
-		td, err := u.UnmarshalTraces(raw)
-		if err != nil {
-			return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON trace export request: %w", name, n, err)
+		var td ptrace.Traces
+		switch kind := documentKind(raw); kind {
+		case "otlp":
+			if td, err = u.UnmarshalTraces(raw); err != nil {
+				return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON trace export request: %w", name, n, err)
+			}
+		case "jaeger", "jaeger-trace":
+			if td, err = jaegerToTraces(raw, kind); err != nil {
+				return nil, fmt.Errorf("input %s, document %d: %w", name, n, err)
+			}
+		default:
+			return nil, fmt.Errorf("input %s, document %d: neither an OTLP/JSON trace export request (\"resourceSpans\") "+
+				"nor a Jaeger JSON export (\"data\": [{\"traceID\", \"spans\", \"processes\"}])", name, n)
 		}
 		docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), traces: td})
+		spans += td.SpanCount()
 	}
-	if len(docs) == 0 {
-		return nil, fmt.Errorf("input %s: no OTLP/JSON document found", name)
+	// A file with no span in it scores nothing, and a gate over nothing
+	// would pass: that is bad input, not an empty success.
+	if spans == 0 {
+		return nil, fmt.Errorf("input %s: no trace found (%d document(s), no span as OTLP/JSON or Jaeger JSON)", name, len(docs))
 	}
 	return docs, nil
 }
