@@ -108,6 +108,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", *configPath, err)
 		return exitUsage
 	}
+	sum := newSummary(eng.Instances())
+	sum.setExpectations(cfg.Evaluators)
+	if err := gates.checkNames(sum); err != nil {
+		_ = eng.Shutdown(ctx)
+		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
+		return exitUsage
+	}
 	// Judge clients need starting; a nil host has no extensions to offer,
 	// which is all evalctl can give.
 	if err := eng.Start(ctx, nil); err != nil {
@@ -120,8 +127,6 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
 	}
-
-	sum := newSummary(eng.Instances())
 	for _, spans := range tracesInOrder(docs) {
 		tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		rep := eng.ScoreTrace(tctx, spans)
