@@ -48,11 +48,13 @@ type reportEvaluator struct {
 	worst                      float64
 }
 
+// histBar is one bin of the score histogram, stacked: the cases that
+// passed (green) under those that failed (red).
 type histBar struct {
-	X, Y, W, H float64
-	Count      int
-	Label      string
-	Fill       string // red: every score in the bin fails; green: every one passes; amber: mixed
+	X, W         float64
+	YPass, HPass float64
+	YFail, HFail float64
+	Label        string
 }
 
 type reportCase struct {
@@ -81,12 +83,8 @@ type trajectoryRow struct {
 
 func writeReport(w io.Writer, s *summary, gates []gateResult, traceURL string) error {
 	page := reportPage{Evaluations: len(s.results), Failed: len(s.failures), Gated: gates != nil, Gates: gates, GatesFailed: gatesFailed(gates)}
-	thresholds := map[string]float64{}
 	failing := map[string]int{}
 	for _, r := range s.results {
-		if r.Status == evaluators.StatusPassed || r.Status == evaluators.StatusFailed {
-			thresholds[r.Evaluator] = r.Threshold
-		}
 		if r.Status == evaluators.StatusPassed || r.Status == evaluators.StatusSkipped {
 			continue
 		}
@@ -94,7 +92,7 @@ func writeReport(w io.Writer, s *summary, gates []gateResult, traceURL string) e
 		page.Cases = append(page.Cases, reportCaseOf(r, traceURL))
 	}
 	for _, e := range s.rows() {
-		page.Evaluators = append(page.Evaluators, reportEvaluatorOf(e, thresholds[e.Name], failing[e.Name]))
+		page.Evaluators = append(page.Evaluators, reportEvaluatorOf(e, failing[e.Name]))
 	}
 	// Worst first: the lowest pass rate (an evaluator with none, after those
 	// with one), then the lowest score; errors before failures of equal score.
@@ -109,7 +107,7 @@ func writeReport(w io.Writer, s *summary, gates []gateResult, traceURL string) e
 	return reportTmpl.Execute(w, page)
 }
 
-func reportEvaluatorOf(e *evaluatorSummary, threshold float64, failing int) reportEvaluator {
+func reportEvaluatorOf(e *evaluatorSummary, failing int) reportEvaluator {
 	re := reportEvaluator{
 		Name: e.Name, Type: e.Type, Cases: e.Cases, Passed: e.Passed, Failed: e.Failed,
 		Skipped: e.Skipped, Errors: e.Errors, Scored: len(e.scores), FailingCases: failing,
@@ -138,42 +136,32 @@ func reportEvaluatorOf(e *evaluatorSummary, threshold float64, failing int) repo
 		re.MeanCI = fmt.Sprintf("95 %% CI %.3f – %.3f", e.MeanScoreCI[0], e.MeanScoreCI[1])
 	}
 	// Ten bins over [0, 1]; a score of exactly 1 goes into the last.
-	var bins [10]int
-	for _, x := range e.scores {
-		bins[min(9, max(0, int(x*10)))]++
-	}
-	top := 0
-	for _, c := range bins {
-		top = max(top, c)
-	}
-	re.HistMax = top
-	const plotH, barW = 60.0, 20.0
-	for i, c := range bins {
-		h := 0.0
-		if top > 0 {
-			h = plotH * float64(c) / float64(top)
+	var pass, fail [10]int
+	for i, x := range e.scores {
+		bin := min(9, max(0, int(x*10)))
+		if e.passed[i] {
+			pass[bin]++
+		} else {
+			fail[bin]++
 		}
+	}
+	for i := range pass {
+		re.HistMax = max(re.HistMax, pass[i]+fail[i])
+	}
+	const plotH, barW = 60.0, 20.0
+	scale := 0.0
+	if re.HistMax > 0 {
+		scale = plotH / float64(re.HistMax)
+	}
+	for i := range pass {
+		hp, hf := scale*float64(pass[i]), scale*float64(fail[i])
 		re.Histogram = append(re.Histogram, histBar{
-			X: float64(i) * barW, Y: plotH - h, W: barW - 2, H: h, Count: c,
-			Label: fmt.Sprintf("%.1f–%.1f: %d", float64(i)/10, float64(i+1)/10, c),
-			Fill:  binFill(i, threshold),
+			X: float64(i)*barW + 1, W: barW - 2,
+			YPass: plotH - hp, HPass: hp, YFail: plotH - hp - hf, HFail: hf,
+			Label: fmt.Sprintf("score %.1f–%.1f: %d passed, %d failed", float64(i)/10, float64(i+1)/10, pass[i], fail[i]),
 		})
 	}
 	return re
-}
-
-// binFill colours bin i of [i/10, (i+1)/10) (the last one closed) by what
-// its scores mean against the threshold: a case passes at score ≥ threshold.
-func binFill(i int, threshold float64) string {
-	lo, hi := float64(i)/10, float64(i+1)/10
-	switch {
-	case lo >= threshold:
-		return "#66bb6a"
-	case hi <= threshold && i < 9:
-		return "#e57373"
-	default:
-		return "#ffb74d"
-	}
 }
 
 func reportCaseOf(r caseResult, traceURL string) reportCase {

@@ -36,6 +36,7 @@ type evaluatorSummary struct {
 	PassRateCI *[2]float64 `json:"pass_rate_ci"`
 
 	scores []float64
+	passed []bool // passed[i]: scores[i] passed (the histogram's colours)
 }
 
 // failure is one failed evaluation, listed so a CI log says what to look at.
@@ -128,6 +129,7 @@ func (s *summary) add(rep engine.Report) {
 			}
 			if r.Scored() {
 				e.scores = append(e.scores, r.Score)
+				e.passed = append(e.passed, r.Status == evaluators.StatusPassed)
 			}
 			cr := caseResult{
 				Evaluator: r.Name, TraceID: ev.Case.TraceID.String(), SpanID: ev.Case.SpanID.String(),
