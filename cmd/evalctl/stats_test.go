@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -103,6 +105,57 @@ func TestQuantile(t *testing.T) {
 	for q, want := range map[float64]float64{0: 1, 0.5: 3, 1: 5, 0.25: 2, 0.1: 1.4} {
 		if got := quantile(s, q); math.Abs(got-want) > 1e-12 {
 			t.Errorf("quantile(%v) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// The bootstrap's cost against scoring: the examples scored with the plain
+// summary, and with the gates, JUnit and the report on top.
+func BenchmarkRunExamples(b *testing.B) {
+	dir := b.TempDir()
+	base := append([]string{"run", "--config", "../../examples/evalctl.yaml", "--summary", "json"}, exampleTraces...)
+	for _, bc := range []struct {
+		name  string
+		extra []string
+	}{
+		{"summary", nil},
+		{"gates+junit+report", []string{"--min-pass-rate", "booking_flow=0.9", "--junit", dir + "/j.xml", "--report", dir + "/r.html"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			args := append(append([]string{}, base...), bc.extra...)
+			for b.Loop() {
+				var out, errb strings.Builder
+				run(context.Background(), args, strings.NewReader(""), &out, &errb)
+			}
+		})
+	}
+}
+
+func BenchmarkBootstrap1000(b *testing.B) {
+	xs := make([]float64, 1000)
+	for i := range xs {
+		xs[i] = float64(i%7) / 6
+	}
+	for b.Loop() {
+		bootstrapMeanCI("x", xs)
+	}
+}
+
+// The floor the bootstrap is measured against: the same number of
+// additions over the scores in order, without drawing an index.
+func BenchmarkBootstrap1000Floor(b *testing.B) {
+	xs := make([]float64, 1000)
+	for i := range xs {
+		xs[i] = float64(i%7) / 6
+	}
+	for b.Loop() {
+		means := make([]float64, bootstrapResamples)
+		for r := range means {
+			sum := 0.0
+			for _, x := range xs {
+				sum += x
+			}
+			means[r] = sum
 		}
 	}
 }
