@@ -90,6 +90,18 @@ func readBaseline(path string) (map[string]baselineEvaluator, error) {
 				p := float64(e.Passed) / float64(n)
 				lo, hi, _ := wilson(e.Passed, n)
 				e.PassRate, e.PassRateCI = &p, &[2]float64{lo, hi}
+			} else if e.PassRate != nil {
+				// A rate without counts or interval: taken as exact.
+				e.PassRateCI = &[2]float64{*e.PassRate, *e.PassRate}
+			}
+		}
+		if e.PassRate != nil {
+			p, ci := *e.PassRate, *e.PassRateCI
+			// Written as !(in range) so that NaN is out of range too; a
+			// percentage (95 for 0.95) would otherwise gate on nonsense.
+			if !(p >= 0 && p <= 1 && ci[0] >= 0 && ci[0] <= p && p <= ci[1] && ci[1] <= 1) {
+				return nil, fmt.Errorf("--baseline %s: evaluator %q: pass_rate %v and pass_rate_ci %v must be fractions with low ≤ rate ≤ high",
+					path, e.Name, p, ci)
 			}
 		}
 		out[e.Name] = e

@@ -174,6 +174,8 @@ func TestGateBadUsageExit2(t *testing.T) {
 	in := suiteFile(t, dir, 1, 1)
 	notSummary := filepath.Join(dir, "not-summary.json")
 	os.WriteFile(notSummary, []byte(`{"resourceSpans": []}`), 0o600)
+	percent := filepath.Join(dir, "percent.json")
+	os.WriteFile(percent, []byte(`{"evaluators": [{"name": "no_tool_errors", "pass_rate": 95, "pass_rate_ci": [88, 98]}]}`), 0o600)
 	notJSON := filepath.Join(dir, "not-json.json")
 	os.WriteFile(notJSON, []byte(`EVALUATOR TYPE`), 0o600)
 	for name, tc := range map[string]struct {
@@ -187,6 +189,7 @@ func TestGateBadUsageExit2(t *testing.T) {
 		"missing baseline":  {[]string{"--baseline", filepath.Join(dir, "nope.json")}, "nope.json"},
 		"baseline of OTLP":  {[]string{"--baseline", notSummary}, "not-summary.json"},
 		"baseline not JSON": {[]string{"--baseline", notJSON}, "not-json.json"},
+		"baseline percent":  {[]string{"--baseline", percent}, `percent.json: evaluator "no_tool_errors"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append([]string{"run", "--config", cfg}, append(tc.args, in)...)
@@ -203,7 +206,7 @@ func TestBaselineFromCountsOnly(t *testing.T) {
 	dir, cfg := gateSetup(t)
 	old := filepath.Join(dir, "old.json")
 	os.WriteFile(old, []byte(`{"evaluators": [{"name": "no_tool_errors", "passed": 95, "failed": 5, "mean_score": 0.95},
-	  {"name": "renamed_away", "passed": 1, "failed": 0}]}`), 0o600)
+	  {"name": "renamed_away", "passed": 1, "failed": 0}, {"name": "latency", "pass_rate": 1}]}`), 0o600)
 	code, out, _ := runEvalctl(t, "", "run", "--config", cfg, "--baseline", old, suiteFile(t, dir, 60, 100))
 	if code != exitFailed || !strings.Contains(out, "dropped from 0.950 [0.888, 0.978]") ||
 		!strings.Contains(out, "renamed_away: in the baseline") {
