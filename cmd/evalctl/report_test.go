@@ -174,3 +174,30 @@ func TestReportRendersInChromium(t *testing.T) {
 		runChromium(t, bin, "--hide-scrollbars", "--window-size=1280,1300", "--screenshot="+png, "file://"+p)
 	}
 }
+
+// A run with nothing failing still gives a page, saying so; an evaluator
+// that scored nothing shows no rate rather than 0 %.
+func TestReportWithoutFailures(t *testing.T) {
+	sum := newSummary([]*evaluators.Instance{{Name: "tool_error", Type: "tool_error"}, {Name: "helpful", Type: "llm_judge"}})
+	sum.add(engine.Report{Evaluations: []engine.Evaluation{{Case: &adapter.Case{}, Results: []evaluators.Result{
+		{Name: "tool_error", Status: evaluators.StatusPassed, Score: 1, Threshold: 1},
+		{Name: "helpful", Status: evaluators.StatusSkipped, Reason: "no output"},
+	}}}})
+	var buf strings.Builder
+	if err := writeReport(&buf, sum, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{"No failing case.", "no scored case", "100.0 %"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if !strings.Contains(page, `<div class="rate ">—</div>`) {
+		t.Error("the evaluator without scores does not show its rate as —")
+	}
+	// Evaluators with a rate come before those without.
+	if strings.Index(page, `data-evaluator="tool_error"`) > strings.Index(page, `data-evaluator="helpful"`) {
+		t.Error("the evaluator without a rate is listed first")
+	}
+}
