@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -73,6 +74,7 @@ type collector struct {
 	mu          sync.Mutex
 	peakRSSKiB  int64
 	peakGorouts int
+	peakQueue   float64 // the exporter's sending queue, in requests
 	stopMonitor chan struct{}
 }
 
@@ -177,6 +179,11 @@ func (c *collector) sample() {
 		c.peakGorouts = max(c.peakGorouts, n)
 		c.mu.Unlock()
 	}
+	if q := c.metric("otelcol_exporter_queue_size"); q > 0 {
+		c.mu.Lock()
+		c.peakQueue = max(c.peakQueue, q)
+		c.mu.Unlock()
+	}
 }
 
 // vmHWM is the process's peak resident set in KiB, 0 when unknown.
@@ -209,6 +216,18 @@ func (c *collector) goroutines() int {
 		return n
 	}
 	return 0
+}
+
+// saveMetrics writes the collector's own metrics to path (kept with -keep).
+func (c *collector) saveMetrics(path string) {
+	cl := http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Get("http://" + c.metrics + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_ = os.WriteFile(path, b, 0o600)
 }
 
 // metric sums the samples of one metric (any labels) from the collector's

@@ -87,7 +87,11 @@ func account(name string, l *load, s *sink) report {
 			}
 		}
 		if !si.agent {
-			if len(a.statuses) > 0 {
+			// A trace whose agent span shares its id with a tool span: the
+			// results belong on the agent span only. (Other spans may carry
+			// results by the contract: a trace without its agent span is
+			// scored on its earliest GenAI span.)
+			if len(a.statuses) > 0 && tr.kind == "hostile:duplicate_span_id" {
 				r.Misplaced++
 			}
 			continue

@@ -39,7 +39,7 @@ type sink struct {
 	leaks    int               // spans holding a fragment of secret
 	secret   string            // the judge key to look for; "" for none
 	leakSeen map[string]string // one example per leak place, for the report
-	down     bool
+	delay    time.Duration     // answer each request this late: a remote backend's latency
 
 	srv *http.Server
 	ln  net.Listener
@@ -66,7 +66,6 @@ func (s *sink) serve(ln net.Listener) {
 // stop takes the backend down: connections are refused until start.
 func (s *sink) stop() {
 	s.mu.Lock()
-	s.down = true
 	srv := s.srv
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -88,9 +87,6 @@ func (s *sink) start() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.down = false
-	s.mu.Unlock()
 	s.serve(ln)
 	return nil
 }
@@ -122,6 +118,15 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(req.Traces(), time.Now())
+	s.mu.Lock()
+	delay := s.delay
+	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+		}
+	}
 	resp, _ := ptraceotlp.NewExportResponse().MarshalProto()
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(resp)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,11 @@ const hostileEvaluators = normalEvaluators + `
         mode: any_order
       - type: token_usage
         max_total: 100000`
+
+// backendLatency is how long the capture sink takes to answer each export
+// request in the suite: a tracing backend across a network, not a loopback
+// that answers at once (which would hide a filling sending queue).
+const backendLatency = 100 * time.Millisecond
 
 // scenario is one collector config and one load against it.
 type scenario struct {
@@ -81,9 +87,9 @@ func scenarios(short bool) []scenario {
 			drain: 60 * time.Second, allAcked: true, scoreWait: time.Second,
 		},
 		{
-			name: "outage", about: "the backend is down for 10 s from t=1s, 50 traces/s for 4 s",
+			name: "outage", about: "the backend is down for 10 s from t=1s, 300 traces/s for 5 s",
 			eval: holdEval, evals: normalEvaluators,
-			load:   with(func(c *loadConfig) { c.duration = 4 * time.Second; c.seed = 3 }),
+			load:   with(func(c *loadConfig) { c.rate = 300; c.duration = 5 * time.Second; c.seed = 3 }),
 			outage: [2]time.Duration{time.Second, 11 * time.Second},
 			drain:  60 * time.Second, allAcked: true, scoreWait: time.Second,
 		},
@@ -258,6 +264,9 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 		return report{}, err
 	}
 	defer s.close()
+	s.mu.Lock()
+	s.delay = backendLatency
+	s.mu.Unlock()
 	var key, judgeAddr string
 	if sc.judge {
 		j, err := newFaultyJudge(30 * time.Second)
@@ -349,6 +358,7 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 			notes = append(notes, fmt.Sprintf("not every acknowledged span arrived within the %s drain", sc.drain))
 		}
 		metricsNote = collectorMetrics(col)
+		col.saveMetrics(filepath.Join(dir, sc.name+".metrics.txt"))
 		if !col.stop(20 * time.Second) {
 			notes = append(notes, "collector did not exit within 20 s of SIGTERM: killed")
 		}
@@ -357,6 +367,9 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 	}
 	r := account(sc.name, l, s)
 	r.PeakRSSMiB, r.PeakGoroutines = col.peaks()
+	col.mu.Lock()
+	notes = append(notes, fmt.Sprintf("exporter sending queue peak %.0f of 1000 requests", col.peakQueue))
+	col.mu.Unlock()
 	if key != "" {
 		n, frag := col.logLeaks(strings.TrimPrefix(key, keyPrefix))
 		r.KeyLeaks += n
@@ -382,16 +395,16 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 func collectorMetrics(c *collector) string {
 	var parts []string
 	for _, m := range []string{
-		"otelcol_processor_eval_next_consumer_errors_total",
-		"otelcol_processor_eval_spans_forwarded_unscored_total",
-		"otelcol_processor_eval_spans_late_total",
-		"otelcol_processor_eval_bad_input_problems_total",
-		"otelcol_exporter_enqueue_failed_spans_total",
-		"otelcol_exporter_send_failed_spans_total",
-		"otelcol_receiver_refused_spans_total",
+		"otelcol_processor_eval_next_consumer_errors",
+		"otelcol_processor_eval_spans_forwarded_unscored",
+		"otelcol_processor_eval_spans_late",
+		"otelcol_processor_eval_bad_input_problems",
+		"otelcol_exporter_enqueue_failed_spans",
+		"otelcol_exporter_send_failed_spans",
+		"otelcol_receiver_refused_spans",
 	} {
 		if v := c.metric(m); v > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%.0f", strings.TrimSuffix(strings.TrimPrefix(m, "otelcol_"), "_total"), v))
+			parts = append(parts, fmt.Sprintf("%s=%.0f", strings.TrimPrefix(m, "otelcol_"), v))
 		}
 	}
 	if len(parts) == 0 {
