@@ -64,6 +64,7 @@ type chunk struct {
 	due   time.Time
 	spans ptrace.ResourceSpans
 	n     int
+	alone bool // sent in a request of its own (hostile: a refusal takes nothing else with it)
 }
 
 // generator builds traces. Not safe for concurrent use: the scheduler owns it.
@@ -321,6 +322,14 @@ func manyCalls(n int) ([]call, string) {
 // hostile returns the chunks of one hostile trace (or two, for kinds that
 // need a pair), at most maxSpans spans per chunk.
 func (g *generator) hostile(kind string, start time.Time, gap time.Duration) []chunk {
+	cs := g.hostile1(kind, start, gap)
+	for i := range cs {
+		cs[i].alone = true
+	}
+	return cs
+}
+
+func (g *generator) hostile1(kind string, start time.Time, gap time.Duration) []chunk {
 	const maxSpans = 5000
 	k := "hostile:" + kind
 	switch kind {
@@ -343,8 +352,11 @@ func (g *generator) hostile(kind string, start time.Time, gap time.Duration) []c
 		deep := strings.Repeat("[", n) + strings.Repeat("]", n)
 		root := b.agentRun(agentOpts{calls: []call{{"search_flights", strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n), deep}}, expected: deep})
 		root.Attributes().PutStr("gen_ai.input.messages", deep)
+		// As an attribute value, nesting is bounded by the OTLP decoder
+		// (a deeper request is refused whole, "exceeded max recursion
+		// depth", pdata allows 100 messages deep): 25 levels.
 		v := root.Attributes().PutEmptyMap("gen_ai.output.messages")
-		for i := 0; i < n; i++ {
+		for i := 0; i < 25; i++ {
 			v = v.PutEmptyMap("m")
 		}
 		return b.chunks(start, 1, gap, maxSpans)
@@ -414,7 +426,9 @@ func (g *generator) hostile(kind string, start time.Time, gap time.Duration) []c
 		b.agentRun(agentOpts{calls: calls, expected: exp})
 		return b.chunks(start, 4, gap, maxSpans)
 	case "duplicate_span_id":
-		b := g.newTrace(k, true, start)
+		// Not designed to pass: which calls a case made is ambiguous when
+		// ids collide. What must hold is where the results go.
+		b := g.newTrace(k, false, start)
 		root := b.agentRun(agentOpts{calls: travelCalls, expected: travelExpected})
 		// The last tool span takes the agent span's id: both must arrive,
 		// and the results must stay on the agent span.

@@ -62,6 +62,7 @@ func account(name string, l *load, s *sink) report {
 	}
 	var delays, plain []time.Duration
 	falseBy := map[string]int{}
+	hostileBy := map[string]time.Duration{}
 	for seq, si := range l.gen.spans {
 		if si.acked {
 			r.SpansAcked++
@@ -82,8 +83,9 @@ func account(name string, l *load, s *sink) report {
 			if tr.kind == kindPlain {
 				plain = append(plain, d)
 			}
-			if strings.HasPrefix(tr.kind, "hostile:") && d > r.MaxHostile {
-				r.MaxHostile = d
+			if strings.HasPrefix(tr.kind, "hostile:") {
+				r.MaxHostile = max(r.MaxHostile, d)
+				hostileBy[tr.kind] = max(hostileBy[tr.kind], d)
 			}
 		}
 		if !si.agent {
@@ -105,7 +107,7 @@ func account(name string, l *load, s *sink) report {
 			r.FalseFail++
 			for name, st := range a.statuses {
 				if st == "failed" {
-					falseBy[name]++
+					falseBy[tr.kind+"/"+name]++
 				}
 			}
 		}
@@ -119,7 +121,19 @@ func account(name string, l *load, s *sink) report {
 			by = append(by, fmt.Sprintf("%s %d", name, n))
 		}
 		sort.Strings(by)
-		r.Notes = append(r.Notes, "false failures by evaluator: "+strings.Join(by, ", "))
+		r.Notes = append(r.Notes, "false failures by trace kind/evaluator: "+strings.Join(by, ", "))
+	}
+	if len(hostileBy) > 0 {
+		kinds := make([]string, 0, len(hostileBy))
+		for k := range hostileBy {
+			kinds = append(kinds, k)
+		}
+		sort.Slice(kinds, func(i, j int) bool { return hostileBy[kinds[i]] > hostileBy[kinds[j]] })
+		var by []string
+		for _, k := range kinds {
+			by = append(by, fmt.Sprintf("%s %s", strings.TrimPrefix(k, "hostile:"), round(hostileBy[k])))
+		}
+		r.Notes = append(r.Notes, "longest forwarding delay by hostile kind: "+strings.Join(by, ", "))
 	}
 	r.P99 = p99(delays)
 	r.P99Plain = p99(plain)

@@ -187,13 +187,16 @@ func (l *load) schedule(ctx context.Context, reqs chan<- request) {
 		}
 		for pending.Len() > 0 && !pending[0].due.After(now) {
 			c := heap.Pop(&pending).(chunk)
-			if n > 0 && n+c.n > l.cfg.maxReqSpans {
+			if n > 0 && (c.alone || n+c.n > l.cfg.maxReqSpans) {
 				if !flush() {
 					return
 				}
 			}
 			batch = append(batch, c)
 			n += c.n
+			if c.alone && !flush() {
+				return
+			}
 		}
 		if !flush() {
 			return
