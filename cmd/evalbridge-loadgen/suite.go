@@ -75,7 +75,7 @@ func scenarios(short bool) []scenario {
 		return c
 	}
 	const holdEval = "wait: 1s\n    timeout: 5s"
-	return []scenario{
+	all := []scenario{
 		{
 			name: "baseline", about: "50 traces/s, the normal mix, no batch: the reference for the others",
 			eval: holdEval, evals: normalEvaluators, load: base, drain: 30 * time.Second, allAcked: true, scoreWait: time.Second,
@@ -113,10 +113,17 @@ func scenarios(short bool) []scenario {
 			drain: 60 * time.Second, allAcked: true, scoreWait: time.Second,
 		},
 		{
-			name: "shutdown", about: "wait 5s holds every run; SIGTERM at t=2.5s while 50 traces/s are sent",
-			eval: "wait: 5s\n    timeout: 5s", evals: normalEvaluators,
-			load:    with(func(c *loadConfig) { c.duration = 4 * time.Second; c.retryFor = time.Second; c.seed = 6 }),
-			sigterm: 2500 * time.Millisecond, drain: 30 * time.Second, scoreWait: 5 * time.Second,
+			name: "shutdown", about: "SIGTERM at t=3s while 50 traces/s are sent, runs are held (wait 2s) and a 50k-call run is being scored",
+			eval: "wait: 2s\n    timeout: 5s", evals: normalEvaluators,
+			load: with(func(c *loadConfig) {
+				c.duration = 5 * time.Second
+				c.retryFor = time.Second
+				c.hostileAt = 300 * time.Millisecond
+				c.hostileKinds = []string{"many_calls_50k"}
+				c.scale = scale
+				c.seed = 6
+			}),
+			sigterm: 3 * time.Second, drain: 30 * time.Second, scoreWait: 2 * time.Second,
 		},
 		{
 			name: "judge", about: "a judge that hangs, 500s and echoes the key (max_concurrency 2), 100 traces/s for 3 s",
@@ -125,6 +132,14 @@ func scenarios(short bool) []scenario {
 			drain: 60 * time.Second, allAcked: true, scoreWait: 3 * time.Second,
 		},
 	}
+	if short {
+		// CI: a broken promise shows within these bounds as well.
+		for i := range all {
+			all[i].drain = min(all[i].drain, 20*time.Second)
+			all[i].load.retryFor = min(all[i].load.retryFor, 20*time.Second)
+		}
+	}
+	return all
 }
 
 func collectorConfig(sc scenario, p ports, sinkAddr, judgeAddr, key string) string {
@@ -300,6 +315,7 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 	var hookMu sync.Mutex
 	down, up, termed := false, false, false
 	var termOK chan bool
+	var termTook time.Duration
 	cfg.onTick = func(elapsed time.Duration) {
 		hookMu.Lock()
 		defer hookMu.Unlock()
@@ -316,7 +332,12 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 		if sc.sigterm > 0 && !termed && elapsed >= sc.sigterm {
 			termed = true
 			termOK = make(chan bool, 1)
-			go func() { termOK <- col.stop(20 * time.Second) }()
+			go func() {
+				t0 := time.Now()
+				ok := col.stop(20 * time.Second)
+				termTook = time.Since(t0) // read after termOK
+				termOK <- ok
+			}()
 		}
 	}
 	l := newLoad(cfg)
@@ -334,7 +355,7 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 		if ok := <-termOK; !ok {
 			notes = append(notes, "collector did not exit within 20 s of SIGTERM: killed")
 		} else {
-			notes = append(notes, "collector exited after SIGTERM")
+			notes = append(notes, fmt.Sprintf("collector exited %s after SIGTERM", round(termTook)))
 		}
 		s.quiet(ctx, time.Second, time.Now().Add(5*time.Second), func() bool { return true })
 	} else {
