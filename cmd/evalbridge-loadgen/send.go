@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/evalbridge/evalbridge/adapter"
 )
 
 // loadConfig is one load: what to send, how fast and for how long.
@@ -217,17 +219,12 @@ func (l *load) request(cs []chunk) request {
 	td := ptrace.NewTraces()
 	var seqs []int64
 	for _, c := range cs {
-		rs := td.ResourceSpans().AppendEmpty()
-		c.spans.MoveTo(rs)
-		sss := rs.ScopeSpans()
-		for i := 0; i < sss.Len(); i++ {
-			spans := sss.At(i).Spans()
-			for j := 0; j < spans.Len(); j++ {
-				v, _ := spans.At(j).Attributes().Get(attrSeq)
-				seqs = append(seqs, v.Int())
-			}
-		}
+		c.spans.MoveTo(td.ResourceSpans().AppendEmpty())
 	}
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+		v, _ := r.Span.Attributes().Get(attrSeq)
+		seqs = append(seqs, v.Int())
+	})
 	return request{req: ptraceotlp.NewExportRequestFromTraces(td), seqs: seqs}
 }
 

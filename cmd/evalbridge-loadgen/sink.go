@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/annotator"
 )
 
@@ -137,16 +138,7 @@ func (s *sink) record(td ptrace.Traces, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last = now
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				s.recordSpan(spans.At(k), now)
-			}
-		}
-	}
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) { s.recordSpan(r.Span, now) })
 }
 
 func (s *sink) recordSpan(sp ptrace.Span, now time.Time) {
