@@ -63,6 +63,7 @@ func account(name string, l *load, s *sink) report {
 	var delays, plain []time.Duration
 	falseBy := map[string]int{}
 	hostileBy := map[string]time.Duration{}
+	lostBy := map[string]int{}
 	for seq, si := range l.gen.spans {
 		if si.acked {
 			r.SpansAcked++
@@ -72,6 +73,7 @@ func account(name string, l *load, s *sink) report {
 		if !ok {
 			if si.acked {
 				r.Lost++
+				lostBy[tr.kind]++
 			}
 			continue
 		}
@@ -114,6 +116,14 @@ func account(name string, l *load, s *sink) report {
 		if tr.kind == "hostile:bad_tokens" && a.statuses["token_usage"] == "passed" {
 			r.BadPasses++
 		}
+	}
+	if len(lostBy) > 0 {
+		var by []string
+		for kind, n := range lostBy {
+			by = append(by, fmt.Sprintf("%s %d", kind, n))
+		}
+		sort.Strings(by)
+		r.Notes = append(r.Notes, "lost spans by trace kind: "+strings.Join(by, ", "))
 	}
 	if len(falseBy) > 0 {
 		var by []string
