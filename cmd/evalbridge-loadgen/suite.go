@@ -344,6 +344,9 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 	if err := l.run(ctx); err != nil {
 		return report{}, err
 	}
+	if ctx.Err() != nil { // interrupted: no figures from half a scenario
+		return report{}, ctx.Err()
+	}
 	// The outage may outlast the load.
 	for sc.outage[1] > 0 && !up && ctx.Err() == nil {
 		cfg.onTick(time.Since(l.start))
