@@ -128,6 +128,9 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		// Numbers in tool arguments are JSON doubles: `t.arguments.nights <= 14` must work.
 		cel.CrossTypeNumericComparisons(true),
 		cel.OptionalTypes(),
+		// Keeps macros (exists, all, map …) in the source info, so a
+		// conjunct that uses one can be quoted in a reason.
+		cel.EnableMacroCallTracking(),
 		ext.Strings(), ext.Math(), ext.Lists(), ext.Sets(), ext.Encoders(), ext.Regex(), ext.Bindings(),
 		cel.Function("json.decode",
 			cel.Overload("json_decode_string", []*cel.Type{cel.StringType}, cel.DynType,
