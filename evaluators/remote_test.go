@@ -162,8 +162,8 @@ func TestRemoteRetryAfterPastTheDeadlineGivesUp(t *testing.T) {
 
 func TestRemoteConfigErrors(t *testing.T) {
 	for opts, wantErr := range map[string]string{
-		`{}`: "`endpoint` is required",
-		`{"endpoint": "ftp://x"}`:                         "not an http(s) URL",
+		`{}`:                      "`endpoint` is required",
+		`{"endpoint": "ftp://x"}`: "not an http(s) URL",
 		`{"endpoint": "http://x", "timeout": "0s"}`:       "`timeout`",
 		`{"endpoint": "http://x", "max_concurrency": -1}`: "max_concurrency",
 		`{"endpoint": "http://x", "endpint": "y"}`:        "endpint",
