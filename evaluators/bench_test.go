@@ -79,3 +79,44 @@ func BenchmarkEvaluators(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
 }
+
+// BenchmarkCELvsBuiltin runs a CEL evaluator and the built-in evaluator it
+// is equivalent to on the same case, so their ratio comes from one run.
+// CEL pays for building the `case` view (maps of every field) per
+// evaluation; the expression itself is compiled once.
+func BenchmarkCELvsBuiltin(b *testing.B) {
+	pairs := []struct {
+		name          string
+		builtin, expr Config
+	}{
+		{"token_usage",
+			Config{Type: "token_usage", Options: obj("max_total", 2000)},
+			Config{Type: "cel", Options: obj("expression", `case.usage.total_tokens <= 2000`)}},
+		{"tool_error",
+			Config{Type: "tool_error", Options: obj("treat_blank_as_error", false, "detect_json_error_field", false)},
+			Config{Type: "cel", Options: obj("expression",
+				`case.tool_calls.size() == 0 ? 1.0 : double(case.tool_calls.filter(t, !t.errored).size()) / double(case.tool_calls.size())`)}},
+	}
+	c := benchCase()
+	c.ToolCalls[2].Errored = true
+	ctx := context.Background()
+	for _, p := range pairs {
+		insts, err := Build([]Config{p.builtin, p.expr}, Deps{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		want := insts[0].Evaluate(ctx, c)
+		if got := insts[1].Evaluate(ctx, c); got.Score != want.Score || got.Status != want.Status {
+			b.Fatalf("%s: cel %v %s, built-in %v %s", p.name, got.Score, got.Reason, want.Score, want.Reason)
+		}
+		for i, kind := range []string{"builtin", "cel"} {
+			in := insts[i]
+			b.Run(p.name+"/"+kind, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					in.Evaluate(ctx, c)
+				}
+			})
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -124,7 +125,7 @@ func (p celProvider) FindStructFieldType(name, field string) (*types.FieldType, 
 // environment is safe for concurrent use.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
-		cel.Variable("case", types.NewObjectType("evalbridge.Case")),
+		cel.Variable("case", celCaseType),
 		// Numbers in tool arguments are JSON doubles: `t.arguments.nights <= 14` must work.
 		cel.CrossTypeNumericComparisons(true),
 		cel.OptionalTypes(),
@@ -242,7 +243,7 @@ func (e *celEval) splitConjuncts(env *cel.Env, checked *cel.Ast) []celPart {
 }
 
 func (e *celEval) Evaluate(ctx context.Context, c *adapter.Case) Result {
-	act := map[string]any{"case": caseView(c, 0)}
+	act := map[string]any{"case": newCELCase(c)}
 	val, det, err := e.prg.ContextEval(ctx, act)
 	if err != nil {
 		return e.evalError(ctx, err, det)
@@ -347,3 +348,67 @@ func scoreFromMap(v traits.Mapper, m map[string]float64) Result {
 	}
 	return r
 }
+
+// celCase is `case` as a CEL value: a field is built when the expression
+// first reads it (and kept for the rest of the evaluation), so
+// `case.usage.total_tokens < 5000` does not copy every tool call.
+type celCase struct {
+	c      *adapter.Case
+	fields []ref.Val // by index in caseFields
+}
+
+var (
+	celCaseType    = types.NewObjectType("evalbridge.Case")
+	caseFieldIndex = func() map[string]int {
+		m := make(map[string]int, len(caseFields))
+		for i, f := range caseFields {
+			m[f] = i
+		}
+		return m
+	}()
+)
+
+func newCELCase(c *adapter.Case) *celCase {
+	return &celCase{c: c, fields: make([]ref.Val, len(caseFields))}
+}
+
+// Get implements traits.Indexer: the interpreter selects `case.<field>` with it.
+func (v *celCase) Get(idx ref.Val) ref.Val {
+	name, ok := idx.(types.String)
+	if !ok {
+		return types.NewErr("no such key: %v", idx)
+	}
+	i, ok := caseFieldIndex[string(name)]
+	if !ok {
+		return types.NewErr("no such key: %s", name)
+	}
+	if v.fields[i] == nil {
+		v.fields[i] = types.DefaultTypeAdapter.NativeToValue(caseField(v.c, string(name), 0))
+	}
+	return v.fields[i]
+}
+
+// IsSet implements traits.FieldTester (`has(case.input)`): every field is set.
+func (v *celCase) IsSet(field ref.Val) ref.Val {
+	name, ok := field.(types.String)
+	if !ok {
+		return types.NewErr("no such key: %v", field)
+	}
+	_, ok = caseFieldIndex[string(name)]
+	return types.Bool(ok)
+}
+
+func (v *celCase) ConvertToNative(typeDesc reflect.Type) (any, error) {
+	return nil, fmt.Errorf("case cannot be converted to %v", typeDesc)
+}
+
+func (v *celCase) ConvertToType(t ref.Type) ref.Val {
+	if t == types.TypeType {
+		return celCaseType
+	}
+	return types.NewErr("case cannot be converted to %s", t.TypeName())
+}
+
+func (v *celCase) Equal(other ref.Val) ref.Val { return types.Bool(other == ref.Val(v)) }
+func (v *celCase) Type() ref.Type              { return celCaseType }
+func (v *celCase) Value() any                  { return v.c }

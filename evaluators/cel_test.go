@@ -9,7 +9,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-func celCase() *adapter.Case {
+func testCELCase() *adapter.Case {
 	return &adapter.Case{
 		Level: adapter.LevelAgent, Input: "book a hotel", Output: "Booked, see DOC-7.", LLMCalls: 2,
 		ToolCalls: []adapter.ToolCall{
@@ -45,7 +45,7 @@ func TestCELCompileErrorNamesEvaluatorAndPosition(t *testing.T) {
 }
 
 func TestCELResultKinds(t *testing.T) {
-	c := celCase()
+	c := testCELCase()
 	for _, tc := range []struct {
 		expr string
 		w    want
@@ -73,7 +73,7 @@ func TestCELResultKinds(t *testing.T) {
 }
 
 func TestCELFalseNamesTheFailingConjunct(t *testing.T) {
-	c := celCase()
+	c := testCELCase()
 	r := runEval(t, "cel", obj("expression", `case.llm_calls <= 3 &&
 		case.tool_calls.exists(t, t.name == "book_hotel") &&
 		case.usage.output_tokens < 100 &&
@@ -87,10 +87,10 @@ func TestCELFalseNamesTheFailingConjunct(t *testing.T) {
 func TestCELRunawayExpressionHitsTheCostLimit(t *testing.T) {
 	// 100³ = a million multiplications: far over a limit of 10 000.
 	runaway := `lists.range(100).map(a, lists.range(100).map(b, lists.range(100).map(c, a * b * c))).size() > 0`
-	r := runEval(t, "cel", obj("expression", runaway, "cost_limit", 10000), nil, celCase())
+	r := runEval(t, "cel", obj("expression", runaway, "cost_limit", 10000), nil, testCELCase())
 	check(t, r, want{status: StatusError, reason: "exceeded its cost_limit of 10000"})
 	// The default limit stops it too.
-	r = runEval(t, "cel", obj("expression", strings.ReplaceAll(runaway, "100", "1000")), nil, celCase())
+	r = runEval(t, "cel", obj("expression", strings.ReplaceAll(runaway, "100", "1000")), nil, testCELCase())
 	check(t, r, want{status: StatusError, reason: "cost_limit"})
 	// An ended context stops a long expression as a timeout.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,13 +99,13 @@ func TestCELRunawayExpressionHitsTheCostLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := insts[0].Evaluate(ctx, celCase()); r.Status != StatusTimeout {
+	if r := insts[0].Evaluate(ctx, testCELCase()); r.Status != StatusTimeout {
 		t.Fatalf("cancelled: %+v", r)
 	}
 }
 
 func TestCELSeesAdapterCaseFields(t *testing.T) {
-	c := celCase()
+	c := testCELCase()
 	c.Model, c.AgentName, c.Latency = "gpt-4o", "travel_agent", 1500*time.Millisecond
 	c.Documents = []adapter.Document{{ID: "DOC-7", Content: "Casa"}}
 	c.Expected.ToolCalls, c.Expected.HasToolCalls = []adapter.ExpectedCall{exp("book_hotel", obj("nights", 5.0))}, true

@@ -44,7 +44,7 @@ func TestRemoteSendsTheCaseAndReadsTheReply(t *testing.T) {
 		_, _ = io.WriteString(w, `{"score": 0.8, "reason": "looks fine"}`)
 	}))
 	defer srv.Close()
-	c := celCase()
+	c := testCELCase()
 	c.Output = strings.Repeat("x", 5000)
 	in := startRemote(t, obj("endpoint", srv.URL, "api_key", "sk-secret-1", "headers", obj("X-Team", "t1-secret"), "max_field_bytes", 100))
 	check(t, in.Evaluate(context.Background(), c), scored(0.8, 0.5, "looks fine"))
@@ -78,7 +78,7 @@ func TestRemoteSkippedAndBadReplies(t *testing.T) {
 		`{"reason": "forgot the score"}`:       {status: StatusError, reason: "neither \"score\" nor \"skipped\""},
 	} {
 		reply <- body
-		check(t, in.Evaluate(context.Background(), celCase()), w)
+		check(t, in.Evaluate(context.Background(), testCELCase()), w)
 	}
 }
 
@@ -93,7 +93,7 @@ func TestRemoteErrorsNeverCarrySecrets(t *testing.T) {
 	defer srv.Close()
 	in := startRemote(t, obj("endpoint", srv.URL, "api_key", "sk-secret-2", "headers", obj("X-Team", "team-secret"),
 		"retry", obj("max_attempts", 2, "initial_backoff", "1ms", "max_backoff", "1ms")))
-	r := in.Evaluate(context.Background(), celCase())
+	r := in.Evaluate(context.Background(), testCELCase())
 	check(t, r, want{status: StatusError, reason: "HTTP 500"})
 	if strings.Contains(r.Reason, "sk-secret-2") || strings.Contains(r.Reason, "team-secret") || !strings.Contains(r.Reason, "[REDACTED]") {
 		t.Fatalf("reason leaks or is not redacted: %q", r.Reason)
@@ -109,12 +109,12 @@ func TestRemoteHangIsATimeout(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	in := startRemote(t, obj("endpoint", srv.URL, "timeout", "50ms", "retry", obj("max_attempts", 1)))
-	check(t, in.Evaluate(context.Background(), celCase()), want{status: StatusTimeout, reason: "within the `timeout` of 50ms"})
+	check(t, in.Evaluate(context.Background(), testCELCase()), want{status: StatusTimeout, reason: "within the `timeout` of 50ms"})
 	// The trace's deadline ends a hung request too.
 	in = startRemote(t, obj("endpoint", srv.URL, "timeout", "1h"))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	check(t, in.Evaluate(ctx, celCase()), want{status: StatusTimeout, reason: "did not answer in time"})
+	check(t, in.Evaluate(ctx, testCELCase()), want{status: StatusTimeout, reason: "did not answer in time"})
 }
 
 func TestRemoteHonoursRetryAfter(t *testing.T) {
@@ -135,7 +135,7 @@ func TestRemoteHonoursRetryAfter(t *testing.T) {
 	defer srv.Close()
 	// The backoff alone would retry after 1ms: the wait is Retry-After's.
 	in := startRemote(t, obj("endpoint", srv.URL, "retry", obj("max_attempts", 2, "initial_backoff", "1ms", "max_backoff", "1ms")))
-	check(t, in.Evaluate(context.Background(), celCase()), scored(1, 0.5))
+	check(t, in.Evaluate(context.Background(), testCELCase()), scored(1, 0.5))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(at) != 2 || at[1].Sub(at[0]) < 900*time.Millisecond {
@@ -154,7 +154,7 @@ func TestRemoteRetryAfterPastTheDeadlineGivesUp(t *testing.T) {
 	in := startRemote(t, obj("endpoint", srv.URL))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	check(t, in.Evaluate(ctx, celCase()), want{status: StatusError, reason: "past the evaluation's deadline"})
+	check(t, in.Evaluate(ctx, testCELCase()), want{status: StatusError, reason: "past the evaluation's deadline"})
 	if n.Load() != 1 {
 		t.Fatalf("attempts = %d", n.Load())
 	}
@@ -182,5 +182,5 @@ func TestRemoteConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(t, insts[0].Evaluate(context.Background(), celCase()), want{status: StatusError, reason: "not started"})
+	check(t, insts[0].Evaluate(context.Background(), testCELCase()), want{status: StatusError, reason: "not started"})
 }
