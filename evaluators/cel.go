@@ -194,7 +194,9 @@ func newCEL(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 func (e *celEval) program(env *cel.Env, a *cel.Ast) (cel.Program, error) {
 	prg, err := env.Program(a,
 		cel.CostLimit(e.costLimit),
-		cel.EvalOptions(cel.OptTrackCost),
+		// OptOptimize compiles constant regular expressions (`matches`) once
+		// here instead of on every evaluation.
+		cel.EvalOptions(cel.OptTrackCost, cel.OptOptimize),
 		// A trace's timeout (ctx) stops a long comprehension, not only the cost limit.
 		cel.InterruptCheckFrequency(100))
 	if err != nil {
