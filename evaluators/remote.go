@@ -184,6 +184,9 @@ func (r *remote) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	}
 	if reply.Skipped != nil {
 		r.count(ctx, "skipped")
+		if strings.TrimSpace(*reply.Skipped) == "" {
+			return Skipped("the remote evaluator skipped the case")
+		}
 		return Skipped("%s", clipText(*reply.Skipped, 900))
 	}
 	r.count(ctx, "ok")

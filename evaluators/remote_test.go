@@ -73,6 +73,7 @@ func TestRemoteSkippedAndBadReplies(t *testing.T) {
 	for body, w := range map[string]want{
 		`{"skipped": "no refund in this run"}`: skipped("no refund in this run"),
 		`{"score": "0.9"}`:                     scored(0.9, 0.5),
+		`{"skipped": ""}`:                      skipped("the remote evaluator skipped the case"),
 		`{"score": 1.7, "reason": "x"}`:        {status: StatusError, reason: "outside [0, 1]"},
 		`<html>oops</html>`:                    {status: StatusError, reason: "not {\"score\""},
 		`{"reason": "forgot the score"}`:       {status: StatusError, reason: "neither \"score\" nor \"skipped\""},
