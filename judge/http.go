@@ -14,6 +14,10 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 )
 
+// The pieces of the judge client's HTTP handling that other clients of
+// user-configured endpoints (the `remote` evaluator) share: the client's lifecycle, which replies are
+// worth retrying, the backoff, Retry-After, and keeping secrets out of errors.
+
 // HTTPClient is the HTTP client of a confighttp config, built at Start with
 // the host's extensions (auth) and closed at Shutdown. It is safe for
 // concurrent use; Get returns nil before Start and after Close.
@@ -58,10 +62,6 @@ func (h *HTTPClient) Close() {
 		hc.CloseIdleConnections()
 	}
 }
-
-// The pieces of the judge client's HTTP handling that other clients of
-// user-configured endpoints (the `remote` evaluator) share: which replies are
-// worth retrying, the backoff, Retry-After, and keeping secrets out of errors.
 
 // Backoff is the wait before the attempt after `attempt`: InitialBackoff
 // doubled per attempt, at most MaxBackoff.
