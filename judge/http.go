@@ -15,8 +15,9 @@ import (
 )
 
 // The pieces of the judge client's HTTP handling that other clients of
-// user-configured endpoints (the `remote` evaluator) share: the client's lifecycle, which replies are
-// worth retrying, the backoff, Retry-After, and keeping secrets out of errors.
+// user-configured endpoints (the `remote` evaluator) share: the client's
+// lifecycle, which replies are worth retrying, the backoff, Retry-After, and
+// keeping secrets out of errors.
 
 // HTTPClient is the HTTP client of a confighttp config, built at Start with
 // the host's extensions (auth) and closed at Shutdown. It is safe for
