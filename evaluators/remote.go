@@ -229,13 +229,9 @@ func (r *remote) do(ctx context.Context, hc *http.Client, body []byte) (*remoteR
 		if !retryable || attempt >= attempts {
 			return nil, fmt.Errorf("%w (attempt %d of %d)", err, attempt, attempts)
 		}
-		wait := r.o.Retry.Backoff(attempt)
-		if retryAfter > 0 {
-			wait = retryAfter
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return nil, fmt.Errorf("%w (attempt %d of %d; the next attempt would start after %v, past the evaluation's deadline)",
-				err, attempt, attempts, wait.Round(time.Millisecond))
+		wait, fits := r.o.Retry.NextWait(ctx, attempt, retryAfter)
+		if !fits {
+			return nil, fmt.Errorf("%w (attempt %d of %d; %s)", err, attempt, attempts, judge.PastDeadline(wait))
 		}
 		r.count(ctx, "retry")
 		t := time.NewTimer(wait)

@@ -222,14 +222,10 @@ func (c *Client) do(ctx context.Context, hc *http.Client, body []byte, est int64
 			c.tel.request(ctx, "error", elapsed)
 			return "", 0, fmt.Errorf("judge %q: %w (attempt %d of %d)", c.name, err, attempt, attempts)
 		}
-		wait := c.cfg.Retry.Backoff(attempt)
-		if retryAfter > 0 {
-			wait = retryAfter
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		wait, fits := c.cfg.Retry.NextWait(ctx, attempt, retryAfter)
+		if !fits {
 			c.tel.request(ctx, "error", elapsed)
-			return "", 0, fmt.Errorf("judge %q: %w (attempt %d of %d; the next attempt would start after %v, past the evaluation's deadline)",
-				c.name, err, attempt, attempts, wait.Round(time.Millisecond))
+			return "", 0, fmt.Errorf("judge %q: %w (attempt %d of %d; %s)", c.name, err, attempt, attempts, PastDeadline(wait))
 		}
 		c.tel.request(ctx, "retry", elapsed)
 		c.logger.Debug("retrying judge request", zap.Int("attempt", attempt), zap.Duration("wait", wait), zap.String("error", err.Error()))

@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -72,6 +73,25 @@ func (r RetryConfig) Backoff(attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, r.MaxBackoff)
+}
+
+// NextWait is the wait before the attempt after `attempt`: the server's
+// Retry-After when it gave one (429, 503), else the backoff. fits is false
+// when the next attempt would start after ctx's deadline: not worth making.
+func (r RetryConfig) NextWait(ctx context.Context, attempt int, retryAfter time.Duration) (wait time.Duration, fits bool) {
+	wait = r.Backoff(attempt)
+	if retryAfter > 0 {
+		wait = retryAfter
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		return wait, false
+	}
+	return wait, true
+}
+
+// PastDeadline says why a retry that NextWait refused was not made.
+func PastDeadline(wait time.Duration) string {
+	return fmt.Sprintf("the next attempt would start after %v, past the evaluation's deadline", wait.Round(time.Millisecond))
 }
 
 // RetryableStatus says whether an HTTP status is worth another attempt, and
