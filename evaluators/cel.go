@@ -41,7 +41,11 @@ const defaultCELCostLimit = 1_000_000
 type celEval struct {
 	expr      string
 	costLimit uint64
-	prg       cel.Program
+	// reads are the `case` fields the expression selects; readsAll is
+	// set when it uses `case` otherwise (then it may read anything).
+	reads    map[string]bool
+	readsAll bool
+	prg      cel.Program
 	// conjuncts are the top-level `a && b && …` parts, each compiled on its
 	// own, so a false result can name the part that failed.
 	conjuncts []celPart
@@ -182,6 +186,7 @@ func newCEL(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 		return nil, fmt.Errorf("expression returns %s; it must return a bool, a number in [0, 1] or a map {\"score\": …, \"reason\": …}", out)
 	}
 	e := &celEval{expr: o.Expression, costLimit: o.CostLimit}
+	e.reads, e.readsAll = caseFieldsRead(checked.NativeRep().Expr())
 	if e.prg, err = e.program(env, checked); err != nil {
 		return nil, err
 	}
@@ -190,6 +195,36 @@ func newCEL(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	}
 	return e, nil
 }
+
+// caseFieldsRead lists the fields of `case` an expression selects, and
+// whether it also uses `case` as a whole (passed to a function, compared).
+func caseFieldsRead(x ast.Expr) (map[string]bool, bool) {
+	fields := map[string]bool{}
+	idents, selects := 0, 0
+	ast.PostOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.IdentKind:
+			if e.AsIdent() == "case" {
+				idents++
+			}
+		case ast.SelectKind:
+			if op := e.AsSelect().Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == "case" {
+				selects++
+				fields[e.AsSelect().FieldName()] = true
+			}
+		}
+	}))
+	return fields, idents != selects
+}
+
+// ConversationFree says the expression reads neither input nor output, so
+// the adapter may skip decoding the conversation (see Factory).
+func (e *celEval) ConversationFree() bool {
+	return !e.readsAll && !e.reads["input"] && !e.reads["output"]
+}
+
+// NeedsAttributes says the expression reads the span's attributes.
+func (e *celEval) NeedsAttributes() bool { return e.readsAll || e.reads["attributes"] }
 
 func (e *celEval) program(env *cel.Env, a *cel.Ast) (cel.Program, error) {
 	prg, err := env.Program(a,

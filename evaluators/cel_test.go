@@ -117,3 +117,24 @@ func TestCELSeesAdapterCaseFields(t *testing.T) {
 		case.expected.tool_calls[0].arguments.nights == 5 && case.expected.output == "Booked"`
 	check(t, runEval(t, "cel", obj("expression", expr), nil, c), scored(1, 1))
 }
+
+// The adapter skips decoding conversations and copying attributes when no
+// evaluator reads them: a CEL instance says what its expression reads.
+func TestCELSaysWhatItReads(t *testing.T) {
+	for expr, w := range map[string][2]bool{ // conversation-free, needs attributes
+		`case.tool_calls.all(t, !t.errored)`:                {true, false},
+		`case.output.contains("DOC") && case.llm_calls < 3`: {false, false},
+		`case.tool_calls.exists(t, t.result == case.input)`: {false, false},
+		`case.attributes["app.user.tier"] == "gold"`:        {true, true},
+		`cel.bind(c, case, c.output.size() > 0)`:            {false, true},
+		`[case].exists(c, c.usage.total_tokens > 0)`:        {false, true},
+	} {
+		insts, err := Build([]Config{{Type: "cel", Options: obj("expression", expr)}}, Deps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := [2]bool{insts[0].ConversationFree, insts[0].NeedsAttributes}; got != w {
+			t.Errorf("%s: conversation-free, attributes = %v, want %v", expr, got, w)
+		}
+	}
+}

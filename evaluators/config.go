@@ -139,6 +139,14 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 			When: c.When, SampleRate: 1, Judge: c.Judge, Evaluator: ev,
 			ConversationFree: f.ConversationFree, Async: f.Async, NeedsAttributes: f.NeedsAttributes,
 		}
+		// An evaluator may know better than its type what it reads (a CEL
+		// expression that reads only tool calls).
+		if ev, ok := ev.(interface{ ConversationFree() bool }); ok {
+			inst.ConversationFree = ev.ConversationFree()
+		}
+		if ev, ok := ev.(interface{ NeedsAttributes() bool }); ok {
+			inst.NeedsAttributes = ev.NeedsAttributes()
+		}
 		if c.Threshold != nil {
 			inst.Threshold = *c.Threshold
 		}
