@@ -44,6 +44,10 @@ type Options struct {
 	// SkipConversation; Problems may list fewer problems (of what was not
 	// read).
 	SkipConversation bool
+	// Attributes copies each case's anchor span attributes into
+	// Case.Attributes (for the custom evaluators, which expose them); off,
+	// the copy is not made.
+	Attributes bool
 }
 
 // AdaptWith is Adapt building only the case levels opts selects. With one
@@ -392,6 +396,9 @@ func (t *trace) baseCase(level Level, i int) Case {
 		SpanName: d.c.fixString("name", sp.Name()),
 		Latency:  d.duration(),
 	}
+	if t.opts.Attributes {
+		c.Attributes = sp.Attributes().AsRaw()
+	}
 	if v, ok := d.ref.Resource().Attributes().Get("service.name"); ok && v.Type() == pcommon.ValueTypeStr {
 		c.ServiceName = d.c.fixString("service.name", v.Str())
 	}
@@ -422,6 +429,7 @@ func (t *trace) llmCase(i int) Case {
 	}
 	c.ToolCalls = requestedCalls(d.output)
 	c.ToolDefinitions = d.toolDefs
+	c.LLMCalls = 1
 	c.Model, c.Provider, c.ResponseID = d.model, d.provider, d.responseID
 	c.AgentName, c.ConversationID = d.agentName, d.conversation
 	c.Usage = d.usage
@@ -484,6 +492,7 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 			}
 		}
 	}
+	c.LLMCalls = len(llms)
 	last := -1
 	if len(llms) > 0 {
 		last = llms[len(llms)-1]

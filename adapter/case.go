@@ -50,6 +50,13 @@ type Case struct {
 	ResponseID     string
 	Usage          Usage
 	Latency        time.Duration
+	// LLMCalls is the number of LLM call spans the case covers (1 for an
+	// llm case).
+	LLMCalls int
+
+	// Attributes are the anchor span's attributes, copied, when the
+	// adapter's Options ask for them (nil otherwise).
+	Attributes map[string]any
 
 	Expected Expectations
 
