@@ -217,7 +217,7 @@ func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 func (d *spanData) readMeta(attrs pcommon.Map) {
 	c := &d.c
 	d.model = c.firstString(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model", "ai.model.id")
-	d.provider = c.firstString(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider")
+	d.provider = normProvider(c.firstString(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider"))
 	d.responseID = c.firstString(attrs, "gen_ai.response.id", "ai.response.id")
 	d.conversation = c.firstString(attrs, "gen_ai.conversation.id", "session.id", "ai.telemetry.metadata.sessionId", "traceloop.association.properties.session_id")
 	d.agentName = c.firstString(attrs, "gen_ai.agent.name", "agent.name")
@@ -234,6 +234,23 @@ func (d *spanData) readMeta(attrs pcommon.Map) {
 		}
 	}
 	d.readUsage(attrs)
+}
+
+// aiSDKProviderAPIs are the API suffixes of the Vercel AI SDK's provider
+// ids ("openai.chat", "anthropic.messages", "google.generative-ai"), which
+// the SDK writes into gen_ai.system and ai.model.provider.
+var aiSDKProviderAPIs = []string{".chat", ".responses", ".completion", ".messages", ".generative-ai", ".embedding", ".image"}
+
+// normProvider turns an AI SDK provider id into the provider's name (openai
+// for openai.chat); semconv names with dots (aws.bedrock, az.ai.openai)
+// stay as they are.
+func normProvider(p string) string {
+	for _, suf := range aiSDKProviderAPIs {
+		if n, ok := strings.CutSuffix(p, suf); ok && n != "" {
+			return n
+		}
+	}
+	return p
 }
 
 // readRawIO reads OpenInference's raw request/response of an LLM span as a

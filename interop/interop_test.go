@@ -102,7 +102,7 @@ var fixtures = []fixture{
 		// ai 5.0.277 with @ai-sdk/openai 2.0.131 (chat API), experimental_telemetry.
 		file:      "vercel-ai-v5.json",
 		agentSpan: "ai.generateText", agentName: "travel-agent", // ai.telemetry.functionId
-		agentModel: "gpt-4o-mini", provider: "openai.chat", llmSpan: "ai.generateText.doGenerate",
+		agentModel: "gpt-4o-mini", provider: "openai", llmSpan: "ai.generateText.doGenerate",
 		content: true, callIDs: true, toolDefs: true, responseIDs: true, totalTokens: false,
 		assistantCallsInHistory: true,
 	},
