@@ -131,17 +131,26 @@ func newTrace(refs []SpanRef) *trace {
 		}
 		byID[id] = i
 	}
+	var chainRoots []int // OpenInference CHAIN roots, agents unless an AGENT span exists
+	otherAgent := false
 	for i := range t.spans {
 		d := &t.spans[i]
 		pid := d.ref.Span.ParentSpanID()
 		if pid.IsEmpty() {
-			d.kind = classify(d.ref.Span, true)
+			d.kind = classify(d.ref.Span, false)
+			if d.kind == kindOther && classify(d.ref.Span, true) == kindAgent {
+				d.kind = kindAgent
+				chainRoots = append(chainRoots, i)
+			} else if d.kind == kindAgent {
+				otherAgent = true
+			}
 			if t.root < 0 || t.before(i, t.root) {
 				t.root = i
 			}
 			continue
 		}
 		d.kind = classify(d.ref.Span, false)
+		otherAgent = otherAgent || d.kind == kindAgent
 		p, ok := byID[pid]
 		if !ok {
 			d.c.report("parent_span_id", "parent span %s is not in the trace; treated as top-level", pid)
@@ -152,6 +161,13 @@ func newTrace(refs []SpanRef) *trace {
 			continue
 		}
 		d.parent = p
+	}
+	// A CHAIN root is the agent of LangChain / LangGraph runs, which have no
+	// AGENT span; when an AGENT span exists, the chain only wraps it.
+	if otherAgent {
+		for _, i := range chainRoots {
+			t.spans[i].kind = kindOther
+		}
 	}
 	t.breakCycles()
 	t.index()
