@@ -529,6 +529,9 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 		// order of two or more calls (docs/tool-call-order.md)
 		if incomplete || len(tools) > 1 {
 			req := requested()
+			if a.kind == kindLLM { // no agent span: the case is anchored on an LLM call
+				req = append(requestedCalls(t.need(anchor, partOutput).output), req...)
+			}
 			match := matchRequests(c.ToolCalls, req)
 			fillFromRequests(c.ToolCalls, req, match)
 			orderByRequest(c.ToolCalls, match)

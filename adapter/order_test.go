@@ -169,3 +169,21 @@ func TestLLMTieByExportPosition(t *testing.T) {
 		t.Errorf("calls = %s, want b#c2 a#c1 (LLM spans in export order)", got)
 	}
 }
+
+// Without an agent span, a root LLM call's own requests order its tool
+// spans too.
+func TestToolCallOrderLLMRoot(t *testing.T) {
+	b := newTB(t)
+	b.span("chat m", 1, 0, 0, 100, map[string]any{
+		"gen_ai.operation.name": "chat",
+		"gen_ai.output.messages": js([]any{map[string]any{"role": "assistant", "parts": []any{
+			map[string]any{"type": "tool_call", "id": "c1", "name": "a"},
+			map[string]any{"type": "tool_call", "id": "c2", "name": "b"},
+		}}}),
+	})
+	b.tool(3, "b#c2", 20, 21)
+	b.tool(4, "a#c1", 20, 30)
+	if got := agentCalls(t, b); got != "a#c1 b#c2" {
+		t.Errorf("calls = %s, want a#c1 b#c2", got)
+	}
+}
