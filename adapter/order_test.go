@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -185,5 +186,81 @@ func TestToolCallOrderLLMRoot(t *testing.T) {
 	b.tool(4, "a#c1", 20, 30)
 	if got := agentCalls(t, b); got != "a#c1 b#c2" {
 		t.Errorf("calls = %s, want a#c1 b#c2", got)
+	}
+}
+
+// randomAgentTrace builds an agent run of 1–4 LLM calls, each requesting
+// 1–3 calls (names repeat; arguments are unique per call, so a call is
+// never ambiguous by name and arguments), each executed by a tool span
+// that starts after its LLM call, at a random millisecond, with a random
+// end, written in a random export order; 70% of the tool spans carry their
+// call id. It returns the calls in request order ("name#id").
+func randomAgentTrace(t *testing.T, rng *rand.Rand) (*traceBuilder, []string) {
+	b := newTB(t)
+	type span struct {
+		id           byte
+		name, callID string
+		args         map[string]any
+		start, end   int64
+		withID       bool
+	}
+	var tools []span
+	var want []string
+	id, at, n := byte(2), int64(10), 0
+	turns := 1 + rng.IntN(4)
+	var llms []func()
+	for turn := 0; turn < turns; turn++ {
+		var parts []any
+		var reqs []span
+		for k := 0; k < 1+rng.IntN(3); k++ {
+			n++
+			name := []string{"search", "book", "email"}[rng.IntN(3)]
+			s := span{name: name, callID: "call_" + itoa(n), args: map[string]any{"n": float64(n)}, withID: rng.IntN(10) < 7}
+			parts = append(parts, map[string]any{"type": "tool_call", "id": s.callID, "name": name, "arguments": s.args})
+			reqs = append(reqs, s)
+			want = append(want, name+"#"+s.callID)
+		}
+		llmID, llmStart := id, at
+		out := js([]any{map[string]any{"role": "assistant", "parts": parts}})
+		llms = append(llms, func() {
+			b.span("chat m", llmID, 1, llmStart, llmStart+5, map[string]any{"gen_ai.operation.name": "chat", "gen_ai.output.messages": out})
+		})
+		id++
+		at += 10
+		for _, s := range reqs {
+			s.id = id
+			id++
+			s.start = at + int64(rng.IntN(3)) // often the same millisecond
+			s.end = s.start + int64(rng.IntN(20))
+			tools = append(tools, s)
+		}
+		at += 30
+	}
+	b.agent()
+	// LLM spans first (their order among themselves is their time order),
+	// tool spans in a random export order
+	for _, f := range llms {
+		f()
+	}
+	rng.Shuffle(len(tools), func(i, j int) { tools[i], tools[j] = tools[j], tools[i] })
+	for _, s := range tools {
+		attrs := map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": s.name, "gen_ai.tool.call.arguments": js(s.args)}
+		if s.withID {
+			attrs["gen_ai.tool.call.id"] = s.callID
+		}
+		b.span("execute_tool "+s.name, s.id, 1, s.start, s.end, attrs)
+	}
+	return b, want
+}
+
+// Property: whatever the tool spans' start times, end times and export
+// order, an agent case's calls are in request order when the LLM spans
+// carry the call ids.
+func TestToolCallOrderProperty(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		b, want := randomAgentTrace(t, rand.New(rand.NewPCG(seed, 1)))
+		if got := agentCalls(t, b); got != strings.Join(want, " ") {
+			t.Fatalf("seed %d: calls %s, want %s", seed, got, strings.Join(want, " "))
+		}
 	}
 }
