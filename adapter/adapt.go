@@ -528,12 +528,39 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 		// the model's requests fill what tool spans lack and give the
 		// order of two or more calls (docs/tool-call-order.md)
 		if incomplete || len(tools) > 1 {
-			req := requested()
+			srcs := llms
 			if a.kind == kindLLM { // no agent span: the case is anchored on an LLM call
-				req = append(requestedCalls(t.need(anchor, partOutput).output), req...)
+				srcs = append([]int{anchor}, llms...)
 			}
-			match := matchRequests(c.ToolCalls, req)
-			fillFromRequests(c.ToolCalls, req, match)
+			var match []int
+			if !incomplete && !t.full {
+				// every tool span has its id and arguments: the requests'
+				// ids are enough, read without decoding when possible, and
+				// only from LLM calls that started before the last tool
+				// span did (a later one, such as the final answer,
+				// requested none of them; srcs are in time order)
+				last := t.spans[tools[0]].start
+				for _, j := range tools {
+					last = max(last, t.spans[j].start)
+				}
+				n := len(srcs)
+				for n > 0 && t.spans[srcs[n-1]].start > last {
+					n--
+				}
+				if req, ok := t.quickRequests(srcs[:n]); ok {
+					if m := matchRequests(c.ToolCalls, req); allMatched(m) {
+						match = m
+					}
+				}
+			}
+			if match == nil {
+				var req []ToolCall
+				for _, j := range srcs {
+					req = append(req, requestedCalls(t.need(j, partOutput).output)...)
+				}
+				match = matchRequests(c.ToolCalls, req)
+				fillFromRequests(c.ToolCalls, req, match)
+			}
 			orderByRequest(c.ToolCalls, match)
 		}
 	} else {

@@ -112,3 +112,124 @@ func orderByRequest(calls []ToolCall, match []int) {
 		calls[i] = moved[n]
 	}
 }
+
+// quickRequests lists the calls the spans in llms requested when every
+// tool span carries its call id, so that ids (and names) are all the order
+// needs: a span whose output is already read gives its calls; otherwise
+// its gen_ai.output.messages JSON string is scanned for the ids and names
+// of its tool_call parts without decoding the rest (the messages of a
+// conversation-free run are not decoded). ok is false when a span's output
+// is in any other shape; the caller then decodes the outputs.
+func (t *trace) quickRequests(llms []int) (calls []ToolCall, ok bool) {
+	for _, j := range llms {
+		d := &t.spans[j]
+		if d.done&partOutput != 0 {
+			calls = append(calls, requestedCalls(d.output)...)
+			continue
+		}
+		var ok bool
+		if calls, ok = quickOTelCalls(strAttr(d.ref.Span.Attributes(), "gen_ai.output.messages"), calls); !ok {
+			return nil, false
+		}
+	}
+	return calls, true
+}
+
+// quickOTelCalls appends the tool_call parts ({"type":"tool_call","id",
+// "name",…}) of an OTel GenAI messages JSON string to calls. Only messages
+// made of role, parts, finish_reason and name are read: anything else
+// (content, tool_calls, a part without a string id or name) may hold calls
+// only the decoder reads, so ok is false.
+func quickOTelCalls(s string, calls []ToolCall) (_ []ToolCall, ok bool) {
+	msgs := rawElems(s)
+	if len(msgs) == 0 {
+		return nil, false
+	}
+	for _, m := range msgs {
+		if !rawKeysWithin(m, "role", "parts", "finish_reason", "name") {
+			return nil, false
+		}
+		parts := rawElems(rawField(m, "parts"))
+		if parts == nil {
+			return nil, false
+		}
+		for _, p := range parts {
+			typ, _ := rawString(rawField(p, "type"))
+			switch typ {
+			case "tool_call", "tool-call", "tool_use", "function_call":
+			default:
+				continue
+			}
+			id, idOK := rawString(rawField(p, "id"))
+			name, nameOK := rawString(rawField(p, "name"))
+			if !idOK || !nameOK || id == "" || name == "" {
+				return nil, false
+			}
+			calls = append(calls, ToolCall{ID: id, Name: name})
+		}
+	}
+	return calls, true
+}
+
+// rawString decodes the raw JSON text of a string value.
+func rawString(raw string) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	d := jsonDecoder{s: raw}
+	s, ok := d.str()
+	return s, ok && d.i == len(raw)
+}
+
+// rawKeysWithin reports whether the JSON object s has only keys among
+// allowed.
+func rawKeysWithin(s string, allowed ...string) bool {
+	i := rawSkipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	i = rawSkipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return true
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return false
+		}
+		d := jsonDecoder{s: s, i: i}
+		k, ok := d.str()
+		if !ok || !slices.Contains(allowed, k) {
+			return false
+		}
+		i = rawSkipSpace(s, d.i)
+		if i >= len(s) || s[i] != ':' {
+			return false
+		}
+		end := rawSkipValue(s, rawSkipSpace(s, i+1))
+		if end < 0 {
+			return false
+		}
+		i = rawSkipSpace(s, end)
+		if i >= len(s) {
+			return false
+		}
+		switch s[i] {
+		case ',':
+			i = rawSkipSpace(s, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// allMatched reports whether every call was matched to a request.
+func allMatched(match []int) bool {
+	for _, k := range match {
+		if k < 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -49,11 +49,7 @@ func agentCalls(t *testing.T, b *traceBuilder) string {
 	}
 	for _, c := range cases {
 		if c.Level == LevelAgent {
-			var out []string
-			for _, call := range c.ToolCalls {
-				out = append(out, call.Name+"#"+call.ID)
-			}
-			return strings.Join(out, " ")
+			return callOrder(c.ToolCalls)
 		}
 	}
 	t.Fatal("no agent case")
@@ -261,6 +257,61 @@ func TestToolCallOrderProperty(t *testing.T) {
 		b, want := randomAgentTrace(t, rand.New(rand.NewPCG(seed, 1)))
 		if got := agentCalls(t, b); got != strings.Join(want, " ") {
 			t.Fatalf("seed %d: calls %s, want %s", seed, got, strings.Join(want, " "))
+		}
+	}
+}
+
+// The quick read of the requests (ids only, no decoding) orders exactly as
+// decoding does, whatever the case levels and SkipConversation.
+func TestToolCallOrderQuickReadSameAsDecoding(t *testing.T) {
+	order := func(refs []SpanRef, opts Options) string {
+		cases, _ := AdaptWith(refs, opts)
+		for _, c := range cases {
+			if c.Level == LevelAgent {
+				return callOrder(c.ToolCalls)
+			}
+		}
+		return ""
+	}
+	for seed := uint64(1); seed <= 200; seed++ {
+		b, _ := randomAgentTrace(t, rand.New(rand.NewPCG(seed, 2)))
+		refs := b.refs()
+		full := order(refs, Options{LLMCases: true, AgentCases: true})
+		for _, opts := range []Options{{AgentCases: true}, {AgentCases: true, SkipConversation: true}} {
+			if got := order(refs, opts); got != full {
+				t.Fatalf("seed %d, %+v: %s, want %s", seed, opts, got, full)
+			}
+		}
+	}
+}
+
+func callOrder(calls []ToolCall) string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Name+"#"+c.ID)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestQuickOTelCalls(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // "" with ok false: not this shape
+		ok   bool
+	}{
+		{`[{"role":"assistant","parts":[{"type":"text","content":"x"},{"type":"tool_call","id":"c1","name":"a","arguments":{"q":1}},{"type":"tool_call","id":"c\u0032","name":"b"}],"finish_reason":"tool_call"}]`, "a#c1 b#c2", true},
+		{`[{"role":"assistant","parts":[{"type":"text","content":"done"}]}]`, "", true},
+		{`[{"role":"assistant","parts":[{"type":"tool_call","name":"a"}]}]`, "", false}, // no id
+		{`[{"role":"assistant","parts":[],"tool_calls":[{"id":"c1"}]}]`, "", false},     // other keys
+		{`[{"role":"assistant","content":"[{\"type\":\"tool_call\"}]"}]`, "", false},    // content
+		{`[{"role":"assistant","parts":"text"}]`, "", false},                            // parts not an array
+		{`[]`, "", false},
+		{`{"role":"assistant"}`, "", false},
+		{``, "", false},
+	} {
+		calls, ok := quickOTelCalls(tc.in, nil)
+		if ok != tc.ok || callOrder(calls) != tc.want {
+			t.Errorf("%s: %q %v, want %q %v", tc.in, callOrder(calls), ok, tc.want, tc.ok)
 		}
 	}
 }
