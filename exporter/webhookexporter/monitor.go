@@ -109,6 +109,9 @@ type monitor struct {
 	touched         []*group
 	keyBuf          []byte
 	untrackedWarned bool
+	// verdicts are counted here and added to the metric once per batch or
+	// tick: a metric Add per evaluated group costs more than the evaluation.
+	verdicts [len(verdictNames)]int64
 }
 
 func newMonitor(cfg MonitorConfig, maxGroups int, traceURL string, tel *monitorTelemetry, logger *zap.Logger) *monitor {
@@ -225,6 +228,7 @@ func (m *monitor) evaluateTouched(now time.Time, out []pending) []pending {
 	}
 	clear(m.touched)
 	m.touched = m.touched[:0]
+	m.flushVerdicts()
 	return out
 }
 
@@ -243,6 +247,7 @@ func (m *monitor) evaluateAll(now time.Time, out []pending) []pending {
 		}
 	}
 	m.tel.groupsAdded(-removed)
+	m.flushVerdicts()
 	if len(m.groups) < m.maxGroups {
 		m.untrackedWarned = false
 	}
@@ -256,14 +261,14 @@ func (m *monitor) evaluateAll(now time.Time, out []pending) []pending {
 func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, windowTotals) {
 	tot := g.win.totals(now, m.width)
 	if tot.cases < m.cfg.MinCases {
-		m.tel.evaluated(verdictNone)
+		m.verdicts[verdictNone]++
 		return out, tot
 	}
 	var fig float64
 	if m.byMean {
 		mean := tot.meanScore()
 		if mean == nil {
-			m.tel.evaluated(verdictNone)
+			m.verdicts[verdictNone]++
 			return out, tot
 		}
 		fig = *mean
@@ -272,9 +277,9 @@ func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, w
 	}
 	below := fig < m.threshold
 	if below {
-		m.tel.evaluated(verdictBelow)
+		m.verdicts[verdictBelow]++
 	} else {
-		m.tel.evaluated(verdictOK)
+		m.verdicts[verdictOK]++
 	}
 	prev := g.groupStatus
 	var state string
@@ -296,6 +301,13 @@ func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, w
 	}
 	g.gen++
 	return append(out, pending{m: m, g: g, gen: g.gen, prev: prev, note: m.notification(g, state, tot, now)}), tot
+}
+
+func (m *monitor) flushVerdicts() {
+	for v, n := range m.verdicts {
+		m.tel.evaluated(v, n)
+	}
+	clear(m.verdicts[:])
 }
 
 // undo puts back a group's state after its notification could not be

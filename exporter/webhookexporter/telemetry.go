@@ -130,8 +130,10 @@ func (i *monitorInstruments) forMonitor(id component.ID, name string) *monitorTe
 	return t
 }
 
-func (t *monitorTelemetry) evaluated(verdict int) {
-	t.i.evaluations.Add(context.Background(), 1, t.verdicts[verdict])
+func (t *monitorTelemetry) evaluated(verdict int, n int64) {
+	if n > 0 {
+		t.i.evaluations.Add(context.Background(), n, t.verdicts[verdict])
+	}
 }
 
 func (t *monitorTelemetry) stateChanged(state string) {
