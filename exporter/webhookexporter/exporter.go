@@ -101,11 +101,9 @@ func (e *webhookExporter) shutdown(context.Context) error {
 }
 
 func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	var notes []MonitorNotification
-	other := true
-	if e.mons != nil {
-		notes, other = splitCarried(td, e.logger)
-	}
+	// Split even without monitors: a persistent queue written while the
+	// config had monitors may still hold notifications; they are delivered.
+	notes, other := splitCarried(td, e.logger)
 	var alerts []Alert
 	if other && e.cfg.PerTraceAlerts {
 		alerts = extractAlerts(td, e.allow, e.cfg.TraceURL)
@@ -158,9 +156,11 @@ func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) erro
 	}
 	e.tel.sent(ctx, len(send))
 	e.tel.suppressed(ctx, res.excess.count)
-	for i := range notes {
-		if m := e.mons.byName[notes[i].Monitor]; m != nil {
-			m.tel.sent(ctx, 1)
+	if e.mons != nil {
+		for i := range notes {
+			if m := e.mons.byName[notes[i].Monitor]; m != nil {
+				m.tel.sent(ctx, 1)
+			}
 		}
 	}
 	return nil
