@@ -101,6 +101,7 @@ type monitor struct {
 	statusKey string
 	scoreKey  string
 	windowStr string
+	minCases  int
 	tel       *monitorTelemetry
 	logger    *zap.Logger
 
@@ -127,6 +128,7 @@ func newMonitor(cfg MonitorConfig, maxGroups int, traceURL string, tel *monitorT
 		statusKey: annotator.StatusKey(cfg.Evaluator),
 		scoreKey:  annotator.ScoreKey(cfg.Evaluator),
 		windowStr: shortDuration(cfg.Window),
+		minCases:  cfg.minCases(),
 		tel:       tel,
 		logger:    logger,
 		groups:    map[string]*group{},
@@ -260,7 +262,7 @@ func (m *monitor) evaluateAll(now time.Time, out []pending) []pending {
 // there is no verdict and the state is kept.
 func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, windowTotals) {
 	tot := g.win.totals(now, m.width)
-	if tot.cases < m.cfg.MinCases {
+	if tot.cases < m.minCases {
 		m.verdicts[verdictNone]++
 		return out, tot
 	}

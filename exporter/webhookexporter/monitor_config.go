@@ -24,7 +24,7 @@ type MonitorConfig struct {
 	// Window is the sliding window the figure is computed over.
 	Window time.Duration `mapstructure:"window"`
 	// MinCases is the number of scored cases in the window below which
-	// there is no verdict (the state is kept).
+	// there is no verdict (the state is kept). Omitted (0) means 1.
 	MinCases int `mapstructure:"min_cases"`
 	// PassRateBelow fires when passed/(passed+failed) is below it.
 	PassRateBelow *float64 `mapstructure:"pass_rate_below"`
@@ -59,8 +59,8 @@ func (m *MonitorConfig) Validate() error {
 	if m.Window < minMonitorWindow {
 		errs = append(errs, fmt.Errorf("window must be at least %s, got %s", minMonitorWindow, m.Window))
 	}
-	if m.MinCases < 1 {
-		errs = append(errs, fmt.Errorf("min_cases must be >= 1, got %d", m.MinCases))
+	if m.MinCases < 0 {
+		errs = append(errs, fmt.Errorf("min_cases must be >= 0 (0 means 1), got %d", m.MinCases))
 	}
 	switch {
 	case m.PassRateBelow == nil && m.MeanScoreBelow == nil:
@@ -78,6 +78,9 @@ func (m *MonitorConfig) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// minCases is min_cases with its default.
+func (m *MonitorConfig) minCases() int { return max(m.MinCases, 1) }
 
 // threshold returns the configured figure's key and threshold.
 func (m *MonitorConfig) threshold() (string, float64) {

@@ -49,7 +49,7 @@ func TestValidateMonitors(t *testing.T) {
 		`group_by: "a" listed twice`:                 func(c *Config) { c.Monitors[0].GroupBy = []string{"a", "a"} },
 		"group_by: empty attribute name":             func(c *Config) { c.Monitors[0].GroupBy = []string{""} },
 		"window must be at least 1s, got 0s":         func(c *Config) { c.Monitors[0].Window = 0 },
-		"min_cases must be >= 1, got 0":              func(c *Config) { c.Monitors[0].MinCases = 0 },
+		"min_cases must be >= 0 (0 means 1), got -1": func(c *Config) { c.Monitors[0].MinCases = -1 },
 		"set exactly one of pass_rate_below":         func(c *Config) { c.Monitors[0].PassRateBelow = nil },
 		"pass_rate_below and mean_score_below":       func(c *Config) { c.Monitors[0].MeanScoreBelow = ptr(0.5) },
 		"pass_rate_below must be in (0, 1], got 1.5": func(c *Config) { c.Monitors[0].PassRateBelow = ptr(1.5) },

@@ -287,3 +287,14 @@ func TestShortDuration(t *testing.T) {
 		assert.Equal(t, want, shortDuration(d))
 	}
 }
+
+// min_cases omitted means 1: one case gives a verdict.
+func TestMonitorMinCasesDefault(t *testing.T) {
+	mc := passRateMonitor()
+	mc.MinCases = 0
+	require.NoError(t, mc.Validate())
+	r := newMonitorRig(t, DefaultMaxGroups, "", mc)
+	notes := r.observe(caseTraces("a", fail))
+	require.Len(t, notes, 1)
+	assert.Equal(t, 1, notes[0].Cases)
+}
