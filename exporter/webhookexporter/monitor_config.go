@@ -33,6 +33,9 @@ type MonitorConfig struct {
 	// Renotify repeats a firing notification at most this often while the
 	// window still shows the figure below the threshold; 0 never repeats.
 	Renotify time.Duration `mapstructure:"renotify"`
+	// MaxGroups overrides the exporter's max_groups for this monitor; 0
+	// keeps the exporter's.
+	MaxGroups int `mapstructure:"max_groups"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -72,6 +75,9 @@ func (m *MonitorConfig) Validate() error {
 		if !(v > 0 && v <= 1) {
 			errs = append(errs, fmt.Errorf("%s must be in (0, 1], got %g", key, v))
 		}
+	}
+	if m.MaxGroups < 0 {
+		errs = append(errs, fmt.Errorf("max_groups must be >= 0 (0 means the exporter's max_groups), got %d", m.MaxGroups))
 	}
 	if m.Renotify < 0 {
 		errs = append(errs, fmt.Errorf("renotify must be >= 0 (0 never repeats), got %s", m.Renotify))

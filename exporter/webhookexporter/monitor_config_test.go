@@ -33,6 +33,8 @@ func TestLoadMonitorsConfig(t *testing.T) {
 	require.NotNil(t, cfg.Monitors[1].MeanScoreBelow)
 	assert.InDelta(t, 0.7, *cfg.Monitors[1].MeanScoreBelow, 1e-9)
 	assert.Zero(t, cfg.Monitors[1].Renotify)
+	assert.Zero(t, cfg.Monitors[0].MaxGroups)
+	assert.Equal(t, 20, cfg.Monitors[1].MaxGroups)
 }
 
 func TestValidateMonitors(t *testing.T) {
@@ -56,10 +58,11 @@ func TestValidateMonitors(t *testing.T) {
 		"mean_score_below must be in (0, 1], got 0": func(c *Config) {
 			c.Monitors[0].PassRateBelow, c.Monitors[0].MeanScoreBelow = nil, ptr(0)
 		},
-		"renotify must be >= 0":                       func(c *Config) { c.Monitors[0].Renotify = -time.Second },
-		`monitors[1]: name "flow_rate" is used twice`: func(c *Config) { c.Monitors = append(c.Monitors, c.Monitors[0]) },
-		"max_groups must be >= 1, got 0":              func(c *Config) { c.MaxGroups = 0 },
-		"per_trace_alerts is false and no monitors":   func(c *Config) { c.PerTraceAlerts, c.Monitors = false, nil },
+		"renotify must be >= 0":                           func(c *Config) { c.Monitors[0].Renotify = -time.Second },
+		`monitors[1]: name "flow_rate" is used twice`:     func(c *Config) { c.Monitors = append(c.Monitors, c.Monitors[0]) },
+		"max_groups must be >= 0 (0 means the exporter's": func(c *Config) { c.Monitors[0].MaxGroups = -1 },
+		"max_groups must be >= 1, got 0":                  func(c *Config) { c.MaxGroups = 0 },
+		"per_trace_alerts is false and no monitors":       func(c *Config) { c.PerTraceAlerts, c.Monitors = false, nil },
 	} {
 		t.Run(want, func(t *testing.T) {
 			cfg := valid()

@@ -256,7 +256,9 @@ func TestMonitorCountsOnlyVerdicts(t *testing.T) {
 }
 
 func TestMonitorMaxGroups(t *testing.T) {
-	r := newMonitorRig(t, 2, "", passRateMonitor())
+	mc := passRateMonitor()
+	mc.MaxGroups = 2 // overrides the exporter's
+	r := newMonitorRig(t, DefaultMaxGroups, "", mc)
 	for _, agent := range []string{"a", "b", "c", "d"} {
 		r.observe(caseTraces(agent, repeat(3, fail)...))
 	}

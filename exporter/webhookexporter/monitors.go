@@ -47,7 +47,11 @@ func newMonitors(cfg *Config, set exporter.Settings, now func() time.Time) (*mon
 	}
 	ms := &monitors{byName: map[string]*monitor{}, now: now, tick: maxTick}
 	for _, mc := range cfg.Monitors {
-		m := newMonitor(mc, cfg.MaxGroups, cfg.TraceURL, inst.forMonitor(set.ID, mc.Name), set.Logger)
+		maxGroups := cfg.MaxGroups
+		if mc.MaxGroups > 0 {
+			maxGroups = mc.MaxGroups
+		}
+		m := newMonitor(mc, maxGroups, cfg.TraceURL, inst.forMonitor(set.ID, mc.Name), set.Logger)
 		ms.list = append(ms.list, m)
 		ms.byName[mc.Name] = m
 		ms.tick = min(ms.tick, m.width)
