@@ -209,16 +209,20 @@ func (m *monitor) lookup(attrs, res pcommon.Map) *group {
 	return g
 }
 
+// maxGroupValue bounds the bytes of one group_by value kept per group, so
+// that max_groups also bounds memory when an attribute is huge.
+const maxGroupValue = 256
+
 // groupValue reads a group_by attribute from the span, then its resource;
 // "" when neither has it.
 func groupValue(attrs, res pcommon.Map, key string) string {
-	if v, ok := attrs.Get(key); ok {
-		return v.AsString()
+	v, ok := attrs.Get(key)
+	if !ok {
+		if v, ok = res.Get(key); !ok {
+			return ""
+		}
 	}
-	if v, ok := res.Get(key); ok {
-		return v.AsString()
-	}
-	return ""
+	return truncate(v.AsString(), maxGroupValue)
 }
 
 // evaluateTouched evaluates the groups observed since the last call.

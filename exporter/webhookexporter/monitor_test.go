@@ -3,6 +3,7 @@ package webhookexporter
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,4 +300,16 @@ func TestMonitorMinCasesDefault(t *testing.T) {
 	notes := r.observe(caseTraces("a", fail))
 	require.Len(t, notes, 1)
 	assert.Equal(t, 1, notes[0].Cases)
+}
+
+// A huge group_by value is kept cut to maxGroupValue bytes: max_groups then
+// bounds memory too.
+func TestMonitorLongGroupValue(t *testing.T) {
+	mc := passRateMonitor()
+	mc.MinCases = 1
+	r := newMonitorRig(t, DefaultMaxGroups, "", mc)
+	long := strings.Repeat("x", 10_000)
+	notes := r.observe(caseTraces(long, fail))
+	require.Len(t, notes, 1)
+	assert.Len(t, notes[0].Group["gen_ai.agent.name"], maxGroupValue)
 }
