@@ -27,6 +27,10 @@ type Payload struct {
 	// SuppressedByEvaluator is the digest of Suppressed: counts per
 	// evaluator name. Present only when Suppressed > 0.
 	SuppressedByEvaluator map[string]int `json:"suppressed_by_evaluator,omitempty"`
+	// Monitors are monitor notifications (contract section 13). A request
+	// of notifications only is {"monitors": [...]}; the sending queue's
+	// batching, when enabled, can put both in one request.
+	Monitors []MonitorNotification `json:"monitors,omitempty"`
 }
 
 // Alert is one failed evaluation on one span.
@@ -94,7 +98,7 @@ func appendSpanAlerts(out []Alert, span ptrace.Span, service string, allow map[s
 	ts := end.AsTime().UTC().Format(time.RFC3339Nano)
 	link := ""
 	if traceURL != "" {
-		link = strings.NewReplacer("{trace_id}", traceID, "{span_id}", spanID).Replace(traceURL)
+		link = traceLink(traceURL, traceID, spanID)
 	}
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -122,6 +126,11 @@ func appendSpanAlerts(out []Alert, span ptrace.Span, service string, allow map[s
 		out = append(out, a)
 	}
 	return out
+}
+
+// traceLink fills trace_url's {trace_id} and {span_id} placeholders.
+func traceLink(traceURL, traceID, spanID string) string {
+	return strings.NewReplacer("{trace_id}", traceID, "{span_id}", spanID).Replace(traceURL)
 }
 
 // failedNames reads `eval.failed`: a string array, or leniently a single

@@ -45,6 +45,15 @@ type Config struct {
 	Evaluators []string `mapstructure:"evaluators"`
 	// MaxAlertsPerMinute caps alerts sent per rolling minute; 0 = unlimited.
 	MaxAlertsPerMinute int `mapstructure:"max_alerts_per_minute"`
+	// PerTraceAlerts keeps the per-failed-evaluation alerts of contract
+	// section 9 (default true). Off, only monitors send anything.
+	PerTraceAlerts bool `mapstructure:"per_trace_alerts"`
+	// Monitors alert on an evaluator's pass rate or mean score over a
+	// sliding window, per group (contract section 13).
+	Monitors []MonitorConfig `mapstructure:"monitors"`
+	// MaxGroups bounds the groups each monitor tracks (default
+	// DefaultMaxGroups). Cases of further groups are counted, not tracked.
+	MaxGroups int `mapstructure:"max_groups"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -89,6 +98,23 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("evaluators: %q listed twice", n))
 		}
 		seen[n] = true
+	}
+	if cfg.MaxGroups < 1 {
+		errs = append(errs, fmt.Errorf("max_groups must be >= 1, got %d", cfg.MaxGroups))
+	}
+	if !cfg.PerTraceAlerts && len(cfg.Monitors) == 0 {
+		errs = append(errs, errors.New("per_trace_alerts is false and no monitors are configured: the exporter would never send anything"))
+	}
+	monitorNames := map[string]bool{}
+	for i := range cfg.Monitors {
+		m := &cfg.Monitors[i]
+		if err := m.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("monitors[%d] (%q): %w", i, m.Name, err))
+		}
+		if m.Name != "" && monitorNames[m.Name] {
+			errs = append(errs, fmt.Errorf("monitors[%d]: name %q is used twice", i, m.Name))
+		}
+		monitorNames[m.Name] = true
 	}
 	return errors.Join(errs...)
 }

@@ -40,6 +40,7 @@ type webhookExporter struct {
 	allow   map[string]bool
 	limiter *limiter
 	tel     *telemetry
+	mons    *monitors // nil without monitors
 	client  *http.Client
 }
 
@@ -49,6 +50,10 @@ func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time
 		return nil, err
 	}
 	tel, err := newTelemetry(set.TelemetrySettings, set.ID)
+	if err != nil {
+		return nil, err
+	}
+	mons, err := newMonitors(cfg, set, now)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +73,7 @@ func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time
 		allow:   allow,
 		limiter: newLimiter(cfg.MaxAlertsPerMinute, now),
 		tel:     tel,
+		mons:    mons,
 	}, nil
 }
 
@@ -95,20 +101,41 @@ func (e *webhookExporter) shutdown(context.Context) error {
 }
 
 func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	alerts := extractAlerts(td, e.allow, e.cfg.TraceURL)
-	if len(alerts) == 0 {
+	// Split even without monitors: a persistent queue written while the
+	// config had monitors may still hold notifications; they are delivered.
+	notes, other := splitCarried(td, e.logger)
+	var alerts []Alert
+	if other && e.cfg.PerTraceAlerts {
+		alerts = extractAlerts(td, e.allow, e.cfg.TraceURL)
+	}
+	if len(alerts) == 0 && len(notes) == 0 {
 		return nil
 	}
-	send, res, suppressedNow := e.limiter.reserve(alerts)
-	if len(send) == 0 {
-		e.tel.suppressed(ctx, suppressedNow)
-		e.logger.Debug("Webhook alerts suppressed by max_alerts_per_minute", zap.Int("alerts", suppressedNow))
-		return nil
+	var send []Alert
+	res := &reservation{l: e.limiter}
+	if len(alerts) > 0 {
+		var suppressedNow int
+		send, res, suppressedNow = e.limiter.reserve(alerts)
+		if len(send) == 0 {
+			e.tel.suppressed(ctx, suppressedNow)
+			e.logger.Debug("Webhook alerts suppressed by max_alerts_per_minute", zap.Int("alerts", suppressedNow))
+			if len(notes) == 0 {
+				return nil
+			}
+			// The suppressed alerts are already pending; the notifications
+			// go alone. (Only with batching can both share a push; if this
+			// request is then retried, its alerts are counted suppressed
+			// twice: a count, never a lost notification.)
+			res = &reservation{l: e.limiter}
+		}
 	}
-	folded := res.folded()
-	p := Payload{Alerts: send, Suppressed: folded.count}
-	if folded.count > 0 {
-		p.SuppressedByEvaluator = folded.byEvaluator
+	p := Payload{Alerts: send, Monitors: notes}
+	if len(send) > 0 {
+		folded := res.folded()
+		p.Suppressed = folded.count
+		if folded.count > 0 {
+			p.SuppressedByEvaluator = folded.byEvaluator
+		}
 	}
 	body, err := e.enc.encode(p)
 	if err != nil {
@@ -129,6 +156,13 @@ func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) erro
 	}
 	e.tel.sent(ctx, len(send))
 	e.tel.suppressed(ctx, res.excess.count)
+	if e.mons != nil {
+		for i := range notes {
+			if m := e.mons.byName[notes[i].Monitor]; m != nil {
+				m.tel.sent(ctx, 1)
+			}
+		}
+	}
 	return nil
 }
 

@@ -28,10 +28,12 @@ func createDefaultConfig() component.Config {
 	client := confighttp.NewDefaultClientConfig()
 	client.Timeout = 30 * time.Second
 	return &Config{
-		ClientConfig: client,
-		QueueConfig:  configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
-		RetryConfig:  configretry.NewDefaultBackOffConfig(),
-		Format:       FormatJSON,
+		ClientConfig:   client,
+		QueueConfig:    configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		RetryConfig:    configretry.NewDefaultBackOffConfig(),
+		Format:         FormatJSON,
+		PerTraceAlerts: true,
+		MaxGroups:      DefaultMaxGroups,
 	}
 }
 
@@ -41,11 +43,19 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 
 // newTracesExporter builds the exporter with an injectable clock (tests).
 func newTracesExporter(ctx context.Context, set exporter.Settings, c *Config, now func() time.Time) (exporter.Traces, error) {
+	return newTracesExporterWithTicker(ctx, set, c, now, realTicker)
+}
+
+// newTracesExporterWithTicker also injects the ticker that makes monitors
+// evaluate as time passes (tests tick by hand).
+func newTracesExporterWithTicker(ctx context.Context, set exporter.Settings, c *Config, now func() time.Time,
+	newTicker func(time.Duration) (<-chan time.Time, func()),
+) (exporter.Traces, error) {
 	e, err := newWebhookExporter(c, set, now)
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewTraces(ctx, set, c, e.pushTraces,
+	inner, err := exporterhelper.NewTraces(ctx, set, c, e.pushTraces,
 		exporterhelper.WithStart(e.start),
 		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
@@ -54,4 +64,8 @@ func newTracesExporter(ctx context.Context, set exporter.Settings, c *Config, no
 		exporterhelper.WithRetry(c.RetryConfig),
 		exporterhelper.WithQueue(c.QueueConfig),
 	)
+	if err != nil || e.mons == nil {
+		return inner, err
+	}
+	return &tracesExporter{Traces: inner, e: e, mons: e.mons, logger: set.Logger, newTicker: newTicker}, nil
 }

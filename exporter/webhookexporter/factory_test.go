@@ -35,6 +35,22 @@ func TestLifecycle(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, exp.Shutdown(context.Background()))
 	})
+	t.Run("with monitors: the ticker stops at shutdown", func(t *testing.T) {
+		mcfg := *cfg
+		mcfg.Monitors = []MonitorConfig{passRateMonitor()}
+		require.NoError(t, mcfg.Validate())
+		for range 2 { // started and stopped; shut down without start
+			exp, err := f.CreateTraces(context.Background(), exportertest.NewNopSettings(Type), &mcfg)
+			require.NoError(t, err)
+			assert.False(t, exp.Capabilities().MutatesData)
+			require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+			require.NoError(t, exp.Shutdown(context.Background()))
+		}
+		exp, err := f.CreateTraces(context.Background(), exportertest.NewNopSettings(Type), &mcfg)
+		require.NoError(t, err)
+		require.NoError(t, exp.Shutdown(context.Background()))
+		// goleak (TestMain) checks that no ticker goroutine is left.
+	})
 	t.Run("unsupported signals", func(t *testing.T) {
 		_, err := f.CreateMetrics(context.Background(), exportertest.NewNopSettings(Type), cfg)
 		require.Error(t, err)

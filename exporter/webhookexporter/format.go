@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"text/template"
@@ -62,6 +63,11 @@ type jsonEncoder struct{}
 
 func (jsonEncoder) contentType() string { return contentTypeJSON }
 func (jsonEncoder) encode(p Payload) ([]byte, error) {
+	if len(p.Alerts) == 0 && len(p.Monitors) > 0 {
+		return marshalJSON(struct {
+			Monitors []MonitorNotification `json:"monitors"`
+		}{p.Monitors})
+	}
 	if p.Alerts == nil {
 		p.Alerts = []Alert{}
 	}
@@ -103,6 +109,23 @@ type slackText struct {
 
 func (slackEncoder) contentType() string { return contentTypeJSON }
 func (slackEncoder) encode(p Payload) ([]byte, error) {
+	var msg slackMessage
+	if len(p.Alerts) > 0 || len(p.Monitors) == 0 {
+		msg = slackAlerts(p)
+	}
+	if len(p.Monitors) > 0 {
+		text, blocks := slackMonitors(p.Monitors)
+		if msg.Text != "" {
+			text = msg.Text + "; " + text
+		}
+		msg.Text = text
+		msg.Blocks = append(msg.Blocks, blocks...)
+	}
+	return marshalJSON(msg)
+}
+
+// slackAlerts renders the per-trace alerts of a payload.
+func slackAlerts(p Payload) slackMessage {
 	n := len(p.Alerts)
 	summary := fmt.Sprintf("%d failed evaluation%s", n, plural(n))
 	if n == 1 {
@@ -150,7 +173,75 @@ func (slackEncoder) encode(p Payload) ([]byte, error) {
 			Elements: []slackText{{Type: "mrkdwn",
 				Text: fmt.Sprintf(":no_bell: %d more failed evaluation%s suppressed by rate limit: %s", p.Suppressed, plural(p.Suppressed), slackEscape(d.String()))}}})
 	}
-	return marshalJSON(msg)
+	return msg
+}
+
+// slackMonitors renders monitor notifications: per notification the figure,
+// the threshold, the window, the group and links to the sample traces.
+func slackMonitors(notes []MonitorNotification) (string, []slackBlock) {
+	var blocks []slackBlock
+	var texts []string
+	for i, n := range notes {
+		if i == slackMaxAlerts {
+			blocks = append(blocks, slackBlock{Type: "context",
+				Elements: []slackText{{Type: "mrkdwn", Text: fmt.Sprintf("…and %d more monitor notifications", len(notes)-slackMaxAlerts)}}})
+			break
+		}
+		line := monitorSentence(n)
+		texts = append(texts, line)
+		icon := ":rotating_light:"
+		if n.State == StateResolved {
+			icon = ":white_check_mark:"
+		}
+		blocks = append(blocks,
+			slackBlock{Type: "header", Text: &slackText{Type: "plain_text",
+				Text: truncate(fmt.Sprintf("%s Monitor %s %s", icon, n.Monitor, n.State), 150)}},
+			slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: slackEscape(line)}})
+		if len(n.SampleTraceIDs) > 0 {
+			links := make([]string, len(n.SampleTraceIDs))
+			for j, id := range n.SampleTraceIDs {
+				links[j] = "`" + slackEscape(id) + "`"
+				if j < len(n.SampleTraceURLs) {
+					links[j] = "<" + slackEscape(n.SampleTraceURLs[j]) + "|" + slackEscape(id) + ">"
+				}
+			}
+			blocks = append(blocks, slackBlock{Type: "context",
+				Elements: []slackText{{Type: "mrkdwn", Text: "Sample failed traces: " + strings.Join(links, ", ")}}})
+		}
+	}
+	return strings.Join(texts, "; "), blocks
+}
+
+// monitorSentence says what a notification is about in one line, e.g.
+// "booking_pass_rate firing: pass rate 0.72 < 0.8 over 15m for
+// gen_ai.agent.name=travel_agent (143 cases, 40 failed)".
+func monitorSentence(n MonitorNotification) string {
+	figure, label := n.PassRate, "pass rate"
+	if n.Figure == "mean_score" {
+		figure, label = 0, "mean score"
+		if n.MeanScore != nil {
+			figure = *n.MeanScore
+		}
+	}
+	cmp := "<"
+	if figure >= n.Threshold {
+		cmp = ">="
+	}
+	group := "all cases"
+	if len(n.Group) > 0 {
+		keys := make([]string, 0, len(n.Group))
+		for k := range n.Group {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			keys[i] = k + "=" + n.Group[k]
+		}
+		group = strings.Join(keys, ", ")
+	}
+	return fmt.Sprintf("%s %s: %s %s %s %s over %s for %s (%d case%s, %d failed)",
+		n.Monitor, n.State, label, strconv.FormatFloat(figure, 'g', 4, 64), cmp, strconv.FormatFloat(n.Threshold, 'g', 4, 64),
+		n.Window, group, n.Cases, plural(n.Cases), n.Failed)
 }
 
 // marshalJSON is json.Marshal without HTML escaping (reasons and Slack

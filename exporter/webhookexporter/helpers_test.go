@@ -181,6 +181,13 @@ type harness struct {
 // telemetry; now may be nil (time.Now).
 func start(t *testing.T, cfg *Config, now func() time.Time) *harness {
 	t.Helper()
+	return startTicking(t, cfg, now, nil)
+}
+
+// startTicking is start with monitors evaluated on each send to tick (nil:
+// never) instead of a real ticker.
+func startTicking(t *testing.T, cfg *Config, now func() time.Time, tick chan time.Time) *harness {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	if now == nil {
 		now = time.Now
@@ -190,7 +197,8 @@ func start(t *testing.T, cfg *Config, now func() time.Time) *harness {
 	set := exportertest.NewNopSettings(Type)
 	set.Logger = zap.New(core)
 	set.TelemetrySettings.MeterProvider = tel.NewTelemetrySettings().MeterProvider
-	exp, err := newTracesExporter(context.Background(), set, cfg, now)
+	exp, err := newTracesExporterWithTicker(context.Background(), set, cfg, now,
+		func(time.Duration) (<-chan time.Time, func()) { return tick, func() {} })
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 	h := &harness{exp: exp, logs: logs, tel: tel}

@@ -57,3 +57,107 @@ func (t *telemetry) suppressed(ctx context.Context, n int) {
 func (t *telemetry) failed(ctx context.Context, kind string) {
 	t.sendFailures.Add(ctx, 1, t.attrs, metric.WithAttributes(attribute.String("kind", kind)))
 }
+
+// Monitor verdicts, the `verdict` attribute of
+// otelcol_exporter_webhook_monitor_evaluations.
+const (
+	verdictBelow = iota // figure below the threshold
+	verdictOK           // at or above it
+	verdictNone         // fewer than min_cases cases (or no score): no verdict
+)
+
+var verdictNames = [...]string{verdictBelow: "below", verdictOK: "ok", verdictNone: "no_verdict"}
+
+// monitorInstruments are the exporter's monitor counters.
+type monitorInstruments struct {
+	evaluations   metric.Int64Counter
+	stateChanges  metric.Int64Counter
+	renotified    metric.Int64Counter
+	sent          metric.Int64Counter
+	enqueueFailed metric.Int64Counter
+	untracked     metric.Int64Counter
+	groups        metric.Int64UpDownCounter
+}
+
+func newMonitorInstruments(set component.TelemetrySettings) (*monitorInstruments, error) {
+	m := set.MeterProvider.Meter(scopeName)
+	var errs, err error
+	i := &monitorInstruments{}
+	i.evaluations, err = m.Int64Counter("otelcol_exporter_webhook_monitor_evaluations",
+		metric.WithDescription("Evaluations of a monitor group's window, by monitor and verdict (below, ok, no_verdict)."), metric.WithUnit("{evaluations}"))
+	errs = errors.Join(errs, err)
+	i.stateChanges, err = m.Int64Counter("otelcol_exporter_webhook_monitor_state_changes",
+		metric.WithDescription("Monitor groups that went firing or resolved, by monitor and state."), metric.WithUnit("{changes}"))
+	errs = errors.Join(errs, err)
+	i.renotified, err = m.Int64Counter("otelcol_exporter_webhook_monitor_renotifications",
+		metric.WithDescription("Firing notifications repeated after renotify, by monitor."), metric.WithUnit("{notifications}"))
+	errs = errors.Join(errs, err)
+	i.sent, err = m.Int64Counter("otelcol_exporter_webhook_monitor_notifications_sent",
+		metric.WithDescription("Monitor notifications delivered to the webhook, by monitor."), metric.WithUnit("{notifications}"))
+	errs = errors.Join(errs, err)
+	i.enqueueFailed, err = m.Int64Counter("otelcol_exporter_webhook_monitor_enqueue_failures",
+		metric.WithDescription("Monitor notifications the sending queue refused; the group's state is put back and the next evaluation tries again."), metric.WithUnit("{notifications}"))
+	errs = errors.Join(errs, err)
+	i.untracked, err = m.Int64Counter("otelcol_exporter_webhook_monitor_cases_untracked",
+		metric.WithDescription("Cases of groups beyond max_groups, counted but not tracked, by monitor."), metric.WithUnit("{cases}"))
+	errs = errors.Join(errs, err)
+	i.groups, err = m.Int64UpDownCounter("otelcol_exporter_webhook_monitor_groups",
+		metric.WithDescription("Groups a monitor tracks."), metric.WithUnit("{groups}"))
+	errs = errors.Join(errs, err)
+	return i, errs
+}
+
+// monitorTelemetry records for one monitor; attribute sets are built once so
+// that counting costs no allocation per case.
+type monitorTelemetry struct {
+	i        *monitorInstruments
+	attrs    metric.MeasurementOption
+	verdicts [len(verdictNames)][]metric.AddOption // a ready slice: passing it costs no allocation
+	firing   metric.MeasurementOption
+	resolved metric.MeasurementOption
+}
+
+func (i *monitorInstruments) forMonitor(id component.ID, name string) *monitorTelemetry {
+	base := []attribute.KeyValue{attribute.String("exporter", id.String()), attribute.String("monitor", name)}
+	with := func(k, v string) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), attribute.String(k, v))...))
+	}
+	t := &monitorTelemetry{i: i, attrs: metric.WithAttributeSet(attribute.NewSet(base...)),
+		firing: with("state", StateFiring), resolved: with("state", StateResolved)}
+	for v, n := range verdictNames {
+		t.verdicts[v] = []metric.AddOption{with("verdict", n)}
+	}
+	return t
+}
+
+func (t *monitorTelemetry) evaluated(verdict int, n int64) {
+	if n > 0 {
+		t.i.evaluations.Add(context.Background(), n, t.verdicts[verdict]...)
+	}
+}
+
+func (t *monitorTelemetry) stateChanged(state string) {
+	opt := t.firing
+	if state == StateResolved {
+		opt = t.resolved
+	}
+	t.i.stateChanges.Add(context.Background(), 1, opt)
+}
+
+func (t *monitorTelemetry) renotified() { t.i.renotified.Add(context.Background(), 1, t.attrs) }
+func (t *monitorTelemetry) untracked()  { t.i.untracked.Add(context.Background(), 1, t.attrs) }
+func (t *monitorTelemetry) enqueueFailed() {
+	t.i.enqueueFailed.Add(context.Background(), 1, t.attrs)
+}
+
+func (t *monitorTelemetry) groupsAdded(n int) {
+	if n != 0 {
+		t.i.groups.Add(context.Background(), int64(n), t.attrs)
+	}
+}
+
+func (t *monitorTelemetry) sent(ctx context.Context, n int) {
+	if n > 0 {
+		t.i.sent.Add(ctx, int64(n), t.attrs)
+	}
+}

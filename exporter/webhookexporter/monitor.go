@@ -1,0 +1,378 @@
+package webhookexporter
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/annotator"
+	"github.com/evalbridge/evalbridge/evaluators"
+)
+
+// Monitor notification states (contract section 13).
+const (
+	StateFiring   = "firing"
+	StateResolved = "resolved"
+)
+
+// maxSamples bounds the sample trace ids a group keeps (its latest failures).
+const maxSamples = 5
+
+// MonitorNotification is one monitor's change of state (or renotify) for
+// one group, an element of Payload.Monitors.
+type MonitorNotification struct {
+	Monitor   string            `json:"monitor"`
+	State     string            `json:"state"`
+	Evaluator string            `json:"evaluator"`
+	Group     map[string]string `json:"group"`
+	Window    string            `json:"window"`
+	Cases     int               `json:"cases"`
+	Failed    int               `json:"failed"`
+	PassRate  float64           `json:"pass_rate"`
+	// MeanScore is null when no case in the window carried a score.
+	MeanScore *float64 `json:"mean_score"`
+	Threshold float64  `json:"threshold"`
+	// Figure names what Threshold applies to: pass_rate or mean_score. Not
+	// in the JSON body (contract section 13); for slack and templates.
+	Figure string `json:"-"`
+	// Since is when the group went firing; for resolved, when the incident
+	// it closes began.
+	Since           string   `json:"since"`
+	Time            string   `json:"time"`
+	SampleTraceIDs  []string `json:"sample_trace_ids"`
+	SampleTraceURLs []string `json:"sample_trace_urls,omitempty"`
+}
+
+// sample is one failed case kept as an example for notifications.
+type sample struct {
+	traceID pcommon.TraceID
+	spanID  pcommon.SpanID
+	at      int64 // unix nanos
+}
+
+// groupStatus is the part of a group a notification changes (and a failed
+// enqueue puts back).
+type groupStatus struct {
+	firing   bool
+	since    time.Time // when the group last went firing
+	lastSent time.Time // last firing notification (renotify)
+}
+
+// group is one combination of group_by values. Its memory is fixed: a
+// bucketed window and a ring of maxSamples samples.
+type group struct {
+	values []string
+	win    slidingWindow
+	groupStatus
+	gen        uint64 // bumped by every change of groupStatus
+	samples    [maxSamples]sample
+	nextSample uint8
+	touched    bool
+}
+
+func (g *group) addSample(s sample) {
+	g.samples[g.nextSample] = s
+	g.nextSample = (g.nextSample + 1) % maxSamples
+}
+
+// pending is a notification not yet accepted by the queue, with what is
+// needed to undo its change of state if the queue refuses it.
+type pending struct {
+	m    *monitor
+	g    *group
+	gen  uint64
+	prev groupStatus
+	note MonitorNotification
+}
+
+// monitor is one configured monitor and its groups.
+type monitor struct {
+	cfg       MonitorConfig
+	width     time.Duration
+	threshold float64
+	figure    string
+	byMean    bool
+	maxGroups int
+	traceURL  string
+	statusKey string
+	scoreKey  string
+	windowStr string
+	minCases  int
+	tel       *monitorTelemetry
+	logger    *zap.Logger
+
+	mu              sync.Mutex
+	groups          map[string]*group
+	touched         []*group
+	keyBuf          []byte
+	untrackedWarned bool
+	// verdicts are counted here and added to the metric once per batch or
+	// tick: a metric Add per evaluated group costs more than the evaluation.
+	verdicts [len(verdictNames)]int64
+}
+
+func newMonitor(cfg MonitorConfig, maxGroups int, traceURL string, tel *monitorTelemetry, logger *zap.Logger) *monitor {
+	key, th := cfg.threshold()
+	m := &monitor{
+		cfg:       cfg,
+		width:     cfg.Window / windowBuckets,
+		threshold: th,
+		figure:    strings.TrimSuffix(key, "_below"),
+		byMean:    cfg.MeanScoreBelow != nil,
+		maxGroups: maxGroups,
+		traceURL:  traceURL,
+		statusKey: annotator.StatusKey(cfg.Evaluator),
+		scoreKey:  annotator.ScoreKey(cfg.Evaluator),
+		windowStr: shortDuration(cfg.Window),
+		minCases:  cfg.minCases(),
+		tel:       tel,
+		logger:    logger,
+		groups:    map[string]*group{},
+	}
+	return m
+}
+
+// observeSpan counts the span's result of the monitor's evaluator, if it has
+// a verdict (passed or failed; skipped, error and timeout are no case).
+// The caller holds m.mu.
+func (m *monitor) observeSpan(span ptrace.Span, res pcommon.Map, now time.Time) {
+	attrs := span.Attributes()
+	st, ok := attrs.Get(m.statusKey)
+	if !ok || st.Type() != pcommon.ValueTypeStr {
+		return
+	}
+	var isFailed bool
+	switch st.Str() {
+	case string(evaluators.StatusPassed):
+	case string(evaluators.StatusFailed):
+		isFailed = true
+	default:
+		return
+	}
+	g := m.lookup(attrs, res)
+	if g == nil {
+		return
+	}
+	var score float64
+	hasScore := false
+	if v, ok := attrs.Get(m.scoreKey); ok {
+		switch v.Type() {
+		case pcommon.ValueTypeDouble:
+			score, hasScore = v.Double(), true
+		case pcommon.ValueTypeInt:
+			score, hasScore = float64(v.Int()), true
+		}
+	}
+	g.win.add(now, m.width, isFailed, score, hasScore)
+	if isFailed {
+		g.addSample(sample{traceID: span.TraceID(), spanID: span.SpanID(), at: now.UnixNano()})
+	}
+	if !g.touched {
+		g.touched = true
+		m.touched = append(m.touched, g)
+	}
+}
+
+// lookup finds or creates the span's group; nil when max_groups are
+// tracked already (the case is counted as untracked).
+func (m *monitor) lookup(attrs, res pcommon.Map) *group {
+	b := m.keyBuf[:0]
+	for i, k := range m.cfg.GroupBy {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		b = append(b, groupValue(attrs, res, k)...)
+	}
+	m.keyBuf = b
+	if g, ok := m.groups[string(b)]; ok {
+		return g
+	}
+	if len(m.groups) >= m.maxGroups {
+		m.tel.untracked()
+		if !m.untrackedWarned {
+			m.untrackedWarned = true
+			m.logger.Warn("Monitor tracks max_groups groups already; cases of new groups are counted (otelcol_exporter_webhook_monitor_cases_untracked), not tracked",
+				zap.String("monitor", m.cfg.Name), zap.Int("max_groups", m.maxGroups))
+		}
+		return nil
+	}
+	g := &group{values: make([]string, len(m.cfg.GroupBy))}
+	for i, k := range m.cfg.GroupBy {
+		g.values[i] = groupValue(attrs, res, k)
+	}
+	m.groups[string(b)] = g
+	m.tel.groupsAdded(1)
+	return g
+}
+
+// maxGroupValue bounds the bytes of one group_by value kept per group, so
+// that max_groups also bounds memory when an attribute is huge.
+const maxGroupValue = 256
+
+// groupValue reads a group_by attribute from the span, then its resource;
+// "" when neither has it.
+func groupValue(attrs, res pcommon.Map, key string) string {
+	v, ok := attrs.Get(key)
+	if !ok {
+		if v, ok = res.Get(key); !ok {
+			return ""
+		}
+	}
+	return truncate(v.AsString(), maxGroupValue)
+}
+
+// evaluateTouched evaluates the groups observed since the last call.
+// The caller holds m.mu.
+func (m *monitor) evaluateTouched(now time.Time, out []pending) []pending {
+	for _, g := range m.touched {
+		g.touched = false
+		out, _ = m.evaluate(g, now, out)
+	}
+	clear(m.touched)
+	m.touched = m.touched[:0]
+	m.flushVerdicts()
+	return out
+}
+
+// evaluateAll evaluates every group as time passes, and forgets the groups
+// that are not firing and whose window is empty.
+func (m *monitor) evaluateAll(now time.Time, out []pending) []pending {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	removed := 0
+	for k, g := range m.groups {
+		var tot windowTotals
+		out, tot = m.evaluate(g, now, out)
+		if tot.cases == 0 && !g.firing && !g.touched {
+			delete(m.groups, k)
+			removed++
+		}
+	}
+	m.tel.groupsAdded(-removed)
+	m.flushVerdicts()
+	if len(m.groups) < m.maxGroups {
+		m.untrackedWarned = false
+	}
+	return out
+}
+
+// evaluate applies the state machine to one group: ok -> firing when the
+// window holds min_cases and the figure is below the threshold; firing ->
+// resolved (then like ok) when it is back at or above it; below min_cases
+// there is no verdict and the state is kept.
+func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, windowTotals) {
+	tot := g.win.totals(now, m.width)
+	if tot.cases < m.minCases {
+		m.verdicts[verdictNone]++
+		return out, tot
+	}
+	var fig float64
+	if m.byMean {
+		mean := tot.meanScore()
+		if mean == nil {
+			m.verdicts[verdictNone]++
+			return out, tot
+		}
+		fig = *mean
+	} else {
+		fig = tot.passRate()
+	}
+	below := fig < m.threshold
+	if below {
+		m.verdicts[verdictBelow]++
+	} else {
+		m.verdicts[verdictOK]++
+	}
+	prev := g.groupStatus
+	var state string
+	switch {
+	case below && !g.firing:
+		g.firing, g.since, g.lastSent = true, now, now
+		state = StateFiring
+		m.tel.stateChanged(StateFiring)
+	case !below && g.firing:
+		g.firing = false
+		state = StateResolved
+		m.tel.stateChanged(StateResolved)
+	case below && m.cfg.Renotify > 0 && now.Sub(g.lastSent) >= m.cfg.Renotify:
+		g.lastSent = now
+		state = StateFiring
+		m.tel.renotified()
+	default:
+		return out, tot
+	}
+	g.gen++
+	return append(out, pending{m: m, g: g, gen: g.gen, prev: prev, note: m.notification(g, state, tot, now)}), tot
+}
+
+func (m *monitor) flushVerdicts() {
+	for v, n := range m.verdicts {
+		m.tel.evaluated(v, n)
+	}
+	clear(m.verdicts[:])
+}
+
+// undo puts back a group's state after its notification could not be
+// queued, so that the next evaluation tries again. A group that changed
+// since is left alone.
+func (p *pending) undo() {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if p.g.gen != p.gen {
+		return
+	}
+	p.g.groupStatus = p.prev
+	p.g.gen++
+}
+
+func (m *monitor) notification(g *group, state string, tot windowTotals, now time.Time) MonitorNotification {
+	n := MonitorNotification{
+		Monitor:        m.cfg.Name,
+		State:          state,
+		Evaluator:      m.cfg.Evaluator,
+		Group:          make(map[string]string, len(g.values)),
+		Window:         m.windowStr,
+		Cases:          tot.cases,
+		Failed:         tot.failed,
+		PassRate:       tot.passRate(),
+		MeanScore:      tot.meanScore(),
+		Threshold:      m.threshold,
+		Figure:         m.figure,
+		Since:          g.since.UTC().Format(time.RFC3339Nano),
+		Time:           now.UTC().Format(time.RFC3339Nano),
+		SampleTraceIDs: []string{},
+	}
+	for i, k := range m.cfg.GroupBy {
+		n.Group[k] = g.values[i]
+	}
+	// Newest first, only those still in the window.
+	cutoff := now.Add(-m.cfg.Window).UnixNano()
+	for i := range maxSamples {
+		s := g.samples[(int(g.nextSample)+maxSamples-1-i)%maxSamples]
+		if s.at == 0 || s.at <= cutoff {
+			continue
+		}
+		tid, sid := traceIDString(s.traceID), spanIDString(s.spanID)
+		n.SampleTraceIDs = append(n.SampleTraceIDs, tid)
+		if m.traceURL != "" {
+			n.SampleTraceURLs = append(n.SampleTraceURLs, traceLink(m.traceURL, tid, sid))
+		}
+	}
+	return n
+}
+
+// shortDuration renders 15m0s as 15m and 1h0m0s as 1h, as users write them.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
