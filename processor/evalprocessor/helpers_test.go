@@ -81,6 +81,13 @@ func toolErrorOnly() []evaluators.Config {
 // newHarness starts a processor with a fake clock, telemetry and sink.
 func newHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *zap.Logger) *harness {
 	t.Helper()
+	return newHarnessWith(t, mut, next, logger, nil)
+}
+
+// newHarnessWith is newHarness with prep run on the processor before Start
+// (to set the retry backoff, the deadline grace or the scorer).
+func newHarnessWith(t *testing.T, mut func(*Config), next consumer.Traces, logger *zap.Logger, prep func(*evalProcessor)) *harness {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Wait = time.Second
 	cfg.Workers = 2
@@ -100,6 +107,9 @@ func newHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *z
 	}
 	p, err := newProcessor(set, cfg, next, h.clk.clock())
 	require.NoError(t, err)
+	if prep != nil {
+		prep(p)
+	}
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	<-h.clk.got
 	h.p = p

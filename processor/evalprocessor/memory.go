@@ -67,6 +67,9 @@ func newDecisions(wait, timeout time.Duration, maxIDs int) *decisions {
 // markDone records id as released at now. dir must be locked for writing.
 // It returns how many ids had to be forgotten early (the cap).
 func (d *decisions) markDone(dir map[pcommon.TraceID]traceState, id pcommon.TraceID, now time.Time) (forgotten int) {
+	for d.total >= d.maxIDs && len(d.buckets) > 0 {
+		forgotten += d.dropOldest(dir)
+	}
 	var b *doneBucket
 	if n := len(d.buckets); n > 0 && now.Before(d.buckets[n-1].start.Add(d.width)) {
 		b = d.buckets[n-1]
@@ -82,9 +85,6 @@ func (d *decisions) markDone(dir map[pcommon.TraceID]traceState, id pcommon.Trac
 	dir[id] = b.tag
 	b.ids = append(b.ids, id)
 	d.total++
-	for d.total > d.maxIDs && len(d.buckets) > 1 {
-		forgotten += d.dropOldest(dir)
-	}
 	return forgotten
 }
 
