@@ -253,23 +253,35 @@ func (p *evalProcessor) dispatch(ts []*heldTrace, now time.Time, score bool, rea
 	}
 }
 
+// worker scores released traces. A worker whose scorer outruns the
+// trace's deadline is taken over by the watchdog (see watch): it ends when
+// the scorer finally returns, and a new worker has taken its place.
 func (p *evalProcessor) worker() {
-	defer p.wg.Done()
+	w := &workerSlot{}
+	p.slotsMu.Lock()
+	p.slots[w] = struct{}{}
+	p.slotsMu.Unlock()
 	for j := range p.jobs {
-		p.process(j)
+		if !p.process(w, j) {
+			return // the watchdog took over and counted this worker out
+		}
 	}
+	p.slotsMu.Lock()
+	delete(p.slots, w)
+	p.slotsMu.Unlock()
+	p.wg.Done()
 }
 
-func (p *evalProcessor) process(j job) {
+func (p *evalProcessor) process(w *workerSlot, j job) bool {
 	if j.score && p.runCtx.Err() == nil {
-		p.score(j)
-		return
+		return p.score(w, j)
 	}
 	reason := j.reason
 	if reason == "" {
 		reason = reasonShutdown // Shutdown's time is up: forward unscored.
 	}
 	p.forwardReleased(j.t, j.g, reason)
+	return true
 }
 
 // forwardReleased merges a released trace's chunks and hands them on, in
@@ -295,11 +307,11 @@ func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
 const (
 	ownerNone      uint8 = iota
 	ownerScorer          // the engine is writing results (or has)
-	ownerForwarder       // the worker forwarded the spans at the deadline
+	ownerForwarder       // the watchdog forwarded the spans at the deadline
 )
 
-// scoring is the hand-over of one trace between the goroutine that scores
-// it and the worker that waits for it.
+// scoring is the hand-over of one trace between the worker that scores it
+// (and the engine's background, for judges) and the watchdog.
 type scoring struct {
 	mu       sync.Mutex
 	owner    uint8
@@ -318,13 +330,22 @@ func (s *scoring) claimScorer() bool {
 	return true
 }
 
+// workerSlot is what the watchdog knows of one worker: the trace it is
+// scoring synchronously, and until when.
+type workerSlot struct {
+	mu        sync.Mutex
+	s         *scoring
+	j         job
+	deadline  time.Time
+	abandoned bool
+}
+
 // score runs the engine on t's spans (the processor's own copies, so the
-// engine may write onto them) in a goroutine of its own, and forwards the
-// trace once scored — or, when the trace's deadline (or Shutdown's) passes
-// first, at once and unscored: an evaluator that ignores its context holds
-// neither the worker nor the spans. The engine's annotate guard then keeps
-// the late scorer from writing onto spans already forwarded.
-func (p *evalProcessor) score(j job) {
+// engine may write onto them) and forwards the trace once scored. The
+// evaluators run on the worker itself (no hand-over per trace); the
+// watchdog forwards the trace unscored when they outrun the deadline. It
+// returns false when the watchdog took the worker over.
+func (p *evalProcessor) score(w *workerSlot, j job) bool {
 	t := j.t
 	refs, dups := uniqueSpans(t.refs)
 	if dups > 0 {
@@ -364,9 +385,10 @@ func (p *evalProcessor) score(j job) {
 		}
 		p.forwardReleased(t, g, reason)
 	}
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
+	w.mu.Lock()
+	w.s, w.j, w.deadline = s, j, start.Add(p.cfg.Timeout+p.deadlineGrace)
+	w.mu.Unlock()
+	func() {
 		defer func() {
 			// A panic on strange input must not take the collector down,
 			// nor lose the trace.
@@ -378,66 +400,95 @@ func (p *evalProcessor) score(j job) {
 		}()
 		p.scoreFn(ctx, refs, finish)
 	}()
-	select {
-	case <-returned:
-	case <-ctx.Done():
-		if !p.waitReturned(returned) {
-			s.mu.Lock()
-			claimed := s.owner == ownerNone
-			if claimed {
-				s.owner = ownerForwarder
-			}
-			s.mu.Unlock()
-			if !claimed {
-				// The engine is writing the results: that is quick.
-				<-returned
-				break
-			}
-			cancel()
-			reason := reasonTimeout
-			if p.runCtx.Err() != nil {
-				reason = reasonShutdown
-			}
-			if ce := p.logger.Check(zap.WarnLevel, "an evaluator outran the trace's deadline; its spans are forwarded unscored"); ce != nil {
-				ce.Write(zap.Stringer("trace_id", t.id), zap.String("reason", reason), zap.Duration("timeout", p.cfg.Timeout))
-			}
-			p.forwardReleased(t, j.g, reason)
-			return
-		}
+	w.mu.Lock()
+	abandoned := w.abandoned
+	w.s, w.j = nil, job{}
+	w.mu.Unlock()
+	if abandoned {
+		cancel()
+		return false
 	}
 	s.mu.Lock()
 	if !s.finished {
-		s.async = true // judge work goes on in the engine
+		s.async = true // judge work goes on in the engine's background
 	}
 	async := s.async
 	s.mu.Unlock()
 	if async {
 		j.g.add(p.fwd, ptrace.Traces{}, 0)
 	}
+	return true
 }
 
-// waitReturned gives a scorer whose trace deadline has passed deadlineGrace
-// to return: the engine's own evaluators see the deadline and report
-// `timeout` for what did not finish, which is better than no score at all.
-// Past Shutdown's context there is no grace.
-func (p *evalProcessor) waitReturned(returned <-chan struct{}) bool {
-	select {
-	case <-returned:
-		return true
-	default:
-	}
-	if p.runCtx.Err() != nil || p.deadlineGrace <= 0 {
-		return false
-	}
-	t := time.NewTimer(p.deadlineGrace)
+// watch is the watchdog: it forwards, unscored, the trace of every worker
+// whose evaluators have run past the trace's deadline plus deadlineGrace
+// (at once when Shutdown's context has ended), and starts a worker in its
+// place, so neither the spans nor the workers wait for an evaluator that
+// ignores its context. The engine's annotate guard keeps the late scorer
+// from writing onto the forwarded spans.
+func (p *evalProcessor) watch(stop <-chan struct{}) {
+	defer p.watchWG.Done()
+	every := min(max(p.cfg.Timeout/10, 5*time.Millisecond), time.Second)
+	t := time.NewTicker(every)
 	defer t.Stop()
-	select {
-	case <-returned:
-		return true
-	case <-t.C:
-	case <-p.runCtx.Done():
+	done := p.runCtx.Done()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		case <-done:
+			done = nil // once; from now on every running scorer is overdue
+		}
+		p.takeOverOverdue(time.Now())
 	}
-	return false
+}
+
+func (p *evalProcessor) takeOverOverdue(now time.Time) {
+	shutdown := p.runCtx.Err() != nil
+	p.slotsMu.Lock()
+	var overdue []*workerSlot
+	for w := range p.slots {
+		w.mu.Lock()
+		if w.s != nil && !w.abandoned && (shutdown || !now.Before(w.deadline)) {
+			overdue = append(overdue, w)
+		}
+		w.mu.Unlock()
+	}
+	p.slotsMu.Unlock()
+	for _, w := range overdue {
+		w.mu.Lock()
+		s, j := w.s, w.j
+		claimed := false
+		if s != nil && !w.abandoned {
+			s.mu.Lock()
+			if s.owner == ownerNone {
+				s.owner = ownerForwarder
+				claimed = true
+			}
+			s.mu.Unlock()
+		}
+		if claimed {
+			w.abandoned = true
+		}
+		w.mu.Unlock()
+		if !claimed {
+			continue // the engine is writing the results: that is quick
+		}
+		reason := reasonTimeout
+		if shutdown {
+			reason = reasonShutdown
+		}
+		p.logger.Warn("an evaluator outran the trace's deadline; its spans are forwarded unscored and its results will be discarded",
+			zap.Stringer("trace_id", j.t.id), zap.String("reason", reason), zap.Duration("timeout", p.cfg.Timeout))
+		p.forwardReleased(j.t, j.g, reason)
+		p.slotsMu.Lock()
+		delete(p.slots, w)
+		p.slotsMu.Unlock()
+		p.wg.Add(1)
+		go p.worker()
+		p.wg.Done() // the stuck worker's
+	}
 }
 
 // uniqueSpans returns refs without the spans whose span id came before (a

@@ -39,7 +39,9 @@ var realClock = clock{
 	newTicker: func(d time.Duration) ticker { return realTicker{time.NewTicker(d)} },
 }
 
-// defaultDeadlineGrace: see waitReturned.
+// defaultDeadlineGrace: a well-behaved engine reports `timeout` for the
+// evaluators that did not finish by the deadline, which beats no score; the
+// watchdog gives it this long before it forwards the trace unscored.
 const defaultDeadlineGrace = time.Second
 
 type evalProcessor struct {
@@ -68,9 +70,14 @@ type evalProcessor struct {
 	// fwd hands released spans on, in batches, retrying refusals.
 	fwd     *forwarder
 	backoff backoff
-	// deadlineGrace is how long past a trace's deadline the worker waits
-	// for the scorer to return before it forwards the spans unscored.
+	// deadlineGrace is how long past a trace's deadline the watchdog waits
+	// for a scorer to return before it forwards the spans unscored.
 	deadlineGrace time.Duration
+	// slots are the workers, for the watchdog.
+	slotsMu   sync.Mutex
+	slots     map[*workerSlot]struct{}
+	watchStop chan struct{}
+	watchWG   sync.WaitGroup
 	// scoreFn scores one trace (the engine's ScoreTraceAsync; tests
 	// replace it with evaluators that ignore their context).
 	scoreFn func(context.Context, []adapter.SpanRef, func(engine.Report))
@@ -142,8 +149,12 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	p.runCtx, p.cancel = context.WithCancel(context.Background())
 
 	tick := p.clk.newTicker(p.cfg.tickInterval())
+	p.slots = make(map[*workerSlot]struct{}, p.cfg.Workers)
+	p.watchStop = make(chan struct{})
 	p.wg.Add(1 + p.cfg.Workers)
+	p.watchWG.Add(1)
 	go p.fwd.run()
+	go p.watch(p.watchStop)
 	go p.loop(tick)
 	for i := 0; i < p.cfg.Workers; i++ {
 		go p.worker()
@@ -175,6 +186,8 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, p.cancel)
 	close(p.stop)
 	p.wg.Wait()
+	close(p.watchStop)
+	p.watchWG.Wait()
 	// Traces still waiting for a judge are forwarded by the engine (with
 	// what finished) before its Shutdown returns.
 	err := p.eng.Shutdown(ctx)
