@@ -1,9 +1,13 @@
 package evalprocessor
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,11 +15,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -420,4 +429,48 @@ func TestShutdownDoesNotWaitForStuckEvaluator(t *testing.T) {
 	assert.Equal(t, 5, h.sink.SpanCount(), "the spans go on unscored")
 	assert.Equal(t, int64(5), h.counter(metricSpansUnscored, "reason", "shutdown"))
 	assert.Empty(t, strAttr(spansOf(h.sink, 1)[1], "eval.tool_error.status"))
+}
+
+// The real OTLP receiver in front of the processor answers a refusal for
+// back-pressure with 503, which OTLP clients retry; once the backlog has
+// drained the same request is accepted.
+func TestBackPressureIsHTTP503AtTheReceiver(t *testing.T) {
+	g := &gate{err: errors.New("backend unavailable")}
+	g.refusing.Store(true)
+	h := newHarnessWith(t, nil, g, nil, fastRetry)
+	b := newBatch()
+	bigTrace(b, 1, maxBacklogSpans)
+	h.consume(b.td)
+	h.clk.advance(time.Second)
+	require.Eventually(t, func() bool { return h.counter(metricReleaseBacklog) > maxBacklogSpans },
+		5*time.Second, time.Millisecond)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	f := otlpreceiver.NewFactory()
+	cfg := f.CreateDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{
+		"protocols": map[string]any{"http": map[string]any{"endpoint": addr}}}).Unmarshal(cfg))
+	rcv, err := f.CreateTraces(context.Background(), receivertest.NewNopSettings(f.Type()), cfg, h.p)
+	require.NoError(t, err)
+	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, rcv.Shutdown(context.Background())) }()
+
+	fresh := newBatch()
+	agentTrace(fresh, 2, false)
+	body, err := ptraceotlp.NewExportRequestFromTraces(fresh.td).MarshalProto()
+	require.NoError(t, err)
+	post := func() int {
+		resp, err := http.Post("http://"+addr+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusServiceUnavailable, post())
+	g.refusing.Store(false)
+	require.Eventually(t, func() bool { return h.counter(metricReleaseBacklog) == 0 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, http.StatusOK, post())
 }
