@@ -139,9 +139,10 @@ func TestRetryableRefusalKeepsSpans(t *testing.T) {
 	assert.Equal(t, 1, logs.FilterMessageSnippet("accepted released spans after retries").Len())
 }
 
-func TestBackPressureRefusesNewGenAIData(t *testing.T) {
-	down := errors.New("backend unavailable")
-	g := &gate{err: down}
+// fillBacklog starts a processor whose next consumer refuses GenAI spans,
+// and releases one trace larger than the backlog bound into it.
+func fillBacklog(t *testing.T) (*harness, *gate) {
+	g := &gate{err: errors.New("backend unavailable")}
 	g.refusing.Store(true)
 	h := newHarnessWith(t, nil, g, nil, fastRetry)
 	b := newBatch()
@@ -150,6 +151,11 @@ func TestBackPressureRefusesNewGenAIData(t *testing.T) {
 	h.clk.advance(time.Second)
 	require.Eventually(t, func() bool { return h.counter(metricReleaseBacklog) > maxBacklogSpans },
 		5*time.Second, time.Millisecond)
+	return h, g
+}
+
+func TestBackPressureRefusesNewGenAIData(t *testing.T) {
+	h, g := fillBacklog(t)
 
 	// New GenAI data is refused with a retryable error, and none of it is
 	// kept or forwarded (a retry duplicates nothing).
@@ -435,15 +441,7 @@ func TestShutdownDoesNotWaitForStuckEvaluator(t *testing.T) {
 // back-pressure with 503, which OTLP clients retry; once the backlog has
 // drained the same request is accepted.
 func TestBackPressureIsHTTP503AtTheReceiver(t *testing.T) {
-	g := &gate{err: errors.New("backend unavailable")}
-	g.refusing.Store(true)
-	h := newHarnessWith(t, nil, g, nil, fastRetry)
-	b := newBatch()
-	bigTrace(b, 1, maxBacklogSpans)
-	h.consume(b.td)
-	h.clk.advance(time.Second)
-	require.Eventually(t, func() bool { return h.counter(metricReleaseBacklog) > maxBacklogSpans },
-		5*time.Second, time.Millisecond)
+	h, g := fillBacklog(t)
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
