@@ -25,8 +25,9 @@ const (
 	// GenAI spans with a retryable error: the receiver answers
 	// 503/UNAVAILABLE and the sender retries (back-pressure, not loss).
 	maxBacklogSpans = 4 * maxRequestSpans
-	// shutdownRetryLimit bounds how long one request is retried at
-	// shutdown, even when the shutdown context has no deadline.
+	// shutdownRetryLimit bounds how long refused requests are retried at
+	// shutdown (all of them together), even when the shutdown context has
+	// no deadline; after it each request left is tried once.
 	shutdownRetryLimit = 10 * time.Second
 )
 
@@ -72,7 +73,9 @@ type forwarder struct {
 	wake    chan struct{} // capacity 1
 	stop    chan struct{} // closed by finish
 	stopCtx context.Context
-	exited  chan struct{}
+	// stopBy ends the retries at shutdown (see shutdownRetryLimit).
+	stopBy time.Time
+	exited chan struct{}
 }
 
 func newForwarder(p *evalProcessor, b backoff) *forwarder {
@@ -124,6 +127,7 @@ func (f *forwarder) run() {
 // shutdownRetryLimit) allows, and waits for it to end.
 func (f *forwarder) finish(ctx context.Context) {
 	f.stopCtx = ctx
+	f.stopBy = time.Now().Add(shutdownRetryLimit)
 	close(f.stop)
 	<-f.exited
 }
@@ -164,7 +168,6 @@ func (f *forwarder) send(req outItem, final bool) bool {
 		p.tel.releaseBacklog.Add(context.Background(), -int64(req.spans))
 	}()
 	delay := f.backoff.initial
-	var finalSince time.Time
 	retries := 0
 	for {
 		err := f.consume(req)
@@ -187,10 +190,7 @@ func (f *forwarder) send(req outItem, final bool) bool {
 				zap.Int("spans", req.spans), zap.Int64("backlog_spans", f.backlog.Load()), zap.Error(err))
 		}
 		if final {
-			if finalSince.IsZero() {
-				finalSince = time.Now()
-			}
-			if f.stopCtx.Err() != nil || time.Since(finalSince) >= shutdownRetryLimit {
+			if f.stopCtx.Err() != nil || !time.Now().Before(f.stopBy) {
 				p.tel.undelivered(context.Background(), reasonShutdown, req.spans)
 				p.logger.Error("next consumer still refused released spans when shutdown's time was up; they are dropped",
 					zap.Int("spans", req.spans), zap.Int("retries", retries), zap.Error(err))
