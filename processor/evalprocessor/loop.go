@@ -496,42 +496,45 @@ func (p *evalProcessor) takeOverOverdue(now time.Time) {
 // first seen, so results go on the span a case came from. Every span is
 // still forwarded. It returns how many it left out.
 func uniqueSpans(refs []adapter.SpanRef) ([]adapter.SpanRef, int) {
-	dup := func(i int) bool { return false }
+	first := -1 // the first duplicate
 	if len(refs) <= 32 {
-		dup = func(i int) bool {
-			id := refs[i].Span.SpanID()
-			for k := 0; k < i; k++ {
-				if refs[k].Span.SpanID() == id {
-					return true
+		// Small traces (nearly all): compare, without a map.
+		var ids [32]pcommon.SpanID
+		for i := range refs {
+			ids[i] = refs[i].Span.SpanID()
+			for k := 0; k < i && first < 0; k++ {
+				if ids[k] == ids[i] {
+					first = i
 				}
 			}
-			return false
+			if first >= 0 {
+				break
+			}
 		}
 	} else {
 		seen := make(map[pcommon.SpanID]struct{}, len(refs))
-		dup = func(i int) bool {
+		for i := range refs {
 			id := refs[i].Span.SpanID()
 			if _, ok := seen[id]; ok {
-				return true
+				first = i
+				break
 			}
 			seen[id] = struct{}{}
-			return false
 		}
 	}
-	var out []adapter.SpanRef
+	if first < 0 {
+		return refs, 0
+	}
+	// Rare: build the list without duplicates.
+	seen := make(map[pcommon.SpanID]struct{}, len(refs))
+	out := make([]adapter.SpanRef, 0, len(refs)-1)
 	for i := range refs {
-		if dup(i) {
-			if out == nil {
-				out = append(make([]adapter.SpanRef, 0, len(refs)-1), refs[:i]...)
-			}
+		id := refs[i].Span.SpanID()
+		if _, ok := seen[id]; ok {
 			continue
 		}
-		if out != nil {
-			out = append(out, refs[i])
-		}
-	}
-	if out == nil {
-		return refs, 0
+		seen[id] = struct{}{}
+		out = append(out, refs[i])
 	}
 	return out, len(refs) - len(out)
 }

@@ -472,3 +472,21 @@ func TestBackPressureIsHTTP503AtTheReceiver(t *testing.T) {
 	require.Eventually(t, func() bool { return h.counter(metricReleaseBacklog) == 0 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, http.StatusOK, post())
 }
+
+func TestUniqueSpans(t *testing.T) {
+	for _, n := range []int{5, 32, 33, 200} {
+		b := newBatch()
+		bigTrace(b, 1, n-1)
+		var refs []adapter.SpanRef
+		adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { refs = append(refs, r) })
+		got, dups := uniqueSpans(refs)
+		assert.Equal(t, 0, dups)
+		assert.Len(t, got, n)
+		// Resent: every span twice, and a third copy of the root.
+		refs = append(append(refs, refs...), refs[0])
+		got, dups = uniqueSpans(refs)
+		assert.Equal(t, n+1, dups, "n=%d", n)
+		require.Len(t, got, n)
+		assert.Equal(t, refs[:n], got, "the first of each id, in order")
+	}
+}
