@@ -69,6 +69,9 @@ type forwarder struct {
 	items   []outItem
 	stopped bool // run has ended: push forwards at once
 	backlog atomic.Int64
+	// outage is set from the first retryable refusal to the next success:
+	// one warning per outage, not one per request.
+	outage atomic.Bool
 
 	wake    chan struct{} // capacity 1
 	stop    chan struct{} // closed by finish
@@ -164,7 +167,9 @@ func (f *forwarder) drain(final bool) {
 func (f *forwarder) send(req outItem, final bool) bool {
 	p := f.p
 	defer func() {
-		f.backlog.Add(-int64(req.spans))
+		if f.backlog.Add(-int64(req.spans)) == 0 {
+			p.refusedLogged.Store(false) // warn again in the next episode
+		}
 		p.tel.releaseBacklog.Add(context.Background(), -int64(req.spans))
 	}()
 	delay := f.backoff.initial
@@ -172,7 +177,7 @@ func (f *forwarder) send(req outItem, final bool) bool {
 	for {
 		err := f.consume(req)
 		if err == nil {
-			if retries > 0 {
+			if f.outage.CompareAndSwap(true, false) {
 				p.logger.Info("next consumer accepted released spans after retries",
 					zap.Int("spans", req.spans), zap.Int("retries", retries))
 			}
@@ -185,7 +190,7 @@ func (f *forwarder) send(req outItem, final bool) bool {
 				zap.Int("spans", req.spans), zap.Error(err))
 			return final
 		}
-		if retries == 0 {
+		if f.outage.CompareAndSwap(false, true) {
 			p.logger.Warn("next consumer refused released spans; retrying with backoff (new GenAI spans are refused while the backlog is full)",
 				zap.Int("spans", req.spans), zap.Int64("backlog_spans", f.backlog.Load()), zap.Error(err))
 		}

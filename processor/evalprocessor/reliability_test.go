@@ -135,7 +135,7 @@ func TestRetryableRefusalKeepsSpans(t *testing.T) {
 	assert.GreaterOrEqual(t, h.counter(metricReleaseRetries), int64(3))
 	assert.Equal(t, int64(0), h.counter(metricSpansUndelivered))
 	require.Eventually(t, func() bool { return h.counter(metricReleaseBacklog) == 0 }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, 1, logs.FilterMessageSnippet("retrying with backoff").Len(), "warned once per request")
+	assert.Equal(t, 1, logs.FilterMessageSnippet("retrying with backoff").Len(), "warned once per outage")
 	assert.Equal(t, 1, logs.FilterMessageSnippet("accepted released spans after retries").Len())
 }
 
