@@ -135,7 +135,7 @@ func (h *harness) consume(td ptrace.Traces) {
 // waitSpans waits until the sink has n spans (workers forward asynchronously).
 func (h *harness) waitSpans(n int) {
 	h.t.Helper()
-	require.Eventually(h.t, func() bool { return h.sink.SpanCount() >= n }, 5*time.Second, time.Millisecond,
+	require.Eventually(h.t, func() bool { return h.sink.SpanCount() >= n }, 30*time.Second, time.Millisecond,
 		"sink has %d spans, want %d", h.sink.SpanCount(), n)
 	require.Equal(h.t, n, h.sink.SpanCount())
 }
