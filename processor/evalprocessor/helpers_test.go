@@ -81,6 +81,13 @@ func toolErrorOnly() []evaluators.Config {
 // newHarness starts a processor with a fake clock, telemetry and sink.
 func newHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *zap.Logger) *harness {
 	t.Helper()
+	return newHarnessWith(t, mut, next, logger, nil)
+}
+
+// newHarnessWith is newHarness with prep run on the processor before Start
+// (to set the retry backoff, the deadline grace or the scorer).
+func newHarnessWith(t *testing.T, mut func(*Config), next consumer.Traces, logger *zap.Logger, prep func(*evalProcessor)) *harness {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Wait = time.Second
 	cfg.Workers = 2
@@ -100,6 +107,9 @@ func newHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *z
 	}
 	p, err := newProcessor(set, cfg, next, h.clk.clock())
 	require.NoError(t, err)
+	if prep != nil {
+		prep(p)
+	}
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	<-h.clk.got
 	h.p = p
@@ -125,7 +135,7 @@ func (h *harness) consume(td ptrace.Traces) {
 // waitSpans waits until the sink has n spans (workers forward asynchronously).
 func (h *harness) waitSpans(n int) {
 	h.t.Helper()
-	require.Eventually(h.t, func() bool { return h.sink.SpanCount() >= n }, 5*time.Second, time.Millisecond,
+	require.Eventually(h.t, func() bool { return h.sink.SpanCount() >= n }, 30*time.Second, time.Millisecond,
 		"sink has %d spans, want %d", h.sink.SpanCount(), n)
 	require.Equal(h.t, n, h.sink.SpanCount())
 }

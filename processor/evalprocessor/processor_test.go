@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -297,9 +298,11 @@ func TestShutdownFlush(t *testing.T) {
 	})
 }
 
+// A permanent refusal of released spans is logged and counted (a retryable
+// one is retried: see TestRetryableRefusalKeepsSpans).
 func TestNextConsumerError(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	boom := errors.New("boom")
+	boom := consumererror.NewPermanent(errors.New("boom"))
 	h := newHarness(t, nil, consumertest.NewErr(boom), zap.New(core))
 
 	// Pass-through: the error goes back to the caller.
@@ -308,17 +311,19 @@ func TestNextConsumerError(t *testing.T) {
 	require.ErrorIs(t, h.p.ConsumeTraces(context.Background(), b.td), boom)
 	assert.Equal(t, int64(1), h.counter(metricNextConsumerErrors))
 
-	// Released asynchronously: logged and counted.
+	// Released asynchronously: logged and counted, not retried.
 	b = newBatch()
 	agentTrace(b, 1, false)
 	h.consume(b.td)
 	h.clk.advance(time.Second)
-	require.Eventually(t, func() bool { return h.counter(metricNextConsumerErrors) == 2 }, 5*time.Second, time.Millisecond, "errors: %d", h.counter(metricNextConsumerErrors))
-	require.Eventually(t, func() bool { return logs.FilterMessage("next consumer refused released spans").Len() == 1 },
-		5*time.Second, time.Millisecond)
-	e := logs.FilterMessage("next consumer refused released spans").All()[0]
-	assert.Equal(t, int64(5), e.ContextMap()["spans"])
-	assert.Equal(t, "boom", e.ContextMap()["error"])
+	require.Eventually(t, func() bool { return h.counter(metricSpansUndelivered, "reason", "permanent") == 5 },
+		5*time.Second, time.Millisecond, "undelivered: %d", h.counter(metricSpansUndelivered))
+	assert.Equal(t, int64(2), h.counter(metricNextConsumerErrors))
+	assert.Equal(t, int64(0), h.counter(metricReleaseRetries))
+	e := logs.FilterMessageSnippet("refused released spans permanently").All()
+	require.Len(t, e, 1)
+	assert.Equal(t, int64(5), e[0].ContextMap()["spans"])
+	assert.Contains(t, e[0].ContextMap()["error"], "boom")
 }
 
 func TestBadInput(t *testing.T) {
