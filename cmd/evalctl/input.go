@@ -9,13 +9,18 @@ import (
 	"io"
 	"os"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// document is one OTLP/JSON export request read from an input.
+// document is one OTLP/JSON export request read from an input: traces, or
+// logs (the content log records of the official GenAI instrumentations,
+// joined to their spans by trace and span id).
 type document struct {
 	source string // file name and document number, for messages
 	traces ptrace.Traces
+	logs   plog.Logs
+	isLogs bool
 }
 
 // readInputs reads every INPUT. A file holds one or more JSON documents,
@@ -47,6 +52,7 @@ func readInputs(paths []string, stdin io.Reader) ([]document, error) {
 func readDocuments(name string, r io.Reader) ([]document, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	var u ptrace.JSONUnmarshaler
+	var lu plog.JSONUnmarshaler
 	var docs []document
 	for n := 1; ; n++ {
 		var raw json.RawMessage
@@ -58,6 +64,14 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 			return nil, fmt.Errorf("input %s, document %d: not JSON: %w", name, n, err)
 		}
 		if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			continue
+		}
+		if isLogsDocument(raw) {
+			ld, err := lu.UnmarshalLogs(raw)
+			if err != nil {
+				return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON logs export request: %w", name, n, err)
+			}
+			docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), logs: ld, isLogs: true})
 			continue
 		}
 		td, err := u.UnmarshalTraces(raw)
@@ -77,6 +91,9 @@ func writeDocuments(w io.Writer, docs []document) error {
 	var m ptrace.JSONMarshaler
 	bw := bufio.NewWriter(w)
 	for _, d := range docs {
+		if d.isLogs {
+			continue // --out writes traces
+		}
 		b, err := m.MarshalTraces(d.traces)
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.source, err)
@@ -89,4 +106,17 @@ func writeDocuments(w io.Writer, docs []document) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// isLogsDocument reports whether raw is an OTLP/JSON logs export request
+// (it has resourceLogs and no resourceSpans).
+func isLogsDocument(raw []byte) bool {
+	var probe struct {
+		ResourceLogs  json.RawMessage `json:"resourceLogs"`
+		ResourceSpans json.RawMessage `json:"resourceSpans"`
+	}
+	if json.Unmarshal(raw, &probe) != nil {
+		return false
+	}
+	return probe.ResourceLogs != nil && probe.ResourceSpans == nil
 }

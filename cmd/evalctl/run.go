@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -108,7 +109,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 
 	sum := newSummary(eng.Instances())
+	records := logsByTrace(docs)
 	for _, spans := range tracesInOrder(docs) {
+		id := spans[0].Span.TraceID()
+		if n := adapter.JoinEvents(spans, records[id]); n > 0 {
+			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %d GenAI content log records name no span of the trace; not read\n", id, n)
+		}
+		delete(records, id)
 		tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		rep := eng.ScoreTrace(tctx, spans)
 		cancel()
@@ -116,6 +123,15 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %s\n", spans[0].Span.TraceID(), p)
 		}
 		sum.add(rep)
+	}
+
+	for id, recs := range records {
+		for _, lr := range recs {
+			if adapter.IsGenAIEvent(lr) {
+				fmt.Fprintf(stderr, "evalctl: warning: trace %s: GenAI content log records without any span of their trace; not read\n", id)
+				break
+			}
+		}
 	}
 
 	// Traces to stdout keep it machine-readable: the summary then goes to stderr.
@@ -165,6 +181,9 @@ func tracesInOrder(docs []document) [][]adapter.SpanRef {
 	index := map[pcommon.TraceID]int{}
 	var out [][]adapter.SpanRef
 	for _, d := range docs {
+		if d.isLogs {
+			continue
+		}
 		adapter.ForEachSpan(d.traces, func(r adapter.SpanRef) {
 			id := r.Span.TraceID()
 			at, seen := index[id]
@@ -175,6 +194,20 @@ func tracesInOrder(docs []document) [][]adapter.SpanRef {
 			}
 			out[at] = append(out[at], r)
 		})
+	}
+	return out
+}
+
+// logsByTrace groups the log records of every logs document by trace id.
+func logsByTrace(docs []document) map[pcommon.TraceID][]plog.LogRecord {
+	out := map[pcommon.TraceID][]plog.LogRecord{}
+	for _, d := range docs {
+		if !d.isLogs {
+			continue
+		}
+		for id, recs := range adapter.GroupLogsByTrace(d.logs) {
+			out[id] = append(out[id], recs...)
+		}
 	}
 	return out
 }
