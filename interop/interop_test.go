@@ -5,6 +5,7 @@ package interop
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,19 @@ type fixture struct {
 	// assistantCallsInHistory: earlier assistant turns in the input
 	// messages keep their tool calls (OpenLLMetry 0.22 drops them).
 	assistantCallsInHistory bool
+	// logs: the OTLP/JSON logs file in testdata/logs/ holding the content
+	// the spans lack (see logs_test.go).
+	logs string
+	// respPrefix: the response ids' prefix (default chatcmpl-interop-).
+	respPrefix string
+}
+
+func (f fixture) responseID(i int) string {
+	p := f.respPrefix
+	if p == "" {
+		p = "chatcmpl-interop-"
+	}
+	return fmt.Sprintf("%s%d", p, i+1)
 }
 
 var fixtures = []fixture{
@@ -97,6 +111,16 @@ var fixtures = []fixture{
 		agentSpan: "invoke_agent travel-agent", agentName: "travel-agent",
 		agentModel: "gpt-4o-mini", provider: "openai", llmSpan: "chat gpt-4o-mini",
 		content: false, callIDs: true, toolDefs: false, responseIDs: true, totalTokens: false,
+		logs: "otel-instrumentation-openai.logs.json",
+	},
+	{
+		// The same instrumentation on openai 6.49.0's Responses API (semconv
+		// 1.38: two gen_ai.client.inference.operation.details records per call).
+		file:      "otel-instrumentation-openai-responses.json",
+		agentSpan: "invoke_agent travel-agent", agentName: "travel-agent",
+		agentModel: "gpt-4o-mini", provider: "openai", llmSpan: "chat gpt-4o-mini",
+		content: false, callIDs: true, toolDefs: false, responseIDs: true, totalTokens: false,
+		logs: "otel-instrumentation-openai-responses.logs.json", respPrefix: "resp_interop_",
 	},
 	{
 		// ai 5.0.277 with @ai-sdk/openai 2.0.131 (chat API), experimental_telemetry.
@@ -220,7 +244,7 @@ func checkAgent(t *testing.T, f fixture, c adapter.Case) {
 	if c.Provider != f.provider {
 		t.Errorf("Provider = %q, want %q", c.Provider, f.provider)
 	}
-	if f.responseIDs && c.ResponseID != "chatcmpl-interop-3" {
+	if f.responseIDs && c.ResponseID != f.responseID(2) {
 		t.Errorf("ResponseID = %q, want the last model call's", c.ResponseID)
 	}
 	if c.Latency <= 0 {
@@ -372,7 +396,7 @@ func checkLLMs(t *testing.T, f fixture, llms []adapter.Case) {
 		}
 		wantResp := ""
 		if f.responseIDs {
-			wantResp = []string{"chatcmpl-interop-1", "chatcmpl-interop-2", "chatcmpl-interop-3"}[i]
+			wantResp = f.responseID(i)
 		}
 		if c.ResponseID != wantResp {
 			t.Errorf("llm %d: ResponseID = %q, want %q", i, c.ResponseID, wantResp)

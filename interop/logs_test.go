@@ -53,52 +53,43 @@ func loadJoined(t *testing.T, traces, logs string) []adapter.Case {
 }
 
 // The JS @opentelemetry/instrumentation-openai puts every message in log
-// records (event.name attribute, structured bodies, tool results with `id`):
-// joined with its spans, the run scores like the libraries that put content
-// on spans.
-func TestOTelInstrumentationOpenAILogsJoined(t *testing.T) {
-	cases := loadJoined(t, "otel-instrumentation-openai.json", "otel-instrumentation-openai.logs.json")
-	var agent adapter.Case
-	var llms []adapter.Case
-	for _, c := range cases {
-		switch c.Level {
-		case adapter.LevelAgent:
-			agent = c
-		case adapter.LevelLLM:
-			llms = append(llms, c)
+// records — per-message events named in the event.name attribute for Chat
+// Completions, gen_ai.client.inference.operation.details records named in
+// the EventName field for the Responses API. Joined with their spans, the
+// runs score like the libraries that put content on spans.
+func TestContentFromLogRecords(t *testing.T) {
+	n := 0
+	for _, f := range fixtures {
+		if f.logs == "" {
+			continue
 		}
+		n++
+		t.Run(f.file, func(t *testing.T) {
+			agent, llms := split(t, loadJoined(t, f.file, f.logs))
+			f.content = true                 // from the log records
+			f.assistantCallsInHistory = true // the input records keep the assistant's tool calls
+			t.Run("agent", func(t *testing.T) { checkAgent(t, f, agent) })
+			for i, c := range llms {
+				if c.Input != userRequest {
+					t.Errorf("llm %d: Input = %q", i, c.Input)
+				}
+				if c.SystemInstructions != systemPrompt {
+					t.Errorf("llm %d: SystemInstructions = %q", i, c.SystemInstructions)
+				}
+			}
+			if llms[2].Output != finalText {
+				t.Errorf("last llm: Output = %q, want the final text", llms[2].Output)
+			}
+			// Each model call's requested tool comes with its call id.
+			for k, w := range calls {
+				got := llms[k].ToolCalls
+				if len(got) != 1 || got[0].Name != w.name || got[0].ID != w.id || !sameJSON(t, got[0].Arguments, w.args) {
+					t.Errorf("llm %d: ToolCalls = %+v, want %s(%s) id %s", k, got, w.name, w.args, w.id)
+				}
+			}
+		})
 	}
-	if len(llms) != 3 {
-		t.Fatalf("%d llm cases, want 3", len(llms))
-	}
-	f := fixture{file: "otel-instrumentation-openai.json", content: true}
-	for _, fx := range fixtures {
-		if fx.file == f.file {
-			f = fx
-		}
-	}
-	f.content = true                 // from the log records
-	f.assistantCallsInHistory = true // gen_ai.assistant.message records carry tool_calls
-	checkAgent(t, f, agent)
-	for i, c := range llms {
-		if c.Input != userRequest {
-			t.Errorf("llm %d: Input = %q", i, c.Input)
-		}
-		if c.SystemInstructions != systemPrompt {
-			t.Errorf("llm %d: SystemInstructions = %q", i, c.SystemInstructions)
-		}
-	}
-	if llms[2].Output != finalText {
-		t.Errorf("last llm: Output = %q, want the final text", llms[2].Output)
-	}
-	// The first model call asked for search_flights with its id.
-	var first []adapter.ToolCall
-	for _, m := range llms[0].Messages {
-		if m.Role == "assistant" {
-			first = append(first, m.ToolCalls...)
-		}
-	}
-	if len(first) != 1 || first[0].Name != "search_flights" || first[0].ID != "call_sf_001" {
-		t.Errorf("first call's requested tools = %+v, want search_flights call_sf_001", first)
+	if n < 2 {
+		t.Fatalf("%d fixtures with log records, want the chat and the responses runs", n)
 	}
 }

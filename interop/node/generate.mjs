@@ -13,6 +13,7 @@ const all = [
   "openllmetry-0.22",
   "openllmetry-0.27",
   "otel-instrumentation-openai",
+  "otel-instrumentation-openai-responses",
   "vercel-ai-v5",
 ];
 const chosen = process.argv.length > 2 ? process.argv.slice(2) : all;
