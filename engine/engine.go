@@ -259,6 +259,12 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		}
 	}
 	finish := func() {
+		if claim, ok := ctx.Value(annotateGuardKey{}).(func() bool); ok && !claim() {
+			// The caller has given the spans up (forwarded them at its
+			// deadline): they must not be written any more.
+			done(rep)
+			return
+		}
 		now := pcommon.NewTimestampFromTime(time.Now())
 		if len(all) > 0 {
 			rep.Evaluations = make([]Evaluation, 0, len(all))
@@ -274,6 +280,17 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		return
 	}
 	e.runJudgeTasks(ctx, tasks, finish)
+}
+
+type annotateGuardKey struct{}
+
+// WithAnnotateGuard returns ctx carrying claim: ScoreTraceAsync calls it
+// once, just before it writes results onto the spans. When it returns false
+// (the caller no longer owns the spans, e.g. it forwarded them because an
+// evaluator outran the deadline), nothing is written and done is called with
+// no evaluations. claim runs on the goroutine that finishes the trace.
+func WithAnnotateGuard(ctx context.Context, claim func() bool) context.Context {
+	return context.WithValue(ctx, annotateGuardKey{}, claim)
 }
 
 type scoredCase struct {

@@ -76,11 +76,54 @@ func (l *traceList) moveToBack(t *heldTrace) {
 // job is one released trace for a worker.
 type job struct {
 	t *heldTrace
-	// score is false for traces forwarded unscored (reason says why) and
-	// for late spans.
+	// g collects the traces released together, to forward them in one
+	// request.
+	g *group
+	// score is false for traces forwarded unscored (reason says why).
 	score  bool
 	reason string
-	late   bool
+}
+
+// group is the traces released together (one tick, one overflow, the
+// shutdown flush). Each trace joins it once forwarded; once all have (or
+// have left it to wait for a judge), they go on as one request, cut at
+// maxRequestSpans.
+type group struct {
+	mu      sync.Mutex
+	pending int
+	td      ptrace.Traces
+	spans   int
+}
+
+// add gives the group one trace's spans (none: the trace leaves the group
+// and goes on by itself later).
+func (g *group) add(f *forwarder, td ptrace.Traces, spans int) {
+	var out [2]outItem
+	n := 0
+	g.mu.Lock()
+	if spans > 0 {
+		if g.spans > 0 && g.spans+spans > maxRequestSpans {
+			out[n] = outItem{td: g.td, spans: g.spans}
+			n++
+			g.td, g.spans = ptrace.Traces{}, 0
+		}
+		if g.spans == 0 {
+			g.td = td
+		} else {
+			td.ResourceSpans().MoveAndAppendTo(g.td.ResourceSpans())
+		}
+		g.spans += spans
+	}
+	g.pending--
+	if g.pending == 0 && g.spans > 0 {
+		out[n] = outItem{td: g.td, spans: g.spans}
+		n++
+		g.td, g.spans = ptrace.Traces{}, 0
+	}
+	g.mu.Unlock()
+	for _, o := range out[:n] {
+		f.push(o.td, o.spans)
+	}
 }
 
 // loop owns the held traces: it takes chunks from ConsumeTraces, releases
@@ -108,9 +151,11 @@ func (p *evalProcessor) loop(tick ticker) {
 				}
 				break
 			}
+			var all []*heldTrace
 			for t := p.lists[0].head; t != nil; t = p.lists[0].head {
-				p.releaseTrace(t, job{t: t, score: true})
+				all = append(all, p.unhold(t))
 			}
+			p.dispatch(all, p.clk.now(), true, "")
 			return
 		}
 	}
@@ -124,9 +169,10 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 			p.dirMu.RLock()
 			st := p.dir[c.id]
 			p.dirMu.RUnlock()
-			if st == stateDone {
+			if st.done() {
 				// Released between ConsumeTraces' routing and now: late.
-				p.jobs <- job{t: &heldTrace{id: c.id, chunks: []ptrace.Traces{c.td}, spans: c.spans}, late: true}
+				p.tel.spansLate.Add(context.Background(), int64(c.spans))
+				p.fwd.push(c.td, c.spans)
 				continue
 			}
 			t = &heldTrace{id: c.id}
@@ -149,51 +195,62 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 			p.lists[1].moveToBack(t)
 		}
 	}
-	for len(p.traces) > p.cfg.MaxTraces {
-		t := p.lists[0].head
-		p.releaseTrace(t, job{t: t, reason: reasonOverflow})
+	if len(p.traces) > p.cfg.MaxTraces {
+		var over []*heldTrace
+		for len(p.traces) > p.cfg.MaxTraces {
+			over = append(over, p.unhold(p.lists[0].head))
+		}
+		p.dispatch(over, now, false, reasonOverflow)
 	}
 }
 
-// release hands on every trace whose wait (or root grace) has passed.
+// release hands on every trace whose wait (or root grace) has passed, and
+// forgets released ids whose retention has passed.
 func (p *evalProcessor) release(now time.Time) {
+	var due []*heldTrace
 	for t := p.lists[0].head; t != nil && !now.Before(t.lastSeen.Add(p.cfg.Wait)); t = p.lists[0].head {
-		p.releaseTrace(t, job{t: t, score: true})
+		due = append(due, p.unhold(t))
 	}
 	if p.cfg.RootGrace > 0 {
 		for t := p.lists[1].head; t != nil && !now.Before(t.lastSeen.Add(p.cfg.RootGrace)); t = p.lists[1].head {
-			p.releaseTrace(t, job{t: t, score: true})
+			due = append(due, p.unhold(t))
 		}
+	}
+	p.dispatch(due, now, true, "")
+	if p.mem.needsExpiry(now) {
+		p.dirMu.Lock()
+		p.mem.expire(p.dir, now)
+		p.dirMu.Unlock()
 	}
 }
 
-// releaseTrace stops holding t, remembers its id as done (later spans are
-// late) and gives it to a worker.
-func (p *evalProcessor) releaseTrace(t *heldTrace, j job) {
+// unhold stops holding t (it still counts in traces_held until forwarded).
+func (p *evalProcessor) unhold(t *heldTrace) *heldTrace {
 	p.lists[0].remove(t)
 	p.lists[1].remove(t)
 	delete(p.traces, t.id)
-	p.tel.tracesHeld.Add(context.Background(), -1)
-	p.markDone(t.id)
-	p.jobs <- j
+	return t
 }
 
-// markDone records id as released, forgetting the oldest released id once
-// the ring of recent ids is full.
-func (p *evalProcessor) markDone(id pcommon.TraceID) {
-	p.dirMu.Lock()
-	defer p.dirMu.Unlock()
-	p.dir[id] = stateDone
-	if len(p.ring) < cap(p.ring) {
-		p.ring = append(p.ring, id)
+// dispatch remembers the ids of ts as released (later spans are late) and
+// gives the traces to the workers as one group.
+func (p *evalProcessor) dispatch(ts []*heldTrace, now time.Time, score bool, reason string) {
+	if len(ts) == 0 {
 		return
 	}
-	old := p.ring[p.ringN]
-	if p.dir[old] == stateDone {
-		delete(p.dir, old)
+	forgotten := 0
+	p.dirMu.Lock()
+	for _, t := range ts {
+		forgotten += p.mem.markDone(p.dir, t.id, now)
 	}
-	p.ring[p.ringN] = id
-	p.ringN = (p.ringN + 1) % len(p.ring)
+	p.dirMu.Unlock()
+	if forgotten > 0 {
+		p.tel.decisionsForgotten.Add(context.Background(), int64(forgotten))
+	}
+	g := &group{pending: len(ts)}
+	for _, t := range ts {
+		p.jobs <- job{t: t, g: g, score: score, reason: reason}
+	}
 }
 
 func (p *evalProcessor) worker() {
@@ -204,85 +261,228 @@ func (p *evalProcessor) worker() {
 }
 
 func (p *evalProcessor) process(j job) {
-	if j.score && !j.late && p.runCtx.Err() == nil {
-		// Scoring may wait for a judge; that happens in the engine's
-		// background, so this worker is free for the next trace at once and
-		// traces without judge work are never queued behind judged ones.
-		p.score(j.t, func(ok bool) {
-			reason := ""
-			if !ok {
-				reason = reasonBadInput
-			}
-			p.forwardReleased(j.t, reason, false)
-		})
+	if j.score && p.runCtx.Err() == nil {
+		p.score(j)
 		return
 	}
 	reason := j.reason
-	if j.score && !j.late {
+	if reason == "" {
 		reason = reasonShutdown // Shutdown's time is up: forward unscored.
 	}
-	p.forwardReleased(j.t, reason, j.late)
+	p.forwardReleased(j.t, j.g, reason)
 }
 
-// forwardReleased merges a released trace's chunks and forwards them,
-// counting them as unscored (with reason) or late.
-func (p *evalProcessor) forwardReleased(t *heldTrace, reason string, late bool) {
-	switch {
-	case late:
-		p.tel.spansLate.Add(context.Background(), int64(t.spans))
-	case reason != "":
+// forwardReleased merges a released trace's chunks and hands them on, in
+// its group when g is set, counting them as unscored when reason is set.
+func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
+	if reason != "" {
 		p.tel.unscored(context.Background(), reason, t.spans)
 	}
+	p.tel.tracesHeld.Add(context.Background(), -1)
 	td := t.chunks[0]
 	for _, c := range t.chunks[1:] {
 		c.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
 	}
-	what := "scored"
-	switch {
-	case late:
-		what = "late"
-	case reason != "":
-		what = reason
+	t.chunks, t.refs = nil, nil
+	if g != nil {
+		g.add(p.fwd, td, t.spans)
+		return
 	}
-	p.forwardAsync(td, what)
+	p.fwd.push(td, t.spans)
+}
+
+// Who owns a trace's spans while it is scored.
+const (
+	ownerNone      uint8 = iota
+	ownerScorer          // the engine is writing results (or has)
+	ownerForwarder       // the worker forwarded the spans at the deadline
+)
+
+// scoring is the hand-over of one trace between the goroutine that scores
+// it and the worker that waits for it.
+type scoring struct {
+	mu       sync.Mutex
+	owner    uint8
+	finished bool // the engine called done
+	async    bool // scoring goes on in the engine's background (judges)
+}
+
+// claimScorer is the engine's annotate guard.
+func (s *scoring) claimScorer() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owner == ownerForwarder {
+		return false
+	}
+	s.owner = ownerScorer
+	return true
 }
 
 // score runs the engine on t's spans (the processor's own copies, so the
-// engine may write onto them) and calls done exactly once, with false when
-// nothing could be scored because of bad input.
-func (p *evalProcessor) score(t *heldTrace, done func(ok bool)) {
+// engine may write onto them) in a goroutine of its own, and forwards the
+// trace once scored — or, when the trace's deadline (or Shutdown's) passes
+// first, at once and unscored: an evaluator that ignores its context holds
+// neither the worker nor the spans. The engine's annotate guard then keeps
+// the late scorer from writing onto spans already forwarded.
+func (p *evalProcessor) score(j job) {
+	t := j.t
+	refs, dups := uniqueSpans(t.refs)
+	if dups > 0 {
+		p.tel.spansDuplicate.Add(context.Background(), int64(dups))
+	}
 	ctx, cancel := context.WithTimeout(p.runCtx, p.cfg.Timeout)
+	s := &scoring{}
+	ctx = engine.WithAnnotateGuard(ctx, s.claimScorer)
 	start := time.Now()
-	var once sync.Once
 	finish := func(rep engine.Report) {
-		once.Do(func() {
-			defer cancel()
-			p.tel.evalDuration.Record(ctx, time.Since(start).Seconds())
-			if len(rep.Problems) > 0 {
-				p.badInput(ctx, t.id, rep.Problems)
+		s.mu.Lock()
+		if s.finished || s.owner == ownerForwarder {
+			s.mu.Unlock()
+			return
+		}
+		s.finished, s.owner = true, ownerScorer
+		async := s.async
+		s.mu.Unlock()
+		defer cancel()
+		p.tel.evalDuration.Record(ctx, time.Since(start).Seconds())
+		if len(rep.Problems) > 0 {
+			p.badInput(ctx, t.id, rep.Problems)
+		}
+		for i := range rep.Evaluations {
+			for k := range rep.Evaluations[i].Results {
+				p.tel.evaluation(ctx, &rep.Evaluations[i].Results[k])
 			}
-			for i := range rep.Evaluations {
-				for k := range rep.Evaluations[i].Results {
-					p.tel.evaluation(ctx, &rep.Evaluations[i].Results[k])
+		}
+		p.tel.tracesScored.Add(ctx, 1)
+		reason := ""
+		if len(rep.Problems) > 0 && len(rep.Evaluations) == 0 {
+			reason = reasonBadInput
+		}
+		g := j.g
+		if async {
+			g = nil // it left its group: it goes on by itself
+		}
+		p.forwardReleased(t, g, reason)
+	}
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		defer func() {
+			// A panic on strange input must not take the collector down,
+			// nor lose the trace.
+			if r := recover(); r != nil {
+				p.logger.Error("scoring a trace panicked", zap.Stringer("trace_id", t.id),
+					zap.Any("panic", r), zap.Stack("stack"))
+				finish(engine.Report{Problems: []string{fmt.Sprintf("scoring panicked: %v", r)}})
+			}
+		}()
+		p.scoreFn(ctx, refs, finish)
+	}()
+	select {
+	case <-returned:
+	case <-ctx.Done():
+		if !p.waitReturned(returned) {
+			s.mu.Lock()
+			claimed := s.owner == ownerNone
+			if claimed {
+				s.owner = ownerForwarder
+			}
+			s.mu.Unlock()
+			if !claimed {
+				// The engine is writing the results: that is quick.
+				<-returned
+				break
+			}
+			cancel()
+			reason := reasonTimeout
+			if p.runCtx.Err() != nil {
+				reason = reasonShutdown
+			}
+			if ce := p.logger.Check(zap.WarnLevel, "an evaluator outran the trace's deadline; its spans are forwarded unscored"); ce != nil {
+				ce.Write(zap.Stringer("trace_id", t.id), zap.String("reason", reason), zap.Duration("timeout", p.cfg.Timeout))
+			}
+			p.forwardReleased(t, j.g, reason)
+			return
+		}
+	}
+	s.mu.Lock()
+	if !s.finished {
+		s.async = true // judge work goes on in the engine
+	}
+	async := s.async
+	s.mu.Unlock()
+	if async {
+		j.g.add(p.fwd, ptrace.Traces{}, 0)
+	}
+}
+
+// waitReturned gives a scorer whose trace deadline has passed deadlineGrace
+// to return: the engine's own evaluators see the deadline and report
+// `timeout` for what did not finish, which is better than no score at all.
+// Past Shutdown's context there is no grace.
+func (p *evalProcessor) waitReturned(returned <-chan struct{}) bool {
+	select {
+	case <-returned:
+		return true
+	default:
+	}
+	if p.runCtx.Err() != nil || p.deadlineGrace <= 0 {
+		return false
+	}
+	t := time.NewTimer(p.deadlineGrace)
+	defer t.Stop()
+	select {
+	case <-returned:
+		return true
+	case <-t.C:
+	case <-p.runCtx.Done():
+	}
+	return false
+}
+
+// uniqueSpans returns refs without the spans whose span id came before (a
+// resent request, or two spans sharing an id): each is scored once, the
+// first seen, so results go on the span a case came from. Every span is
+// still forwarded. It returns how many it left out.
+func uniqueSpans(refs []adapter.SpanRef) ([]adapter.SpanRef, int) {
+	dup := func(i int) bool { return false }
+	if len(refs) <= 32 {
+		dup = func(i int) bool {
+			id := refs[i].Span.SpanID()
+			for k := 0; k < i; k++ {
+				if refs[k].Span.SpanID() == id {
+					return true
 				}
 			}
-			p.tel.tracesScored.Add(ctx, 1)
-			done(len(rep.Problems) == 0 || len(rep.Evaluations) > 0)
-		})
-	}
-	defer func() {
-		// A panic on strange input must not take the collector down, nor
-		// lose the trace.
-		if r := recover(); r != nil {
-			// Always logged: finish below is a no-op when the panic came
-			// from within done (the next consumer), and bad input is
-			// logged at debug level after the first warning.
-			p.logger.Error("scoring or forwarding a trace panicked", zap.Stringer("trace_id", t.id),
-				zap.Any("panic", r), zap.Stack("stack"))
-			finish(engine.Report{Problems: []string{fmt.Sprintf("scoring panicked: %v", r)}})
+			return false
 		}
-	}()
-	p.eng.ScoreTraceAsync(ctx, t.refs, finish)
+	} else {
+		seen := make(map[pcommon.SpanID]struct{}, len(refs))
+		dup = func(i int) bool {
+			id := refs[i].Span.SpanID()
+			if _, ok := seen[id]; ok {
+				return true
+			}
+			seen[id] = struct{}{}
+			return false
+		}
+	}
+	var out []adapter.SpanRef
+	for i := range refs {
+		if dup(i) {
+			if out == nil {
+				out = append(make([]adapter.SpanRef, 0, len(refs)-1), refs[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, refs[i])
+		}
+	}
+	if out == nil {
+		return refs, 0
+	}
+	return out, len(refs) - len(out)
 }
 
 // badInput counts adapter problems always; the first is logged as a

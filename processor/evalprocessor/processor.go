@@ -17,18 +17,6 @@ import (
 	"github.com/evalbridge/evalbridge/engine"
 )
 
-// traceState is what the processor knows of a trace id.
-type traceState uint8
-
-const (
-	stateUnknown traceState = iota
-	// stateHeld: the trace's spans are being held.
-	stateHeld
-	// stateDone: the trace was released (scored, or forwarded unscored);
-	// further spans are late.
-	stateDone
-)
-
 // ticker is the injectable tick source; tests drive it by hand.
 type ticker interface {
 	C() <-chan time.Time
@@ -51,6 +39,9 @@ var realClock = clock{
 	newTicker: func(d time.Duration) ticker { return realTicker{time.NewTicker(d)} },
 }
 
+// defaultDeadlineGrace: see waitReturned.
+const defaultDeadlineGrace = time.Second
+
 type evalProcessor struct {
 	cfg    *Config
 	set    component.TelemetrySettings
@@ -68,12 +59,21 @@ type evalProcessor struct {
 
 	// dirMu guards dir: the state of every trace id held or recently
 	// released. ConsumeTraces reads it to route spans and marks new GenAI
-	// traces held; the loop marks released traces done and forgets the
-	// oldest done ids (ring).
+	// traces held; the loop marks released traces done and forgets them
+	// by time (mem).
 	dirMu sync.RWMutex
 	dir   map[pcommon.TraceID]traceState
-	ring  []pcommon.TraceID
-	ringN int
+	mem   *decisions
+
+	// fwd hands released spans on, in batches, retrying refusals.
+	fwd     *forwarder
+	backoff backoff
+	// deadlineGrace is how long past a trace's deadline the worker waits
+	// for the scorer to return before it forwards the spans unscored.
+	deadlineGrace time.Duration
+	// scoreFn scores one trace (the engine's ScoreTraceAsync; tests
+	// replace it with evaluators that ignore their context).
+	scoreFn func(context.Context, []adapter.SpanRef, func(engine.Report))
 
 	in     chan []*chunk // ConsumeTraces -> loop (unbuffered: back-pressure)
 	jobs   chan job      // loop -> workers
@@ -87,6 +87,7 @@ type evalProcessor struct {
 	lists  [2]traceList // 0: every held trace by last span; 1: those whose root arrived
 
 	badInputLogged atomic.Bool
+	refusedLogged  atomic.Bool
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk *clock) (*evalProcessor, error) {
@@ -95,12 +96,15 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 		return nil, err
 	}
 	p := &evalProcessor{
-		cfg:    cfg,
-		set:    set.TelemetrySettings,
-		logger: set.Logger,
-		next:   next,
-		clk:    realClock,
-		tel:    tel,
+		cfg:     cfg,
+		set:     set.TelemetrySettings,
+		logger:  set.Logger,
+		next:    next,
+		clk:     realClock,
+		tel:     tel,
+		backoff: defaultBackoff,
+
+		deadlineGrace: defaultDeadlineGrace,
 	}
 	if clk != nil {
 		p.clk = *clk
@@ -125,9 +129,12 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	p.eng = eng
-	ringSize := max(p.cfg.MaxTraces, 1024)
+	if p.scoreFn == nil {
+		p.scoreFn = eng.ScoreTraceAsync
+	}
 	p.dir = make(map[pcommon.TraceID]traceState)
-	p.ring = make([]pcommon.TraceID, 0, ringSize)
+	p.mem = newDecisions(p.cfg.Wait, p.cfg.Timeout, maxRememberedIDs)
+	p.fwd = newForwarder(p, p.backoff)
 	p.traces = make(map[pcommon.TraceID]*heldTrace)
 	p.in = make(chan []*chunk)
 	p.jobs = make(chan job, p.cfg.Workers)
@@ -136,6 +143,7 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 
 	tick := p.clk.newTicker(p.cfg.tickInterval())
 	p.wg.Add(1 + p.cfg.Workers)
+	go p.fwd.run()
 	go p.loop(tick)
 	for i := 0; i < p.cfg.Workers; i++ {
 		go p.worker()
@@ -147,7 +155,10 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 }
 
 // Shutdown stops taking spans, scores the held traces while ctx allows and
-// forwards the rest unscored, and returns once every goroutine has ended.
+// forwards the rest unscored, delivers the release backlog while ctx allows
+// (what the next consumer still refuses then is logged and counted), and
+// returns once every goroutine it waits for has ended. An evaluator that
+// ignores its context is not waited for: its trace goes on unscored.
 func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	p.lifeMu.Lock()
 	wasRunning := p.running
@@ -167,6 +178,7 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	// Traces still waiting for a judge are forwarded by the engine (with
 	// what finished) before its Shutdown returns.
 	err := p.eng.Shutdown(ctx)
+	p.fwd.finish(ctx)
 	stopAfter()
 	p.cancel()
 	return err
@@ -181,7 +193,14 @@ func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) err
 		p.lifeMu.RUnlock()
 		return p.forwardSync(ctx, td)
 	}
+	if p.fwd.full() && p.wouldHold(td) {
+		p.lifeMu.RUnlock()
+		return p.refuse(ctx, td)
+	}
 	r := p.route(td)
+	if r.invalid > 0 {
+		p.tel.spansInvalidID.Add(ctx, int64(r.invalid))
+	}
 	if r.held == 0 {
 		p.lifeMu.RUnlock()
 		if r.late > 0 {
@@ -201,6 +220,40 @@ func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) err
 	return p.forwardSync(ctx, fwd)
 }
 
+// refuse answers a batch with new GenAI spans while the release backlog is
+// full: a retryable error, so the sender retries later (nothing of td is
+// kept or forwarded, so a retry duplicates nothing).
+func (p *evalProcessor) refuse(ctx context.Context, td ptrace.Traces) error {
+	p.tel.spansRefused.Add(ctx, int64(td.SpanCount()))
+	if p.refusedLogged.CompareAndSwap(false, true) {
+		p.logger.Warn("refusing new GenAI spans with a retryable error while released spans wait for the next consumer (back-pressure; further refusals are logged at debug level)",
+			zap.Int64("backlog_spans", p.fwd.backlog.Load()), zap.Int("limit_spans", maxBacklogSpans))
+	} else if ce := p.logger.Check(zap.DebugLevel, "refusing new GenAI spans (back-pressure)"); ce != nil {
+		ce.Write(zap.Int64("backlog_spans", p.fwd.backlog.Load()))
+	}
+	return errBackPressure
+}
+
+// wouldHold tells whether route would hold any span of td: a GenAI span
+// of a trace not yet released, or a span of a held trace.
+func (p *evalProcessor) wouldHold(td ptrace.Traces) bool {
+	p.dirMu.RLock()
+	defer p.dirMu.RUnlock()
+	hold := false
+	adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
+		if hold {
+			return
+		}
+		id := ref.Span.TraceID()
+		if id.IsEmpty() {
+			return
+		}
+		st := p.dir[id]
+		hold = st == stateHeld || (st == stateUnknown && adapter.IsGenAI(ref.Span))
+	})
+	return hold
+}
+
 // forwardSync hands spans on within ConsumeTraces; an error goes back to
 // the caller (and is counted).
 func (p *evalProcessor) forwardSync(ctx context.Context, td ptrace.Traces) error {
@@ -211,22 +264,11 @@ func (p *evalProcessor) forwardSync(ctx context.Context, td ptrace.Traces) error
 	return err
 }
 
-// forwardAsync hands on released spans. Nobody waits for them any more, so
-// an error is logged and counted: never silently lost.
 // forwardLateResult sends on a judge's answer that came after its trace had
 // gone: a span of its own, linked to the evaluated span.
 func (p *evalProcessor) forwardLateResult(_ context.Context, td ptrace.Traces) {
 	p.tel.lateResults.Add(context.Background(), 1)
-	p.forwardAsync(td, "late result")
-}
-
-func (p *evalProcessor) forwardAsync(td ptrace.Traces, what string) {
-	ctx := context.Background()
-	if err := p.next.ConsumeTraces(ctx, td); err != nil {
-		p.tel.nextConsumerErrors.Add(ctx, 1)
-		p.logger.Error("next consumer refused released spans",
-			zap.String("released", what), zap.Int("spans", td.SpanCount()), zap.Error(err))
-	}
+	p.fwd.push(td, td.SpanCount())
 }
 
 type decision uint8
@@ -239,9 +281,10 @@ const (
 
 // routing is how the spans of one batch go.
 type routing struct {
-	dec  map[pcommon.TraceID]decision
-	held int // spans to hold
-	late int // spans of released traces
+	dec     map[pcommon.TraceID]decision
+	held    int // spans to hold
+	late    int // spans of released traces
+	invalid int // spans with an empty trace id (forwarded, never held)
 }
 
 // route decides, per trace id in td, where its spans go. A trace is held
@@ -251,10 +294,17 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 	var genai map[pcommon.TraceID]struct{}
 	var lastGenAI pcommon.TraceID
 	hasGenAI := false
+	invalid := 0
 	adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
 		s := ref.Span
 		id := s.TraceID()
 		if hasGenAI && id == lastGenAI {
+			return
+		}
+		if id.IsEmpty() {
+			// All-zero: no trace to group by; it must not merge with
+			// every other span without an id.
+			invalid++
 			return
 		}
 		if adapter.IsGenAI(s) {
@@ -266,7 +316,7 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 		}
 	})
 
-	var r routing
+	r := routing{invalid: invalid}
 	if len(genai) == 0 {
 		p.dirMu.RLock()
 		defer p.dirMu.RUnlock()
@@ -289,12 +339,12 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 		if first || id != lastID {
 			d, ok := r.dec[id]
 			if !ok {
-				switch p.dir[id] {
-				case stateHeld:
+				switch st := p.dir[id]; {
+				case st == stateHeld:
 					d = decHold
-				case stateDone:
+				case st.done():
 					d = decLate
-				case stateUnknown:
+				default:
 					if _, g := genai[id]; g {
 						p.dir[id] = stateHeld
 						d = decHold

@@ -25,12 +25,21 @@ const (
 	metricNextConsumerErrors = "otelcol_processor_eval_next_consumer_errors"
 	metricBadInputProblems   = "otelcol_processor_eval_bad_input_problems"
 	metricLateResults        = "otelcol_processor_eval_late_results"
+	metricSpansDuplicate     = "otelcol_processor_eval_spans_duplicate"
+	metricSpansInvalidID     = "otelcol_processor_eval_spans_invalid_trace_id"
+	metricReleaseBacklog     = "otelcol_processor_eval_release_backlog"
+	metricReleaseRetries     = "otelcol_processor_eval_release_retries"
+	metricSpansRefused       = "otelcol_processor_eval_spans_refused"
+	metricSpansUndelivered   = "otelcol_processor_eval_spans_undelivered"
+	metricDecisionsForgotten = "otelcol_processor_eval_decisions_forgotten"
 	attrReason               = "reason"
 	attrEvaluator            = "evaluator"
 	attrStatus               = "status"
 	reasonOverflow           = "overflow"
 	reasonShutdown           = "shutdown"
 	reasonBadInput           = "bad_input"
+	reasonTimeout            = "timeout"
+	reasonPermanent          = "permanent"
 )
 
 type telemetry struct {
@@ -44,6 +53,13 @@ type telemetry struct {
 	nextConsumerErrors metric.Int64Counter
 	badInput           metric.Int64Counter
 	lateResults        metric.Int64Counter
+	spansDuplicate     metric.Int64Counter
+	spansInvalidID     metric.Int64Counter
+	releaseBacklog     metric.Int64UpDownCounter
+	releaseRetries     metric.Int64Counter
+	spansRefused       metric.Int64Counter
+	spansUndelivered   metric.Int64Counter
+	decisionsForgotten metric.Int64Counter
 
 	reasonOpts map[string]metric.MeasurementOption
 
@@ -73,7 +89,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithDescription("Traces scored and forwarded."), metric.WithUnit("{traces}"))
 	errs = errors.Join(errs, err)
 	t.spansUnscored, err = m.Int64Counter(metricSpansUnscored,
-		metric.WithDescription("Spans of GenAI traces forwarded without scores, by reason (overflow, shutdown, bad_input)."),
+		metric.WithDescription("Spans of GenAI traces forwarded without scores, by reason (overflow, shutdown, bad_input, timeout)."),
 		metric.WithUnit("{spans}"))
 	errs = errors.Join(errs, err)
 	t.spansLate, err = m.Int64Counter(metricSpansLate,
@@ -102,10 +118,44 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithDescription("Judge results that arrived after their trace's timeout, forwarded as spans linked to the evaluated span."),
 		metric.WithUnit("{results}"))
 	errs = errors.Join(errs, err)
-	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput} {
+	t.spansDuplicate, err = m.Int64Counter(metricSpansDuplicate,
+		metric.WithDescription("Spans whose trace id and span id were already held (a resent request, or two spans sharing an id): forwarded, but scored once."),
+		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.spansInvalidID, err = m.Int64Counter(metricSpansInvalidID,
+		metric.WithDescription("Spans with an empty (all-zero) trace id: forwarded at once, never held."),
+		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.releaseBacklog, err = m.Int64UpDownCounter(metricReleaseBacklog,
+		metric.WithDescription("Released spans waiting to be handed to the next consumer (queued or being retried)."),
+		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.releaseRetries, err = m.Int64Counter(metricReleaseRetries,
+		metric.WithDescription("Retries of a request of released spans after the next consumer refused it with a retryable error."),
+		metric.WithUnit("{retries}"))
+	errs = errors.Join(errs, err)
+	t.spansRefused, err = m.Int64Counter(metricSpansRefused,
+		metric.WithDescription("Spans refused with a retryable error because the release backlog was full (back-pressure: the sender retries)."),
+		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.spansUndelivered, err = m.Int64Counter(metricSpansUndelivered,
+		metric.WithDescription("Released spans that could not be delivered, by reason (permanent: the next consumer refused them permanently; shutdown: still refused when shutdown's time was up)."),
+		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.decisionsForgotten, err = m.Int64Counter(metricDecisionsForgotten,
+		metric.WithDescription("Released trace ids forgotten before their retention ended because the memory of released ids was full; late spans of these traces would be held as new traces."),
+		metric.WithUnit("{traces}"))
+	errs = errors.Join(errs, err)
+	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput, reasonTimeout, reasonPermanent} {
 		t.reasonOpts[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrReason, r)))
 	}
 	return t, errs
+}
+
+func (t *telemetry) undelivered(ctx context.Context, reason string, spans int) {
+	if spans > 0 {
+		t.spansUndelivered.Add(ctx, int64(spans), t.reasonOpts[reason])
+	}
 }
 
 func (t *telemetry) unscored(ctx context.Context, reason string, spans int) {
