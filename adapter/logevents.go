@@ -52,7 +52,9 @@ func IsGenAIEventName(name string) bool {
 // IsGenAIEvent reports whether lr is a GenAI content event.
 func IsGenAIEvent(lr plog.LogRecord) bool { return IsGenAIEventName(EventName(lr)) }
 
-// JoinEvents attaches the GenAI content records of one trace to its spans:
+// JoinEvents attaches the GenAI content records of one trace to its spans
+// (a record identical to one already attached, as a resent request gives,
+// is attached once):
 // a record goes to the span with its span id; a record without a span id
 // (it has only its trace) goes to the trace's LLM span when there is
 // exactly one. Records of other kinds are ignored. It returns how many
@@ -84,9 +86,24 @@ func JoinEvents(spans []SpanRef, records []plog.LogRecord) (unjoined int) {
 			unjoined++
 			continue
 		}
-		spans[i].Events = append(spans[i].Events, lr)
+		if !hasRecord(spans[i].Events, lr) {
+			spans[i].Events = append(spans[i].Events, lr)
+		}
 	}
 	return unjoined
+}
+
+// hasRecord says whether an identical record is already in evs: a client
+// that resends a request (normal OTLP behaviour after a lost response)
+// must not repeat the conversation.
+func hasRecord(evs []plog.LogRecord, lr plog.LogRecord) bool {
+	for _, e := range evs {
+		if e.Timestamp() == lr.Timestamp() && e.ObservedTimestamp() == lr.ObservedTimestamp() &&
+			e.EventName() == lr.EventName() && e.Body().Equal(lr.Body()) && e.Attributes().Equal(lr.Attributes()) {
+			return true
+		}
+	}
+	return false
 }
 
 func soleLLMSpan(spans []SpanRef) int {

@@ -70,7 +70,9 @@ func TestJoinEventsPerMessageRecords(t *testing.T) {
 		logRec(ls, b.tid, 3, "http.request", inField, "GET /", nil)
 
 		spans := b.refs()
-		if n := JoinEvents(spans, recordsOf(ld)); n != 0 {
+		recs := recordsOf(ld)
+		// a client resent the whole request: the records twice
+		if n := JoinEvents(spans, append(recs, recs...)); n != 0 {
 			t.Fatalf("unjoined = %d", n)
 		}
 		cases, problems := Adapt(spans)
@@ -106,6 +108,9 @@ func TestJoinEventsPerMessageRecords(t *testing.T) {
 		}
 		if toolMsg == nil || toolMsg.ToolCallID != "call_1" || toolMsg.Content != flightsRes {
 			t.Errorf("inField=%v tool message %+v", inField, toolMsg)
+		}
+		if len(agent.Messages) != 4 {
+			t.Errorf("inField=%v: %d messages, want 4 (user, assistant call, tool, answer): resent records repeated", inField, len(agent.Messages))
 		}
 	}
 }

@@ -81,6 +81,13 @@ func toolErrorOnly() []evaluators.Config {
 // newHarness starts a processor with a fake clock, telemetry and sink.
 func newHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *zap.Logger) *harness {
 	t.Helper()
+	return startHarness(t, mut, next, logger, nil)
+}
+
+// startHarness is newHarness with the processor in a logs pipeline too
+// when nextLogs is set.
+func startHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *zap.Logger, nextLogs consumer.Logs) *harness {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Wait = time.Second
 	cfg.Workers = 2
@@ -100,6 +107,7 @@ func newHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *z
 	}
 	p, err := newProcessor(set, cfg, next, h.clk.clock())
 	require.NoError(t, err)
+	p.nextLogs = nextLogs
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	<-h.clk.got
 	h.p = p
