@@ -24,7 +24,8 @@ type document struct {
 }
 
 // readInputs reads every INPUT. A file holds one or more JSON documents,
-// pretty-printed or as JSON Lines; each is an OTLP/JSON export request.
+// pretty-printed or as JSON Lines; each is an OTLP/JSON export request or
+// a Jaeger JSON export, told apart by their top-level keys.
 func readInputs(paths []string, stdin io.Reader) ([]document, error) {
 	var docs []document
 	for _, p := range paths {
@@ -54,6 +55,7 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 	var u ptrace.JSONUnmarshaler
 	var lu plog.JSONUnmarshaler
 	var docs []document
+	spans, records := 0, 0
 	for n := 1; ; n++ {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
@@ -66,22 +68,35 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 		if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			continue
 		}
-		if isLogsDocument(raw) {
+		var td ptrace.Traces
+		switch kind := documentKind(raw); kind {
+		case "otlp":
+			if td, err = u.UnmarshalTraces(raw); err != nil {
+				return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON trace export request: %w", name, n, err)
+			}
+		case "otlp-logs":
 			ld, err := lu.UnmarshalLogs(raw)
 			if err != nil {
 				return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON logs export request: %w", name, n, err)
 			}
 			docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), logs: ld, isLogs: true})
+			records += ld.LogRecordCount()
 			continue
-		}
-		td, err := u.UnmarshalTraces(raw)
-		if err != nil {
-			return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON trace export request: %w", name, n, err)
+		case "jaeger", "jaeger-trace":
+			if td, err = jaegerToTraces(raw, kind); err != nil {
+				return nil, fmt.Errorf("input %s, document %d: %w", name, n, err)
+			}
+		default:
+			return nil, fmt.Errorf("input %s, document %d: neither an OTLP/JSON trace or logs export request (\"resourceSpans\", \"resourceLogs\") "+
+				"nor a Jaeger JSON export (\"data\": [{\"traceID\", \"spans\", \"processes\"}])", name, n)
 		}
 		docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), traces: td})
+		spans += td.SpanCount()
 	}
-	if len(docs) == 0 {
-		return nil, fmt.Errorf("input %s: no OTLP/JSON document found", name)
+	// A file with no span in it scores nothing, and a gate over nothing
+	// would pass: that is bad input, not an empty success.
+	if spans == 0 && records == 0 {
+		return nil, fmt.Errorf("input %s: no trace found (%d document(s), no span as OTLP/JSON or Jaeger JSON)", name, len(docs))
 	}
 	return docs, nil
 }
@@ -106,17 +121,4 @@ func writeDocuments(w io.Writer, docs []document) error {
 		}
 	}
 	return bw.Flush()
-}
-
-// isLogsDocument reports whether raw is an OTLP/JSON logs export request
-// (it has resourceLogs and no resourceSpans).
-func isLogsDocument(raw []byte) bool {
-	var probe struct {
-		ResourceLogs  json.RawMessage `json:"resourceLogs"`
-		ResourceSpans json.RawMessage `json:"resourceSpans"`
-	}
-	if json.Unmarshal(raw, &probe) != nil {
-		return false
-	}
-	return probe.ResourceLogs != nil && probe.ResourceSpans == nil
 }

@@ -24,13 +24,23 @@ func main() {
 const usage = `evalctl scores LLM agent traces offline, as the evalbridge collector does.
 
 Usage:
-  evalctl run --config FILE [--out FILE|-] [--summary text|json] INPUT...
+  evalctl run --config FILE [--out FILE|-] [--summary text|json]
+              [--min-pass-rate NAME=R]... [--baseline SUMMARY.json]
+              [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE] INPUT...
   evalctl validate --config FILE
 
-INPUT is OTLP/JSON: one export request per document, or JSON Lines of them
-(what the collector's file exporter writes); "-" reads stdin.
+INPUT is OTLP/JSON (one export request per document, or JSON Lines of them:
+what the collector's file exporter writes) or a Jaeger JSON export
+({"data": [{"traceID", "spans", "processes"}]}), detected per document;
+"-" reads stdin.
 
-Exit status: 0 when nothing failed, 1 when any evaluation failed,
+Gates: --min-pass-rate NAME=R fails when the 95% Wilson interval of NAME's
+pass rate lies wholly below R; --baseline fails when a pass rate dropped and
+its interval lies wholly below the baseline's. An evaluator with no scored
+case has no pass rate, and a gate on it fails.
+
+Exit status: without a gate option, 0 when nothing failed, 1 when any
+evaluation failed; with one, 0 when all gates hold, 1 when a gate failed.
 2 for bad usage, config or input.
 `
 

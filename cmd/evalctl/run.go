@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -68,6 +69,12 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	configPath := fs.String("config", "", "evaluation config (the `eval` processor's YAML)")
 	outPath := fs.String("out", "", "write the annotated traces as JSON Lines of OTLP/JSON to FILE, or - for stdout")
 	summaryFormat := fs.String("summary", "text", "summary format: text or json")
+	var gates gateSet
+	fs.Var(&gates.minPass, "min-pass-rate", "gate: NAME=R fails when the 95% interval of NAME's pass rate lies wholly below R (repeatable)")
+	fs.StringVar(&gates.baselinePath, "baseline", "", "gate: an earlier --summary json; fails when a pass rate dropped and the intervals do not overlap")
+	junitPath := fs.String("junit", "", "write JUnit XML to FILE: one test case per (evaluator, case)")
+	reportPath := fs.String("report", "", "write a self-contained HTML report to FILE")
+	traceURL := fs.String("trace-url", "", "link template for traces in --report and --junit, with {trace_id} and {span_id} placeholders")
 	inputs, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
@@ -89,10 +96,24 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
 	}
+	if gates.baselinePath != "" {
+		// Read before scoring: a bad baseline should not cost a judge bill.
+		if gates.baseline, err = readBaseline(gates.baselinePath); err != nil {
+			fmt.Fprintf(stderr, "evalctl run: %v\n", err)
+			return exitUsage
+		}
+	}
 	logger := newLogger(stderr)
 	eng, err := engine.New(cfg, telemetry(logger))
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", *configPath, err)
+		return exitUsage
+	}
+	sum := newSummary(eng.Instances())
+	sum.setExpectations(cfg.Evaluators)
+	if err := gates.checkNames(sum); err != nil {
+		_ = eng.Shutdown(ctx)
+		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
 	}
 	// Judge clients need starting; a nil host has no extensions to offer,
@@ -107,10 +128,14 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
 	}
-
-	sum := newSummary(eng.Instances())
+	traces := tracesInOrder(docs)
+	if len(traces) == 0 {
+		// Logs alone score nothing, and a gate over nothing would pass.
+		fmt.Fprintln(stderr, "evalctl run: no trace in the inputs (log records are joined to the spans of their traces)")
+		return exitUsage
+	}
 	records := logsByTrace(docs)
-	for _, spans := range tracesInOrder(docs) {
+	for _, spans := range traces {
 		id := spans[0].Span.TraceID()
 		if n := adapter.JoinEvents(spans, records[id]); n > 0 {
 			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %d GenAI content log records name no span of the trace; not read\n", id, n)
@@ -159,19 +184,67 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return exitUsage
 		}
 	}
+	var verdicts []gateResult
+	if gates.active() {
+		verdicts = append([]gateResult{}, gates.evaluate(sum)...)
+	}
+	if *junitPath != "" {
+		if err := writeFileWith(*junitPath, func(w io.Writer) error { return writeJUnit(w, sum, *traceURL) }); err != nil {
+			fmt.Fprintf(stderr, "evalctl run: --junit %s: %v\n", *junitPath, err)
+			return exitUsage
+		}
+	}
+	if *reportPath != "" {
+		if err := writeFileWith(*reportPath, func(w io.Writer) error { return writeReport(w, sum, verdicts, *traceURL) }); err != nil {
+			fmt.Fprintf(stderr, "evalctl run: --report %s: %v\n", *reportPath, err)
+			return exitUsage
+		}
+	}
 	if *summaryFormat == "json" {
-		err = sum.writeJSON(summaryOut)
+		err = sum.writeJSON(summaryOut, verdicts)
+		// stdout stays JSON; a CI log still shows why the gate failed.
+		for _, g := range verdicts {
+			if !g.OK {
+				fmt.Fprintf(stderr, "evalctl: gate %s failed: %s\n", g.Gate, g.Message)
+			}
+		}
 	} else {
-		err = sum.writeText(summaryOut)
+		err = sum.writeText(summaryOut, verdicts)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl run: summary: %v\n", err)
 		return exitUsage
 	}
+	// With a gate option the gates decide; single failures are expected noise.
+	if gates.active() {
+		if gatesFailed(verdicts) > 0 {
+			return exitFailed
+		}
+		return exitOK
+	}
 	if sum.anyFailed() {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writeFileWith creates path and writes it with write, reporting the error
+// of Close too (a file's write errors may surface only there).
+func writeFileWith(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if err := write(bw); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // tracesInOrder groups the spans of all documents by trace id — a trace may

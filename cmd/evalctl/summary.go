@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/engine"
 	"github.com/evalbridge/evalbridge/evaluators"
 )
@@ -24,9 +25,18 @@ type evaluatorSummary struct {
 	Errors    int      `json:"errors"`
 	Timeouts  int      `json:"timeouts"`
 	MeanScore *float64 `json:"mean_score"`
+	// MeanScoreCI is the 95 % bootstrap interval of the mean score (seeded:
+	// the same input gives the same interval).
+	MeanScoreCI *[2]float64 `json:"mean_score_ci"`
+	// PassRate is passed / (passed + failed): skipped and errored cases say
+	// nothing about quality and are left out. With no scored case it is
+	// null, and so is PassRateCI; a gate on such an evaluator fails.
+	PassRate *float64 `json:"pass_rate"`
+	// PassRateCI is the 95 % Wilson interval of PassRate.
+	PassRateCI *[2]float64 `json:"pass_rate_ci"`
 
-	scoreSum float64
-	scored   int
+	scores []float64
+	passed []bool // passed[i]: scores[i] passed (the histogram's colours)
 }
 
 // failure is one failed evaluation, listed so a CI log says what to look at.
@@ -40,19 +50,56 @@ type failure struct {
 	Reason    string  `json:"reason"`
 }
 
+// caseResult is one (evaluator, case) result, kept for --junit and --report.
+type caseResult struct {
+	Evaluator string
+	TraceID   string
+	SpanID    string
+	SpanName  string
+	Status    evaluators.Status
+	Score     float64
+	Threshold float64
+	Reason    string
+	// The tool trajectories, kept for results that did not pass (the report
+	// shows them side by side): the expectation the evaluator compared
+	// with, when there is one, and the calls made.
+	Expected    []adapter.ExpectedCall
+	HasExpected bool
+	Actual      []adapter.ToolCall
+}
+
 type summary struct {
 	order    []string
 	byName   map[string]*evaluatorSummary
 	failures []failure
+	results  []caseResult
+	// cfgExpected is each evaluator's `expected:` option, the expectation
+	// it uses when a case carries no eval.expected.tool_calls.
+	cfgExpected map[string][]adapter.ExpectedCall
 }
 
 func newSummary(insts []*evaluators.Instance) *summary {
-	s := &summary{byName: map[string]*evaluatorSummary{}}
+	s := &summary{byName: map[string]*evaluatorSummary{}, cfgExpected: map[string][]adapter.ExpectedCall{}}
 	for _, in := range insts {
 		s.order = append(s.order, in.Name)
 		s.byName[in.Name] = &evaluatorSummary{Name: in.Name, Type: in.Type}
 	}
 	return s
+}
+
+// setExpectations records the evaluators' configured `expected:` options.
+// The config was validated, so a parse error cannot happen; such an entry
+// would only lack a trajectory in the report.
+func (s *summary) setExpectations(cfgs []evaluators.Config) {
+	for i := range cfgs {
+		v, ok := cfgs[i].Options["expected"]
+		if !ok || v == nil {
+			continue
+		}
+		if calls, err := adapter.ParseExpectedCalls(v); err == nil {
+			s.cfgExpected[cfgs[i].InstanceName()] = calls
+		}
+	}
 }
 
 func (s *summary) add(rep engine.Report) {
@@ -81,9 +128,22 @@ func (s *summary) add(rep engine.Report) {
 				e.Timeouts++
 			}
 			if r.Scored() {
-				e.scoreSum += r.Score
-				e.scored++
+				e.scores = append(e.scores, r.Score)
+				e.passed = append(e.passed, r.Status == evaluators.StatusPassed)
 			}
+			cr := caseResult{
+				Evaluator: r.Name, TraceID: ev.Case.TraceID.String(), SpanID: ev.Case.SpanID.String(),
+				SpanName: ev.Case.SpanName, Status: r.Status, Score: r.Score, Threshold: r.Threshold, Reason: r.Reason,
+			}
+			if r.Status != evaluators.StatusPassed && r.Status != evaluators.StatusSkipped {
+				cr.Actual = ev.Case.ToolCalls
+				if ev.Case.Expected.HasToolCalls {
+					cr.Expected, cr.HasExpected = ev.Case.Expected.ToolCalls, true
+				} else if exp, ok := s.cfgExpected[r.Name]; ok {
+					cr.Expected, cr.HasExpected = exp, true
+				}
+			}
+			s.results = append(s.results, cr)
 		}
 	}
 }
@@ -94,16 +154,30 @@ func (s *summary) rows() []*evaluatorSummary {
 	out := make([]*evaluatorSummary, 0, len(s.order))
 	for _, n := range s.order {
 		e := s.byName[n]
-		if e.scored > 0 {
-			m := e.scoreSum / float64(e.scored)
+		e.MeanScore, e.MeanScoreCI, e.PassRate, e.PassRateCI = nil, nil, nil, nil
+		if len(e.scores) > 0 {
+			sum := 0.0
+			for _, x := range e.scores {
+				sum += x
+			}
+			m := sum / float64(len(e.scores))
 			e.MeanScore = &m
+			lo, hi, _ := bootstrapMeanCI(e.Name, e.scores)
+			e.MeanScoreCI = &[2]float64{lo, hi}
+		}
+		if n := e.Passed + e.Failed; n > 0 {
+			p := float64(e.Passed) / float64(n)
+			lo, hi, _ := wilson(e.Passed, n)
+			e.PassRate, e.PassRateCI = &p, &[2]float64{lo, hi}
 		}
 		out = append(out, e)
 	}
 	return out
 }
 
-func (s *summary) writeText(w io.Writer) error {
+// writeText writes the failures, the table and, when gates is not nil, the
+// gates' verdicts, which then decide the last line.
+func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 	if len(s.failures) > 0 {
 		fmt.Fprintln(w, "Failures:")
 		for _, f := range s.failures {
@@ -113,16 +187,38 @@ func (s *summary) writeText(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "EVALUATOR\tTYPE\tCASES\tPASSED\tFAILED\tSKIPPED\tERRORS\tMEAN SCORE\t")
+	// The intervals come after the columns of contract section 7, so a
+	// script reading the first eight columns keeps working.
+	fmt.Fprintln(tw, "EVALUATOR\tTYPE\tCASES\tPASSED\tFAILED\tSKIPPED\tERRORS\tMEAN SCORE\tMEAN 95% CI\tPASS RATE\tPASS RATE 95% CI\t")
 	for _, e := range s.rows() {
-		mean := "-"
+		mean, rate := "-", "-"
 		if e.MeanScore != nil {
 			mean = fmt.Sprintf("%.3f", *e.MeanScore)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
-			e.Name, e.Type, e.Cases, e.Passed, e.Failed, e.Skipped, e.Errors, mean)
+		if e.PassRate != nil {
+			rate = fmt.Sprintf("%.3f", *e.PassRate)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n",
+			e.Name, e.Type, e.Cases, e.Passed, e.Failed, e.Skipped, e.Errors, mean, ciText(e.MeanScoreCI), rate, ciText(e.PassRateCI))
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if gates != nil {
+		fmt.Fprintln(w, "\nGates:")
+		for _, g := range gates {
+			verdict := "ok  "
+			if !g.OK {
+				verdict = "FAIL"
+			}
+			fmt.Fprintf(w, "  %s %-13s %s\n", verdict, g.Gate, g.Message)
+		}
+		n := gatesFailed(gates)
+		if n > 0 {
+			_, err := fmt.Fprintf(w, "\n%d of %d gate(s) failed (%d evaluation(s) failed)\n", n, len(gates), len(s.failures))
+			return err
+		}
+		_, err := fmt.Fprintf(w, "\nall %d gate(s) hold (%d evaluation(s) failed)\n", len(gates), len(s.failures))
 		return err
 	}
 	if len(s.failures) > 0 {
@@ -133,12 +229,28 @@ func (s *summary) writeText(w io.Writer) error {
 	return err
 }
 
-func (s *summary) writeJSON(w io.Writer) error {
+func ciText(ci *[2]float64) string {
+	if ci == nil {
+		return "-"
+	}
+	return fmt.Sprintf("[%.3f, %.3f]", ci[0], ci[1])
+}
+
+// writeJSON writes the summary; "gates" and "gates_failed" are there only
+// when a gate option was given (gates not nil).
+func (s *summary) writeJSON(w io.Writer, gates []gateResult) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	var failedGates *int
+	if gates != nil {
+		n := gatesFailed(gates)
+		failedGates = &n
+	}
 	return enc.Encode(struct {
-		Evaluators []*evaluatorSummary `json:"evaluators"`
-		Failures   []failure           `json:"failures"`
-		Failed     int                 `json:"failed"`
-	}{s.rows(), append([]failure{}, s.failures...), len(s.failures)})
+		Evaluators  []*evaluatorSummary `json:"evaluators"`
+		Failures    []failure           `json:"failures"`
+		Failed      int                 `json:"failed"`
+		Gates       []gateResult        `json:"gates,omitempty"`
+		GatesFailed *int                `json:"gates_failed,omitempty"`
+	}{s.rows(), append([]failure{}, s.failures...), len(s.failures), gates, failedGates})
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"hash/fnv"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+)
+
+// z95 is the two-sided 95 % normal quantile, Φ⁻¹(0.975).
+const z95 = 1.959963984540054
+
+// wilson is the 95 % Wilson score interval for k successes in n trials.
+// Unlike the normal approximation it stays inside [0, 1] and is not
+// zero-width at 0/n and n/n, which is what keeps a 10-case suite with 10
+// passes from looking like proof of a 100 % pass rate. ok is false for n = 0.
+func wilson(k, n int) (lo, hi float64, ok bool) {
+	if n <= 0 || k < 0 || k > n {
+		return 0, 0, false
+	}
+	nf := float64(n)
+	p := float64(k) / nf
+	z2 := z95 * z95
+	den := 1 + z2/nf
+	center := (p + z2/(2*nf)) / den
+	half := z95 / den * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
+	lo, hi = center-half, center+half
+	// At the edges the exact bounds are 0 and 1; rounding must not leave
+	// -1e-17 or 1+1e-16 for a reader to puzzle over.
+	if k == 0 {
+		lo = 0
+	}
+	if k == n {
+		hi = 1
+	}
+	return math.Max(0, lo), math.Min(1, hi), true
+}
+
+// bootstrapResamples is enough for stable 2.5/97.5 % percentiles (the
+// bounds move by well under 0.01 between seeds at n ≥ 20).
+const bootstrapResamples = 2000
+
+// bootstrapMeanCI is the 95 % percentile-bootstrap interval of the mean of
+// xs. The generator is seeded from the evaluator's name, so the same input
+// gives the same interval on every run and machine (a gate must not flip
+// on a re-run), while two evaluators do not share one resampling sequence.
+func bootstrapMeanCI(name string, xs []float64) (lo, hi float64, ok bool) {
+	n := len(xs)
+	if n == 0 {
+		return 0, 0, false
+	}
+	if n == 1 {
+		return xs[0], xs[0], true
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	rng := rand.New(rand.NewPCG(0x6576616c62726467, h.Sum64())) // "evalbrdg"
+	means := make([]float64, bootstrapResamples)
+	un := uint64(n)
+	for b := range means {
+		sum := 0.0
+		for range n {
+			// Lemire's multiply-shift: an index in [0, n) from 64 random
+			// bits (bias under n/2^64), without IntN's rejection loop.
+			i, _ := bits.Mul64(rng.Uint64(), un)
+			sum += xs[i]
+		}
+		means[b] = sum / float64(n)
+	}
+	slices.Sort(means)
+	return quantile(means, 0.025), quantile(means, 0.975), true
+}
+
+// quantile of sorted xs with linear interpolation between order statistics
+// (the R-7 / NumPy default definition).
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	i := int(math.Floor(pos))
+	if i >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	frac := pos - float64(i)
+	return sorted[i] + frac*(sorted[i+1]-sorted[i])
+}
