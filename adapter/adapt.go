@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -36,7 +35,8 @@ type Options struct {
 	// not decoded, except as far as the cases' ToolCalls need them. Those
 	// need an LLM span's output messages for an llm case's calls, and, for
 	// an agent case, the LLM spans' (and, failing those, the anchor's)
-	// output messages when the run has no tool span, or when a tool span
+	// output messages when the run has no tool span, when it has two or
+	// more (they are ordered by the model's requests), or when a tool span
 	// lacks its call id or arguments (filled from the model's requests);
 	// without tool spans, the tool results of the requested calls that
 	// have an id also need the input messages of the run's LLM spans and
@@ -44,13 +44,18 @@ type Options struct {
 	// SkipConversation; Problems may list fewer problems (of what was not
 	// read).
 	SkipConversation bool
+	// Attributes copies each case's anchor span attributes into
+	// Case.Attributes (for the custom evaluators, which expose them); off,
+	// the copy is not made.
+	Attributes bool
 }
 
 // AdaptWith is Adapt building only the case levels opts selects. With one
 // level only, each span's attributes are read only as far as the cases of
 // that level need them (e.g. for agent cases alone, only the conversation
 // of the last LLM span of a run is decoded, and the calls the model
-// requested only when tool spans do not say everything), so problems in
+// requested only when tool spans do not say everything or two or more
+// tool spans need ordering), so problems in
 // attributes no case needed are not reported. The cases built are the
 // same as Adapt's of that level, but for their Problems.
 func AdaptWith(spans []SpanRef, opts Options) (cases []Case, problems []string) {
@@ -130,17 +135,26 @@ func newTrace(refs []SpanRef) *trace {
 		}
 		byID[id] = i
 	}
+	var chainRoots []int // OpenInference CHAIN roots, agents unless an AGENT span exists
+	otherAgent := false
 	for i := range t.spans {
 		d := &t.spans[i]
 		pid := d.ref.Span.ParentSpanID()
 		if pid.IsEmpty() {
-			d.kind = classify(d.ref.Span, true)
+			d.kind = classify(d.ref.Span, false)
+			if d.kind == kindOther && classify(d.ref.Span, true) == kindAgent {
+				d.kind = kindAgent
+				chainRoots = append(chainRoots, i)
+			} else if d.kind == kindAgent {
+				otherAgent = true
+			}
 			if t.root < 0 || t.before(i, t.root) {
 				t.root = i
 			}
 			continue
 		}
 		d.kind = classify(d.ref.Span, false)
+		otherAgent = otherAgent || d.kind == kindAgent
 		p, ok := byID[pid]
 		if !ok {
 			d.c.report("parent_span_id", "parent span %s is not in the trace; treated as top-level", pid)
@@ -151,6 +165,13 @@ func newTrace(refs []SpanRef) *trace {
 			continue
 		}
 		d.parent = p
+	}
+	// A CHAIN root is the agent of LangChain / LangGraph runs, which have no
+	// AGENT span; when an AGENT span exists, the chain only wraps it.
+	if otherAgent {
+		for _, i := range chainRoots {
+			t.spans[i].kind = kindOther
+		}
 	}
 	t.breakCycles()
 	t.index()
@@ -248,15 +269,16 @@ func (t *trace) before(a, b int) bool {
 	return a < b
 }
 
-// byTime sorts span indexes by start, then end, then appearance (JS
-// exporters give millisecond start times, so siblings may tie).
+// byTime sorts span indexes by start, then position in the export. JS
+// exporters give millisecond start times, so siblings tie often, and the
+// end time says only which one finished first, not which one was meant
+// first (docs/tool-call-order.md).
 func (t *trace) byTime(idx []int) {
-	slices.SortStableFunc(idx, func(a, b int) int {
-		x, y := &t.spans[a], &t.spans[b]
-		if c := cmp.Compare(x.start, y.start); c != 0 {
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(t.spans[a].start, t.spans[b].start); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.end, y.end)
+		return cmp.Compare(a, b)
 	})
 }
 
@@ -392,6 +414,9 @@ func (t *trace) baseCase(level Level, i int) Case {
 		SpanName: d.c.fixString("name", sp.Name()),
 		Latency:  d.duration(),
 	}
+	if t.opts.Attributes {
+		c.Attributes = sp.Attributes().AsRaw()
+	}
 	if v, ok := d.ref.Resource().Attributes().Get("service.name"); ok && v.Type() == pcommon.ValueTypeStr {
 		c.ServiceName = d.c.fixString("service.name", v.Str())
 	}
@@ -422,6 +447,7 @@ func (t *trace) llmCase(i int) Case {
 	}
 	c.ToolCalls = requestedCalls(d.output)
 	c.ToolDefinitions = d.toolDefs
+	c.LLMCalls = 1
 	c.Model, c.Provider, c.ResponseID = d.model, d.provider, d.responseID
 	c.AgentName, c.ConversationID = d.agentName, d.conversation
 	c.Usage = d.usage
@@ -484,6 +510,7 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 			}
 		}
 	}
+	c.LLMCalls = len(llms)
 	last := -1
 	if len(llms) > 0 {
 		last = llms[len(llms)-1]
@@ -507,8 +534,43 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 			incomplete = incomplete || call.ID == "" || call.Arguments == nil
 			c.ToolCalls = append(c.ToolCalls, call)
 		}
-		if incomplete {
-			fillFromRequests(c.ToolCalls, requested())
+		// the model's requests fill what tool spans lack and give the
+		// order of two or more calls (docs/tool-call-order.md)
+		if incomplete || len(tools) > 1 {
+			srcs := llms
+			if a.kind == kindLLM { // no agent span: the case is anchored on an LLM call
+				srcs = append([]int{anchor}, llms...)
+			}
+			var match []int
+			if !incomplete && !t.full {
+				// every tool span has its id and arguments: the requests'
+				// ids are enough, read without decoding when possible, and
+				// only from LLM calls that started before the last tool
+				// span did (a later one, such as the final answer,
+				// requested none of them; srcs are in time order)
+				last := t.spans[tools[0]].start
+				for _, j := range tools {
+					last = max(last, t.spans[j].start)
+				}
+				n := len(srcs)
+				for n > 0 && t.spans[srcs[n-1]].start > last {
+					n--
+				}
+				if req, ok := t.quickRequests(srcs[:n]); ok {
+					if m := matchRequests(c.ToolCalls, req); allMatched(m) {
+						match = m
+					}
+				}
+			}
+			if match == nil {
+				var req []ToolCall
+				for _, j := range srcs {
+					req = append(req, requestedCalls(t.need(j, partOutput).output)...)
+				}
+				match = matchRequests(c.ToolCalls, req)
+				fillFromRequests(c.ToolCalls, req, match)
+			}
+			orderByRequest(c.ToolCalls, match)
 		}
 	} else {
 		c.ToolCalls = requested()
@@ -623,57 +685,6 @@ func (t *trace) agentConversation(c *Case, a *spanData, llms []int) {
 	}
 	for k := len(llms) - 1; k >= 0 && c.Output == ""; k-- {
 		c.Output = finalAssistant(conv(llms[k]).output)
-	}
-}
-
-// fillFromRequests fills missing call ids and arguments of tool-span calls
-// from the calls the model requested: by id, else by name (and arguments
-// when both have them), in order.
-func fillFromRequests(calls, requested []ToolCall) {
-	if len(requested) == 0 {
-		return
-	}
-	used := make([]bool, len(requested))
-	for i := range calls {
-		call := &calls[i]
-		match := -1
-		if call.ID != "" {
-			for k := range requested {
-				if !used[k] && requested[k].ID == call.ID {
-					match = k
-					break
-				}
-			}
-		}
-		if match < 0 {
-			for k := range requested {
-				if used[k] || requested[k].Name != call.Name {
-					continue
-				}
-				if call.ID != "" && requested[k].ID != "" {
-					continue // different ids: not this request
-				}
-				if call.Arguments != nil && requested[k].Arguments != nil && !reflect.DeepEqual(call.Arguments, requested[k].Arguments) {
-					continue
-				}
-				match = k
-				break
-			}
-		}
-		if match < 0 {
-			continue
-		}
-		used[match] = true
-		r := requested[match]
-		if call.ID == "" {
-			call.ID = r.ID
-		}
-		if call.Arguments == nil && r.Arguments != nil {
-			call.Arguments = r.Arguments
-			if call.RawArguments == "" {
-				call.RawArguments = r.RawArguments
-			}
-		}
 	}
 }
 

@@ -37,8 +37,11 @@ type Case struct {
 	Messages           []Message
 	SystemInstructions string
 
-	// ToolCalls are in the order they happened (tool spans by start time, or
-	// the calls requested in LLM outputs when no tool span exists).
+	// ToolCalls are in the order the model requested them (tool spans
+	// matched to the calls of the LLM outputs by id, else by name and
+	// arguments; unmatched ones by start time, ties by position in the
+	// export; docs/tool-call-order.md), or the calls requested in LLM
+	// outputs when no tool span exists.
 	ToolCalls       []ToolCall
 	ToolDefinitions []ToolDefinition
 	Documents       []Document
@@ -50,6 +53,13 @@ type Case struct {
 	ResponseID     string
 	Usage          Usage
 	Latency        time.Duration
+	// LLMCalls is the number of LLM call spans the case covers (1 for an
+	// llm case).
+	LLMCalls int
+
+	// Attributes are the anchor span's attributes, copied, when the
+	// adapter's Options ask for them (nil otherwise).
+	Attributes map[string]any
 
 	Expected Expectations
 

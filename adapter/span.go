@@ -220,6 +220,10 @@ func (d *spanData) readMeta(attrs pcommon.Map) {
 	c := &d.c
 	d.model = c.firstString(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model", "ai.model.id")
 	d.provider = c.firstString(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider")
+	if d.provider == "" && d.kind == kindLLM {
+		d.provider = d.lcProvider(attrs)
+	}
+	d.provider = normProvider(d.provider)
 	d.responseID = c.firstString(attrs, "gen_ai.response.id", "ai.response.id")
 	d.conversation = c.firstString(attrs, "gen_ai.conversation.id", "session.id", "ai.telemetry.metadata.sessionId", "traceloop.association.properties.session_id")
 	d.agentName = c.firstString(attrs, "gen_ai.agent.name", "agent.name")
@@ -236,6 +240,23 @@ func (d *spanData) readMeta(attrs pcommon.Map) {
 		}
 	}
 	d.readUsage(attrs)
+}
+
+// aiSDKProviderAPIs are the API suffixes of the Vercel AI SDK's provider
+// ids ("openai.chat", "anthropic.messages", "google.generative-ai"), which
+// the SDK writes into gen_ai.system and ai.model.provider.
+var aiSDKProviderAPIs = []string{".chat", ".responses", ".completion", ".messages", ".generative-ai", ".embedding", ".image"}
+
+// normProvider turns an AI SDK provider id into the provider's name (openai
+// for openai.chat); semconv names with dots (aws.bedrock, az.ai.openai)
+// stay as they are.
+func normProvider(p string) string {
+	for _, suf := range aiSDKProviderAPIs {
+		if n, ok := strings.CutSuffix(p, suf); ok && n != "" {
+			return n
+		}
+	}
+	return p
 }
 
 // readRawIO reads OpenInference's raw request/response of an LLM span as a
@@ -303,6 +324,9 @@ func (d *spanData) readConversation(attrs pcommon.Map, trees [len(flatPrefixes)]
 	}
 	if out && len(d.output) == 0 && trees[flatOIOutput] != nil {
 		d.output = c.flatMessages("llm.output_messages", trees[flatOIOutput], "assistant")
+	}
+	if d.kind == kindLLM && (trees[flatOIInput] != nil || trees[flatOIOutput] != nil) {
+		d.readLangChainIDs(attrs, p)
 	}
 	// OpenLLMetry flattened
 	if in && len(d.input) == 0 && trees[flatOLPrompt] != nil {
@@ -749,6 +773,12 @@ func (d *spanData) readToolSpan(attrs pcommon.Map) {
 		call.HasResult = true
 		if v.Type() == pcommon.ValueTypeStr {
 			s := v.Str()
+			if k.key == "output.value" && strings.Contains(s, `"lc"`) {
+				if x, ok := c.decodeJSON(k.key, s); ok && lcToolMessage(x, &call) {
+					call.Result = c.fixString(k.key, call.Result)
+					break
+				}
+			}
 			if k.unwrap && strings.HasPrefix(strings.TrimSpace(s), `"`) {
 				if x, ok := c.decodeJSON(k.key, s); ok {
 					if xs, ok := x.(string); ok {
@@ -812,6 +842,16 @@ func (d *spanData) toolArgs(attrs pcommon.Map, call *ToolCall, key string, kwarg
 		c.setArguments(key, call, v.Str())
 	} else {
 		c.setArguments(key, call, c.convert(key, v))
+	}
+	// a LangChain ToolCall ({"name","args","id","type":"tool_call"}) as the
+	// tool's input
+	if a := call.Arguments; a != nil && a["type"] == "tool_call" {
+		if args, ok := a["args"].(map[string]any); ok {
+			if call.ID == "" {
+				call.ID = str(a["id"])
+			}
+			call.Arguments, call.RawArguments = args, textOf(args)
+		}
 	}
 	if kwargs && call.Arguments != nil {
 		if kw, ok := call.Arguments["kwargs"].(map[string]any); ok {

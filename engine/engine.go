@@ -86,7 +86,7 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 	if cfg.LateResults == LateResultsDrop {
 		e.lateGrace = 0
 	}
-	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}}
+	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}, Telemetry: set}
 	for _, name := range sortedJudgeNames(cfg.Judges) {
 		c, err := judge.New(name, cfg.Judges[name], set)
 		if err != nil {
@@ -96,15 +96,23 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 		deps.Judges[name] = c
 		e.judgeParallel += c.MaxConcurrency()
 	}
-	e.judgeParallel = min(max(e.judgeParallel, 1), 64)
 	insts, err := evaluators.Build(cfg.Evaluators, deps)
 	if err != nil {
 		return nil, err
 	}
+	// Async evaluators (remote) are background work like judges, each
+	// bounding its own requests.
+	for _, in := range insts {
+		if b, ok := in.Evaluator.(interface{ MaxConcurrency() int }); ok && in.Async {
+			e.judgeParallel += b.MaxConcurrency()
+		}
+	}
+	e.judgeParallel = min(max(e.judgeParallel, 1), 64)
 	// The conversation is decoded only when some evaluator reads it.
 	e.levels.SkipConversation = true
 	for _, in := range insts {
 		e.levels.SkipConversation = e.levels.SkipConversation && in.ConversationFree
+		e.levels.Attributes = e.levels.Attributes || in.NeedsAttributes
 		ins := instance{Instance: in}
 		if len(in.When) > 0 {
 			seq, err := parseWhen(in.When, set)
@@ -126,8 +134,9 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 	return e, nil
 }
 
-// Start starts the judge clients (it builds their HTTP clients from
-// confighttp, so auth extensions of the host apply). Without judges it does
+// Start starts the judge clients and the evaluators that hold clients
+// (remote; see evaluators.Lifecycle): it builds their HTTP clients from
+// confighttp, so auth extensions of the host apply. Without either it does
 // nothing. When a client fails to start, the engine is shut down (every
 // client, started or not, releases what New registered): a collector does not
 // call Shutdown on a component whose Start failed.
@@ -135,6 +144,13 @@ func (e *Engine) Start(ctx context.Context, host component.Host) error {
 	for _, name := range sortedJudgeNames(e.judges) {
 		if err := e.judges[name].Start(ctx, host); err != nil {
 			return errors.Join(err, e.Shutdown(ctx))
+		}
+	}
+	for _, in := range e.instances {
+		if lc, ok := in.Evaluator.(evaluators.Lifecycle); ok {
+			if err := lc.Start(ctx, host); err != nil {
+				return errors.Join(err, e.Shutdown(ctx))
+			}
 		}
 	}
 	return nil
@@ -154,6 +170,13 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	for _, c := range e.judges {
 		if err := c.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, in := range e.instances {
+		if lc, ok := in.Evaluator.(evaluators.Lifecycle); ok {
+			if err := lc.Shutdown(ctx); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -251,7 +274,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		all = append(all, sc)
 		var target *lateTarget
 		for k, in := range selected {
-			if in.Judge == "" || ctx.Err() != nil {
+			if !in.Background() || ctx.Err() != nil {
 				sc.results[k] = runInstance(ctx, in, c)
 				continue
 			}

@@ -158,16 +158,20 @@ func (e *Engine) runJudgeTask(jctx context.Context, sem chan struct{}, t *judgeT
 // abandon marks the tasks that have not answered as `timeout` on the trace;
 // their results, when they come, are late.
 func (e *Engine) abandon(tasks []*judgeTask) {
-	reason := "the judge did not answer within the trace's evaluation timeout"
+	reason := " did not answer within the trace's evaluation timeout"
 	if e.sink() != nil {
 		reason += "; a late result follows as a span linked to this one"
 	}
 	for _, t := range tasks {
+		who := "the judge"
+		if t.in.Judge == "" {
+			who = "the remote evaluator" // an async evaluator without a judge
+		}
 		t.mu.Lock()
 		if !t.finished {
 			t.abandoned = true
 			*t.slot = evaluators.Result{Name: t.in.Name, Type: t.in.Type, Threshold: t.in.Threshold,
-				Status: evaluators.StatusTimeout, Reason: reason}
+				Status: evaluators.StatusTimeout, Reason: who + reason}
 		}
 		t.mu.Unlock()
 	}

@@ -3,6 +3,7 @@ package evaluators
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/evalbridge/evalbridge/adapter"
 )
@@ -78,4 +79,52 @@ func BenchmarkEvaluators(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cases/s")
+}
+
+// BenchmarkCELvsBuiltin runs a CEL evaluator and the built-in evaluator it
+// is equivalent to on the same case, so their ratio comes from one run.
+// CEL pays for building the `case` view (maps of every field) per
+// evaluation; the expression itself is compiled once.
+func BenchmarkCELvsBuiltin(b *testing.B) {
+	pairs := []struct {
+		name          string
+		builtin, expr Config
+	}{
+		{"token_usage",
+			Config{Type: "token_usage", Options: obj("max_total", 2000)},
+			Config{Type: "cel", Options: obj("expression", `case.usage.total_tokens <= 2000`)}},
+		{"tool_error",
+			Config{Type: "tool_error", Options: obj("treat_blank_as_error", false, "detect_json_error_field", false)},
+			Config{Type: "cel", Options: obj("expression",
+				`case.tool_calls.size() == 0 ? 1.0 : double(case.tool_calls.filter(t, !t.errored).size()) / double(case.tool_calls.size())`)}},
+	}
+	c := benchCase()
+	c.ToolCalls[2].Errored = true
+	ctx := context.Background()
+	for _, p := range pairs {
+		insts, err := Build([]Config{p.builtin, p.expr}, Deps{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		want := insts[0].Evaluate(ctx, c)
+		if got := insts[1].Evaluate(ctx, c); got.Score != want.Score || got.Status != want.Status {
+			b.Fatalf("%s: cel %v %s, built-in %v %s", p.name, got.Score, got.Reason, want.Score, want.Reason)
+		}
+		// Interleaved, so a load change on a shared machine hits both sides.
+		b.Run(p.name, func(b *testing.B) {
+			var builtin, expr time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				insts[0].Evaluate(ctx, c)
+				t1 := time.Now()
+				insts[1].Evaluate(ctx, c)
+				expr += time.Since(t1)
+				builtin += t1.Sub(t0)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(builtin.Nanoseconds())/n, "builtin-ns/op")
+			b.ReportMetric(float64(expr.Nanoseconds())/n, "cel-ns/op")
+			b.ReportMetric(float64(expr)/float64(builtin), "cel/builtin")
+		})
+	}
 }

@@ -65,7 +65,7 @@ func (c *Config) Validate() error {
 	if f.NeedsJudge && c.Judge == "" {
 		return fmt.Errorf("evaluator %q: type %s needs `judge`", name, c.Type)
 	}
-	if _, err := f.New(c.optionsConf(), Deps{Judge: c.Judge}); err != nil {
+	if _, err := f.New(c.optionsConf(), Deps{Judge: c.Judge, Name: name}); err != nil {
 		return fmt.Errorf("evaluator %q (%s): %w", name, c.Type, err)
 	}
 	return nil
@@ -111,8 +111,10 @@ type Instance struct {
 	When       []string
 	SampleRate float64
 	Judge      string
-	// ConversationFree is the type's Factory.ConversationFree.
+	// ConversationFree, Async and NeedsAttributes are the type's Factory's.
 	ConversationFree bool
+	Async            bool
+	NeedsAttributes  bool
 	Evaluator        Evaluator
 }
 
@@ -126,7 +128,7 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 			return nil, fmt.Errorf("evaluator %q: unknown type %q", c.InstanceName(), c.Type)
 		}
 		d := deps
-		d.Judge = c.Judge
+		d.Judge, d.Name = c.Judge, c.InstanceName()
 		ev, err := f.New(c.optionsConf(), d)
 		if err != nil {
 			return nil, fmt.Errorf("evaluator %q (%s): %w", c.InstanceName(), c.Type, err)
@@ -135,7 +137,15 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 			Name: c.InstanceName(), Type: c.Type,
 			Threshold: f.DefaultThreshold, Level: f.DefaultLevel,
 			When: c.When, SampleRate: 1, Judge: c.Judge, Evaluator: ev,
-			ConversationFree: f.ConversationFree,
+			ConversationFree: f.ConversationFree, Async: f.Async, NeedsAttributes: f.NeedsAttributes,
+		}
+		// An evaluator may know better than its type what it reads (a CEL
+		// expression that reads only tool calls).
+		if ev, ok := ev.(interface{ ConversationFree() bool }); ok {
+			inst.ConversationFree = ev.ConversationFree()
+		}
+		if ev, ok := ev.(interface{ NeedsAttributes() bool }); ok {
+			inst.NeedsAttributes = ev.NeedsAttributes()
 		}
 		if c.Threshold != nil {
 			inst.Threshold = *c.Threshold
@@ -150,6 +160,10 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 	}
 	return out, nil
 }
+
+// Background says the engine runs the instance off the scoring path, as
+// judge work: it has a judge, or its type waits on an endpoint.
+func (in *Instance) Background() bool { return in.Judge != "" || in.Async }
 
 // Evaluate runs the instance on a case and decides passed or failed.
 func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {

@@ -61,8 +61,10 @@ func TestEveryTypeBuildsWithDefaults(t *testing.T) {
 		"regex":       obj("pattern", "x"),
 		"latency":     obj("max", "1s"),
 		"token_usage": obj("max_total", 10),
+		"cel":         obj("expression", "true"),
+		"remote":      obj("endpoint", "http://localhost:1/eval"),
 	}
-	want := []string{"exact_match", "latency", "regex", "retrieval_precision", "retrieval_recall", "structural_match", "token_usage",
+	want := []string{"cel", "exact_match", "latency", "regex", "remote", "retrieval_precision", "retrieval_recall", "structural_match", "token_usage",
 		"tool_call_accuracy", "tool_call_validity", "tool_correctness", "tool_description_reliability", "tool_efficiency",
 		"tool_error", "tool_name_reliability", "tool_trajectory"}
 	// Judge types are covered by the judge tests; here, the deterministic ones.

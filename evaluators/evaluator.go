@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
@@ -44,6 +46,15 @@ func (r Result) Scored() bool { return r.Status == StatusPassed || r.Status == S
 // Errored when it cannot score.
 type Evaluator interface {
 	Evaluate(ctx context.Context, c *adapter.Case) Result
+}
+
+// Lifecycle is implemented by evaluators that hold resources (the remote
+// evaluator's HTTP client): the host starts them before the first case, with
+// its extensions so auth extensions apply, and shuts them down at the end.
+// Start with a nil host must work (evalctl has none).
+type Lifecycle interface {
+	Start(ctx context.Context, host component.Host) error
+	Shutdown(ctx context.Context) error
 }
 
 // Scored is a result with a score; the status is set by the instance.

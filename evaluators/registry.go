@@ -3,6 +3,7 @@ package evaluators
 import (
 	"sort"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.uber.org/zap"
 
@@ -18,6 +19,12 @@ type Deps struct {
 	// Judges are the configured judge clients by name (`judges:`); judge
 	// evaluators use Judges[Judge]. Nil at validation time.
 	Judges map[string]Judge
+	// Name is the instance's name; Build and Validate set it (the remote
+	// evaluator sends it with each case).
+	Name string
+	// Telemetry is the host's; evaluators that hold clients (remote) build
+	// them with it. Zero at validation time.
+	Telemetry component.TelemetrySettings
 }
 
 // Factory creates evaluators of one type.
@@ -30,6 +37,13 @@ type Factory struct {
 	// or system instructions, so the adapter may skip decoding them when no
 	// configured evaluator needs them (the costliest part of adapting).
 	ConversationFree bool
+	// Async says the evaluator waits on something outside the process (an
+	// HTTP endpoint): the engine runs it in the background, bounded and with
+	// late results, as it runs judge evaluators.
+	Async bool
+	// NeedsAttributes says the evaluator reads Case.Attributes, which the
+	// adapter copies only when some evaluator needs them.
+	NeedsAttributes bool
 	// New decodes the type's options strictly (unknown keys are errors) and
 	// builds the evaluator. It must be cheap and start nothing.
 	New func(opts *confmap.Conf, deps Deps) (Evaluator, error)
@@ -59,6 +73,10 @@ var registry = index(
 	// Limits (limits.go).
 	Factory{Type: "latency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newLatency},
 	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newTokenUsage},
+	// Custom: the user's own checks, as a CEL expression (cel.go) or an
+	// HTTP endpoint (remote.go).
+	Factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, New: newCEL},
+	Factory{Type: "remote", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Async: true, New: newRemote},
 )
 
 func index(fs ...Factory) map[string]Factory {

@@ -1,62 +1,16 @@
 package interop
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
-
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/evalbridge/evalbridge/adapter"
 )
-
-// loadJoined adapts a fixture's spans joined with the content log records
-// the same run wrote (testdata/logs/<logs>).
-func loadJoined(t *testing.T, traces, logs string) []adapter.Case {
-	t.Helper()
-	tb, err := os.ReadFile(filepath.Join("testdata", traces))
-	if err != nil {
-		t.Fatal(err)
-	}
-	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := os.ReadFile(filepath.Join("testdata", "logs", logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(lb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byTrace := adapter.GroupLogsByTrace(ld)
-	groups := adapter.GroupByTrace(td)
-	if len(groups) != 1 {
-		t.Fatalf("%d traces, want 1", len(groups))
-	}
-	for id, spans := range groups {
-		if len(byTrace[id]) == 0 {
-			t.Fatalf("no log records of trace %s", id)
-		}
-		if n := adapter.JoinEvents(spans, byTrace[id]); n != 0 {
-			t.Errorf("%d GenAI records found no span", n)
-		}
-		cases, problems := adapter.Adapt(spans)
-		if len(problems) > 0 {
-			t.Errorf("problems: %q", problems)
-		}
-		return cases
-	}
-	return nil
-}
 
 // The JS @opentelemetry/instrumentation-openai puts every message in log
 // records — per-message events named in the event.name attribute for Chat
 // Completions, gen_ai.client.inference.operation.details records named in
-// the EventName field for the Responses API. Joined with their spans, the
-// runs score like the libraries that put content on spans.
+// the EventName field for the Responses API. Its spans alone carry no
+// content; joined with the records (as TestRealLibraries does), each model
+// call has its input, system prompt, output and requested calls with ids.
 func TestContentFromLogRecords(t *testing.T) {
 	n := 0
 	for _, f := range fixtures {
@@ -65,31 +19,38 @@ func TestContentFromLogRecords(t *testing.T) {
 		}
 		n++
 		t.Run(f.file, func(t *testing.T) {
-			agent, llms := split(t, loadJoined(t, f.file, f.logs))
-			f.content = true                 // from the log records
-			f.assistantCallsInHistory = true // the input records keep the assistant's tool calls
-			t.Run("agent", func(t *testing.T) { checkAgent(t, f, agent) })
+			_, bare := split(t, f.script, adapt(t, decode(t, filepath.Join("testdata", f.file))))
+			for i, c := range bare {
+				if c.Input != "" || c.Output != "" || len(c.ToolCalls) != 0 {
+					t.Errorf("llm %d without the log records: input %q output %q calls %d: the spans carry content", i, c.Input, c.Output, len(c.ToolCalls))
+				}
+			}
+			_, llms := split(t, f.script, load(t, f))
 			for i, c := range llms {
-				if c.Input != userRequest {
-					t.Errorf("llm %d: Input = %q", i, c.Input)
-				}
-				if c.SystemInstructions != systemPrompt {
-					t.Errorf("llm %d: SystemInstructions = %q", i, c.SystemInstructions)
+				if c.Input != userRequest || c.SystemInstructions != systemPrompt {
+					t.Errorf("llm %d: Input = %q, SystemInstructions = %q", i, c.Input, c.SystemInstructions)
 				}
 			}
-			if llms[2].Output != finalText {
-				t.Errorf("last llm: Output = %q, want the final text", llms[2].Output)
+			last := len(llms) - 1
+			if llms[last].Output != finalText {
+				t.Errorf("last llm: Output = %q, want the final text", llms[last].Output)
 			}
-			// Each model call's requested tool comes with its call id.
-			for k, w := range calls {
+			// Each model call's requested tools come with their call ids.
+			for k, turn := range f.script.turns {
 				got := llms[k].ToolCalls
-				if len(got) != 1 || got[0].Name != w.name || got[0].ID != w.id || !sameJSON(t, got[0].Arguments, w.args) {
-					t.Errorf("llm %d: ToolCalls = %+v, want %s(%s) id %s", k, got, w.name, w.args, w.id)
+				if len(got) != len(turn.calls) {
+					t.Errorf("llm %d: %d calls, want %d", k, len(got), len(turn.calls))
+					continue
+				}
+				for j, w := range turn.calls {
+					if got[j].Name != w.name || got[j].ID != w.id || !sameJSON(t, got[j].Arguments, w.args) {
+						t.Errorf("llm %d call %d = %+v, want %s(%s) id %s", k, j, got[j], w.name, w.args, w.id)
+					}
 				}
 			}
 		})
 	}
-	if n < 2 {
-		t.Fatalf("%d fixtures with log records, want the chat and the responses runs", n)
+	if n < 3 {
+		t.Fatalf("%d fixtures with log records, want the chat (both scripts) and the Responses runs", n)
 	}
 }

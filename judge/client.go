@@ -11,9 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -45,8 +43,7 @@ type Client struct {
 	warn   *zap.Logger
 	url    string
 
-	mu   sync.Mutex
-	http *http.Client
+	http HTTPClient
 
 	sem    chan struct{}
 	rpm    *rate.Limiter
@@ -106,30 +103,16 @@ func (c *Client) MaxConcurrency() int { return c.cfg.MaxConcurrency }
 
 // Start builds the HTTP client (TLS, proxy, auth extensions, headers).
 func (c *Client) Start(ctx context.Context, host component.Host) error {
-	var ext map[component.ID]component.Component
-	if host != nil {
-		ext = host.GetExtensions()
+	if err := c.http.Start(ctx, &c.cfg.ClientConfig, host, c.set, c.redact); err != nil {
+		return fmt.Errorf("judge %q: %w", c.name, err)
 	}
-	hc, err := c.cfg.ClientConfig.ToClient(ctx, ext, c.set)
-	if err != nil {
-		return fmt.Errorf("judge %q: %s", c.name, c.redact(err.Error()))
-	}
-	c.mu.Lock()
-	c.http = hc
-	c.mu.Unlock()
 	return nil
 }
 
 // Shutdown closes idle connections and unregisters the metric callbacks. It
 // is safe without Start and more than once.
 func (c *Client) Shutdown(context.Context) error {
-	c.mu.Lock()
-	hc := c.http
-	c.http = nil
-	c.mu.Unlock()
-	if hc != nil {
-		hc.CloseIdleConnections()
-	}
+	c.http.Close()
 	return c.tel.shutdown()
 }
 
@@ -163,9 +146,7 @@ type chatResponse struct {
 // reply held a JSON object. Errors wrap ErrBudgetExhausted, or the caller's
 // context error, and never contain the API key.
 func (c *Client) Complete(ctx context.Context, msgs []Message) (string, error) {
-	c.mu.Lock()
-	hc := c.http
-	c.mu.Unlock()
+	hc := c.http.Get()
 	if hc == nil {
 		return "", fmt.Errorf("judge %q: %w", c.name, ErrNotStarted)
 	}
@@ -241,14 +222,10 @@ func (c *Client) do(ctx context.Context, hc *http.Client, body []byte, est int64
 			c.tel.request(ctx, "error", elapsed)
 			return "", 0, fmt.Errorf("judge %q: %w (attempt %d of %d)", c.name, err, attempt, attempts)
 		}
-		wait := c.backoff(attempt)
-		if retryAfter > 0 {
-			wait = retryAfter
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		wait, fits := c.cfg.Retry.NextWait(ctx, attempt, retryAfter)
+		if !fits {
 			c.tel.request(ctx, "error", elapsed)
-			return "", 0, fmt.Errorf("judge %q: %w (attempt %d of %d; the next attempt would start after %v, past the evaluation's deadline)",
-				c.name, err, attempt, attempts, wait.Round(time.Millisecond))
+			return "", 0, fmt.Errorf("judge %q: %w (attempt %d of %d; %s)", c.name, err, attempt, attempts, PastDeadline(wait))
 		}
 		c.tel.request(ctx, "retry", elapsed)
 		c.logger.Debug("retrying judge request", zap.Int("attempt", attempt), zap.Duration("wait", wait), zap.String("error", err.Error()))
@@ -313,7 +290,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 			return "", u, 0, false, ctx.Err()
 		}
 		msg := c.redact(err.Error())
-		if isTimeout(err) {
+		if IsTimeout(err) {
 			return "", u, 0, true, fmt.Errorf("request timed out after %v (the judge's `timeout`)", c.cfg.Timeout)
 		}
 		return "", u, 0, true, fmt.Errorf("request failed: %s", msg)
@@ -328,13 +305,11 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 	}
 	if resp.StatusCode != http.StatusOK {
 		err := fmt.Errorf("HTTP %d from the judge: %s", resp.StatusCode, c.redact(clip(strings.TrimSpace(string(data)), 300)))
-		switch resp.StatusCode {
-		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-			return "", u, parseRetryAfter(resp.Header.Get("Retry-After"), c.now()), true, err
-		case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusRequestTimeout:
-			return "", u, 0, true, err
+		retry, after := RetryableStatus(resp.StatusCode)
+		if after {
+			return "", u, ParseRetryAfter(resp.Header.Get("Retry-After"), c.now()), retry, err
 		}
-		return "", u, 0, false, err
+		return "", u, 0, retry, err
 	}
 	var cr chatResponse
 	if err := json.Unmarshal(data, &cr); err != nil {
@@ -347,14 +322,6 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 		return "", u, 0, false, errors.New("the judge's reply has no choices[0].message.content")
 	}
 	return *cr.Choices[0].Message.Content, u, 0, false, nil
-}
-
-func (c *Client) backoff(attempt int) time.Duration {
-	d := c.cfg.Retry.InitialBackoff
-	for i := 1; i < attempt && d < c.cfg.Retry.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, c.cfg.Retry.MaxBackoff)
 }
 
 // wrapCtx reports the caller's deadline or cancellation, keeping the last
@@ -380,37 +347,7 @@ func outcomeOf(ctx context.Context) string {
 // redact removes the API key and header values from text that may come from
 // the transport or the server (an error, an echoed body).
 func (c *Client) redact(s string) string {
-	if k := string(c.cfg.APIKey); k != "" {
-		s = strings.ReplaceAll(s, k, "[REDACTED]")
-	}
-	for _, h := range c.cfg.Headers {
-		if v := string(h.Value); len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "[REDACTED]")
-		}
-	}
-	return s
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
+	return Redact(s, c.cfg.APIKey, c.cfg.Headers)
 }
 
 // estimateTokens is a conservative guess (4 bytes a token, plus the reply's

@@ -2,7 +2,7 @@
 // tool functions. `wrapTool(name, fn)` lets each library put its tool span
 // around the call: the wrapped function is called with the parsed arguments
 // object and the model's tool call, and returns the tool's result string.
-import { MODEL } from "./server.mjs";
+import { MODEL, PARALLEL } from "./server.mjs";
 
 export const SYSTEM_PROMPT =
   "You are a travel agent. Use the tools to search flights and book hotels, then summarise.";
@@ -44,7 +44,7 @@ export const TOOL_DEFINITIONS = [
 ];
 
 // The real tool implementations.
-export const TOOLS = {
+const TOOL_IMPLS = {
   search_flights({ origin, destination, date }) {
     return JSON.stringify({
       flights: [
@@ -57,6 +57,23 @@ export const TOOLS = {
     return JSON.stringify({ confirmation: "HX-4471", hotel: "Hotel Avenida", city, nights });
   },
 };
+
+// In the parallel scenario the tools are async and the flight search waits
+// on a slower upstream (3 ms), so the call the model asked for second ends
+// first: the case that ordering sibling tool spans by start, then end time,
+// gets wrong when their start times tie.
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export const TOOLS = PARALLEL
+  ? {
+      async search_flights(args) {
+        await sleep(3);
+        return TOOL_IMPLS.search_flights(args);
+      },
+      async book_hotel(args) {
+        return TOOL_IMPLS.book_hotel(args);
+      },
+    }
+  : TOOL_IMPLS;
 
 export async function runAgent(client, userRequest, wrapTool = (name, fn) => fn) {
   const tools = Object.fromEntries(
@@ -78,11 +95,20 @@ export async function runAgent(client, userRequest, wrapTool = (name, fn) => fn)
     if (!message.tool_calls?.length) {
       return message.content;
     }
-    for (const call of message.tool_calls) {
-      const args = JSON.parse(call.function.arguments);
-      const result = await tools[call.function.name](args, call);
-      messages.push({ role: "tool", tool_call_id: call.id, content: result });
+    const run = (call) => tools[call.function.name](JSON.parse(call.function.arguments), call);
+    // parallel: all calls of the turn at once (as agent frameworks do),
+    // results appended in request order
+    const results = [];
+    if (PARALLEL) {
+      results.push(...(await Promise.all(message.tool_calls.map(run))));
+    } else {
+      for (const call of message.tool_calls) {
+        results.push(await run(call));
+      }
     }
+    message.tool_calls.forEach((call, i) =>
+      messages.push({ role: "tool", tool_call_id: call.id, content: results[i] }),
+    );
   }
   throw new Error("agent did not finish in 5 steps");
 }

@@ -12,11 +12,22 @@ function write(file, bytes) {
   fs.writeFileSync(file, JSON.stringify(doc, null, 1) + "\n");
 }
 
-export function writeTraces(file, spans) {
-  // In the order the spans ended, as an exporter sends them (children first).
-  write(file, JsonTraceSerializer.serializeRequest(spans));
+// The trace of the last root span to end: the captured run's (a process
+// runs the agent twice, see runs/common.mjs warm; a span of the warm-up run
+// can still be in the exporter when it is reset).
+export function lastTraceId(spans) {
+  const roots = spans.filter((s) => !s.parentSpanContext?.spanId && !s.parentSpanId);
+  return roots.length ? roots[roots.length - 1].spanContext().traceId : undefined;
 }
 
-export function writeLogs(file, records) {
-  write(file, JsonLogsSerializer.serializeRequest(records));
+export function writeTraces(file, spans) {
+  const traceId = lastTraceId(spans);
+  // In the order the spans ended, as an exporter sends them (children first).
+  write(file, JsonTraceSerializer.serializeRequest(spans.filter((s) => s.spanContext().traceId === traceId)));
+  return traceId;
+}
+
+export function writeLogs(file, records, traceId) {
+  const own = traceId ? records.filter((r) => r.spanContext?.traceId === traceId) : records;
+  write(file, JsonLogsSerializer.serializeRequest(own));
 }

@@ -1,8 +1,17 @@
 // A fake OpenAI chat-completions endpoint that scripts a tool-calling agent
 // conversation. It is stateless: the reply depends on how many tool results
-// the request already carries (0: call search_flights, 1: call book_hotel,
-// 2: answer in text).
+// the request already carries. Two scenarios (INTEROP_SCENARIO):
+//   sequential (default): 0: call search_flights, 1: call book_hotel,
+//     2: answer in text (three model calls);
+//   parallel: 0: call search_flights and book_hotel in one reply (the agent
+//     runs both at once, so their tool spans start in the same millisecond),
+//     2: answer in text (two model calls).
 import http from "node:http";
+
+export const SCENARIO = process.env.INTEROP_SCENARIO === "parallel" ? "parallel" : "sequential";
+export const PARALLEL = SCENARIO === "parallel";
+// Number of chat completions the scripted run makes.
+export const MODEL_CALLS = PARALLEL ? 2 : 3;
 
 export const MODEL = "gpt-4o-mini";
 export const RESPONSE_MODEL = "gpt-4o-mini-2024-07-18";
@@ -26,11 +35,20 @@ export const TOOL_CALLS = [
 ];
 
 // Token usage per turn.
-export const USAGE = [
-  { prompt_tokens: 142, completion_tokens: 31, total_tokens: 173 },
-  { prompt_tokens: 221, completion_tokens: 24, total_tokens: 245 },
-  { prompt_tokens: 268, completion_tokens: 46, total_tokens: 314 },
-];
+export const USAGE = PARALLEL
+  ? [
+      { prompt_tokens: 142, completion_tokens: 55, total_tokens: 197 },
+      { prompt_tokens: 284, completion_tokens: 46, total_tokens: 330 },
+    ]
+  : [
+      { prompt_tokens: 142, completion_tokens: 31, total_tokens: 173 },
+      { prompt_tokens: 221, completion_tokens: 24, total_tokens: 245 },
+      { prompt_tokens: 268, completion_tokens: 46, total_tokens: 314 },
+    ];
+
+function toolCallMessage(c) {
+  return { id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } };
+}
 
 function reply(turn, created) {
   const base = {
@@ -41,8 +59,8 @@ function reply(turn, created) {
     system_fingerprint: "fp_interop",
     usage: USAGE[turn],
   };
-  if (turn < TOOL_CALLS.length) {
-    const c = TOOL_CALLS[turn];
+  const requested = PARALLEL ? (turn === 0 ? TOOL_CALLS : []) : turn < TOOL_CALLS.length ? [TOOL_CALLS[turn]] : [];
+  if (requested.length > 0) {
     return {
       ...base,
       choices: [
@@ -52,13 +70,7 @@ function reply(turn, created) {
             role: "assistant",
             content: null,
             refusal: null,
-            tool_calls: [
-              {
-                id: c.id,
-                type: "function",
-                function: { name: c.name, arguments: JSON.stringify(c.arguments) },
-              },
-            ],
+            tool_calls: requested.map(toolCallMessage),
           },
           logprobs: null,
           finish_reason: "tool_calls",
@@ -97,10 +109,9 @@ export async function startServer() {
         res.end(JSON.stringify({ error: { message: "streaming is not scripted" } }));
         return;
       }
-      const turn = Math.min(
-        request.messages.filter((m) => m.role === "tool").length,
-        TOOL_CALLS.length,
-      );
+      const results = request.messages.filter((m) => m.role === "tool").length;
+      // parallel: one reply with both calls, then the text (turn 1)
+      const turn = PARALLEL ? Math.min(results, 1) : Math.min(results, TOOL_CALLS.length);
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(reply(turn, 1795000000 + turn)));
     });

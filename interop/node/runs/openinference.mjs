@@ -1,16 +1,15 @@
 // OpenInference: @arizeai/openinference-instrumentation-openai on openai 7,
 // AGENT and TOOL spans from @arizeai/openinference-core's traceAgent /
 // traceTool helpers.
-import path from "node:path";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { OpenAIInstrumentation } from "@arizeai/openinference-instrumentation-openai";
 import { traceAgent, traceTool } from "@arizeai/openinference-core";
-import { startServer, USER_REQUEST, FINAL_TEXT } from "../lib/server.mjs";
+import { startServer, USER_REQUEST, FINAL_TEXT, MODEL_CALLS } from "../lib/server.mjs";
 import { runAgent } from "../lib/agent.mjs";
 import { writeTraces } from "../lib/otlp.mjs";
-import { require, testdata, check } from "./common.mjs";
+import { require, check, outFile, warm } from "./common.mjs";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({
@@ -36,12 +35,12 @@ const agent = traceAgent(
     }),
   { name: "travel-agent", tracer },
 );
-const out = await agent(USER_REQUEST);
+const out = await warm(() => agent(USER_REQUEST), server, exporter);
 check(out === FINAL_TEXT, "final text");
-check(server.requests.length === 3, "three chat completions");
+check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
 await server.close();
 await provider.forceFlush();
 const spans = exporter.getFinishedSpans();
-writeTraces(path.join(testdata, "openinference.json"), spans);
+writeTraces(outFile("openinference"), spans);
 console.log(`openinference: ${spans.length} spans`);
 await provider.shutdown();

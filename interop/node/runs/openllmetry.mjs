@@ -1,12 +1,11 @@
 // OpenLLMetry (Traceloop): the real @traceloop/node-server-sdk, which
 // instruments the given openai module with @traceloop/instrumentation-openai
 // and writes the agent and tool spans with withAgent / withTool.
-import path from "node:path";
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
-import { startServer, USER_REQUEST, FINAL_TEXT } from "../lib/server.mjs";
+import { startServer, USER_REQUEST, FINAL_TEXT, MODEL_CALLS } from "../lib/server.mjs";
 import { runAgent } from "../lib/agent.mjs";
 import { writeTraces } from "../lib/otlp.mjs";
-import { require, testdata, check } from "./common.mjs";
+import { require, check, outFile, warm } from "./common.mjs";
 
 export async function run({ sdkPackage, openaiPackage, file, appName }) {
   const traceloop = require(sdkPackage);
@@ -25,15 +24,22 @@ export async function run({ sdkPackage, openaiPackage, file, appName }) {
 
   const server = await startServer();
   const client = new OpenAI({ apiKey: "sk-interop", baseURL: server.baseURL, maxRetries: 0 });
-  const out = await traceloop.withAgent({ name: "travel-agent" }, (request) =>
-    runAgent(client, request, (name, fn) => (args) => traceloop.withTool({ name }, fn, args)),
-    USER_REQUEST,
+  const out = await warm(
+    () =>
+      traceloop.withAgent(
+        { name: "travel-agent" },
+        (request) =>
+          runAgent(client, request, (name, fn) => (args) => traceloop.withTool({ name }, fn, args)),
+        USER_REQUEST,
+      ),
+    server,
+    exporter,
   );
   check(out === FINAL_TEXT, "final text");
-  check(server.requests.length === 3, "three chat completions");
+  check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
   await server.close();
   await traceloop.forceFlush();
   const spans = exporter.getFinishedSpans();
-  writeTraces(path.join(testdata, file), spans);
+  writeTraces(outFile(file.replace(/\.json$/, "")), spans);
   console.log(`${file}: ${spans.length} spans`);
 }

@@ -20,10 +20,10 @@ import {
 } from "@opentelemetry/sdk-logs";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { OpenAIInstrumentation } from "@opentelemetry/instrumentation-openai";
-import { startServer, USER_REQUEST, FINAL_TEXT } from "../lib/server.mjs";
+import { startServer, USER_REQUEST, FINAL_TEXT, MODEL_CALLS } from "../lib/server.mjs";
 import { runAgent } from "../lib/agent.mjs";
 import { writeTraces, writeLogs } from "../lib/otlp.mjs";
-import { require, testdata, check } from "./common.mjs";
+import { require, check, outFile, warm } from "./common.mjs";
 
 const resource = resourceFromAttributes({ "service.name": "interop-otel-instrumentation-openai" });
 const exporter = new InMemorySpanExporter();
@@ -77,35 +77,38 @@ function wrapTool(name, fn) {
     );
 }
 
-const out = await tracer.startActiveSpan(
-  `invoke_agent ${AGENT}`,
-  {
-    kind: SpanKind.INTERNAL,
-    attributes: {
-      "gen_ai.operation.name": "invoke_agent",
-      "gen_ai.agent.name": AGENT,
-      "gen_ai.provider.name": "openai",
-      "gen_ai.request.model": "gpt-4o-mini",
+const invokeAgent = () =>
+  tracer.startActiveSpan(
+    `invoke_agent ${AGENT}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": AGENT,
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+      },
     },
-  },
-  async (span) => {
-    try {
-      return await runAgent(client, USER_REQUEST, wrapTool);
-    } finally {
-      span.setStatus({ code: SpanStatusCode.OK });
-      span.end();
-    }
-  },
-);
+    async (span) => {
+      try {
+        return await runAgent(client, USER_REQUEST, wrapTool);
+      } finally {
+        span.setStatus({ code: SpanStatusCode.OK });
+        span.end();
+      }
+    },
+  );
+const out = await warm(invokeAgent, server, exporter, logExporter);
 check(out === FINAL_TEXT, "final text");
-check(server.requests.length === 3, "three chat completions");
+check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
 await server.close();
 await provider.forceFlush();
 await loggerProvider.forceFlush();
 const spans = exporter.getFinishedSpans();
 const records = logExporter.getFinishedLogRecords();
-writeTraces(path.join(testdata, "otel-instrumentation-openai.json"), spans);
-writeLogs(path.join(testdata, "logs", "otel-instrumentation-openai.logs.json"), records);
+const file = outFile("otel-instrumentation-openai");
+const traceId = writeTraces(file, spans);
+writeLogs(path.join(path.dirname(file), "logs", path.basename(file, ".json") + ".logs.json"), records, traceId);
 console.log(`otel-instrumentation-openai: ${spans.length} spans, ${records.length} log records`);
 await provider.shutdown();
 await loggerProvider.shutdown();

@@ -3,16 +3,15 @@
 // (chat-completions API) against the same fake server. The SDK writes the
 // agent span (ai.generateText), one ai.generateText.doGenerate span per model
 // call and one ai.toolCall span per tool execution itself.
-import path from "node:path";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { generateText, tool, jsonSchema, stepCountIs } from "ai-v5";
 import { createOpenAI } from "ai-sdk-openai-v2";
-import { startServer, USER_REQUEST, FINAL_TEXT, MODEL } from "../lib/server.mjs";
+import { startServer, USER_REQUEST, FINAL_TEXT, MODEL, MODEL_CALLS } from "../lib/server.mjs";
 import { SYSTEM_PROMPT, TOOL_DEFINITIONS, TOOLS } from "../lib/agent.mjs";
 import { writeTraces } from "../lib/otlp.mjs";
-import { testdata, check } from "./common.mjs";
+import { check, outFile, warm } from "./common.mjs";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({
@@ -33,7 +32,7 @@ const tools = Object.fromEntries(
     }),
   ]),
 );
-const result = await generateText({
+const result = await warm(() => generateText({
   model: openai.chat(MODEL),
   system: SYSTEM_PROMPT,
   prompt: USER_REQUEST,
@@ -42,12 +41,12 @@ const result = await generateText({
   maxRetries: 0,
   stopWhen: stepCountIs(5),
   experimental_telemetry: { isEnabled: true, functionId: "travel-agent" },
-});
+}), server, exporter);
 check(result.text === FINAL_TEXT, `final text: ${result.text}`);
-check(server.requests.length === 3, "three chat completions");
+check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
 await server.close();
 await provider.forceFlush();
 const spans = exporter.getFinishedSpans();
-writeTraces(path.join(testdata, "vercel-ai-v5.json"), spans);
+writeTraces(outFile("vercel-ai-v5"), spans);
 console.log(`vercel-ai-v5: ${spans.length} spans`);
 await provider.shutdown();

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"compress/gzip"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/annotator"
+)
+
+// arrival is what the sink saw of one generated span.
+type arrival struct {
+	count    int
+	first    time.Time
+	statuses map[string]string // evaluator name -> eval.<name>.status, of the last copy with any
+	failed   bool              // eval.failed present
+}
+
+// sink is the capture backend: an OTLP/HTTP traces endpoint on loopback (or
+// the address given) that the collector exports to. It can be taken down and
+// brought back up on the same address to simulate a backend outage.
+type sink struct {
+	addr string
+
+	mu       sync.Mutex
+	bySeq    map[int64]*arrival
+	foreign  int               // spans without a loadgen.seq attribute
+	spans    int               // spans received, copies included
+	last     time.Time         // time of the last request with spans
+	leaks    int               // spans holding a fragment of secret
+	secret   string            // the judge key to look for; "" for none
+	leakSeen map[string]string // one example per leak place, for the report
+	delay    time.Duration     // answer each request this late: a remote backend's latency
+
+	srv *http.Server
+	ln  net.Listener
+}
+
+func newSink(addr string) (*sink, error) {
+	s := &sink{bySeq: map[int64]*arrival{}, leakSeen: map[string]string{}}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s.addr = ln.Addr().String()
+	s.serve(ln)
+	return s, nil
+}
+
+func (s *sink) serve(ln net.Listener) {
+	s.ln = ln
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := s.srv
+	go func() { _ = srv.Serve(ln) }()
+}
+
+// stop takes the backend down: connections are refused until start.
+func (s *sink) stop() {
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+	_ = srv.Close()
+}
+
+// start brings the backend back on the same address.
+func (s *sink) start() error {
+	var ln net.Listener
+	var err error
+	for i := 0; i < 50; i++ { // the port may linger for a moment
+		if ln, err = net.Listen("tcp", s.addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	s.serve(ln)
+	return nil
+}
+
+func (s *sink) close() { s.stop() }
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/traces" {
+		http.NotFound(w, r)
+		return
+	}
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body = zr
+	}
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(raw); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.record(req.Traces(), time.Now())
+	s.mu.Lock()
+	delay := s.delay
+	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+		}
+	}
+	resp, _ := ptraceotlp.NewExportResponse().MarshalProto()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(resp)
+}
+
+// record counts the spans of td.
+func (s *sink) record(td ptrace.Traces, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = now
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) { s.recordSpan(r.Span, now) })
+}
+
+func (s *sink) recordSpan(sp ptrace.Span, now time.Time) {
+	s.spans++
+	if s.secret != "" {
+		s.checkLeak(sp)
+	}
+	v, ok := sp.Attributes().Get(attrSeq)
+	if !ok || v.Type() != pcommon.ValueTypeInt {
+		s.foreign++
+		return
+	}
+	a := s.bySeq[v.Int()]
+	if a == nil {
+		a = &arrival{first: now}
+		s.bySeq[v.Int()] = a
+	}
+	a.count++
+	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
+		if k == annotator.AttrFailed {
+			a.failed = true
+			return true
+		}
+		if name, ok := strings.CutSuffix(strings.TrimPrefix(k, annotator.AttrPrefix), ".status"); ok && strings.HasPrefix(k, annotator.AttrPrefix) && k == annotator.StatusKey(name) {
+			if a.statuses == nil {
+				a.statuses = map[string]string{}
+			}
+			a.statuses[name] = v.AsString()
+		}
+		return true
+	})
+}
+
+// checkLeak looks for any 8-byte window of the secret in the span's
+// attribute and event attribute values (a clipped key is still a leak).
+func (s *sink) checkLeak(sp ptrace.Span) {
+	found := false
+	look := func(where string, m pcommon.Map) {
+		m.Range(func(k string, v pcommon.Value) bool {
+			if frag := secretFragment(v.AsString(), s.secret); frag != "" {
+				found = true
+				s.leakSeen["span attribute "+k] = frag
+			}
+			return true
+		})
+	}
+	look("attributes", sp.Attributes())
+	evs := sp.Events()
+	for i := 0; i < evs.Len(); i++ {
+		look("event", evs.At(i).Attributes())
+	}
+	if found {
+		s.leaks++
+	}
+}
+
+// secretFragment returns a fragment (8 bytes or more) of secret found in
+// text, or "".
+func secretFragment(text, secret string) string {
+	const window = 8
+	if len(secret) < window || len(text) < window {
+		return ""
+	}
+	for i := 0; i+window <= len(secret); i++ {
+		if strings.Contains(text, secret[i:i+window]) {
+			return secret[i : i+window]
+		}
+	}
+	return ""
+}
+
+// quiet waits until no spans arrived for idle, or until deadline, and
+// reports whether the sink went quiet and wantSeen (when > 0) spans were seen.
+func (s *sink) quiet(ctx context.Context, idle time.Duration, deadline time.Time, want func() bool) bool {
+	for {
+		s.mu.Lock()
+		last := s.last
+		s.mu.Unlock()
+		if want() && time.Since(last) >= idle {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// snapshot copies the arrivals for the accounting.
+func (s *sink) snapshot() (map[int64]arrival, int, int, int, map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int64]arrival, len(s.bySeq))
+	for k, v := range s.bySeq {
+		out[k] = *v
+	}
+	leaks := map[string]string{}
+	for k, v := range s.leakSeen {
+		leaks[k] = v
+	}
+	return out, s.spans, s.foreign, s.leaks, leaks
+}
