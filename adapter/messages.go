@@ -202,7 +202,7 @@ func (c *spanCtx) parsePart(attr string, p any) (text string, results []Message,
 		return "", []Message{{
 			Role:       "tool",
 			Content:    resultText(res),
-			ToolCallID: strField(m, "id", "toolCallId", "tool_call_id", "tool_use_id", "call_id"),
+			ToolCallID: strField(m, "call_id", "id", "toolCallId", "tool_call_id", "tool_use_id"),
 		}}, nil
 	}
 	return "", nil, nil
@@ -267,7 +267,10 @@ func (c *spanCtx) parseToolCall(attr string, m map[string]any) ToolCall {
 		m = tc
 	}
 	call := ToolCall{
-		ID:   strField(m, "id", "toolCallId", "tool_call_id", "call_id"),
+		// The Responses API (and its instrumentations) carry both an item
+		// `id` (fc_…) and the `call_id` the tool's output answers: the
+		// call_id is the call's id.
+		ID:   strField(m, "call_id", "id", "toolCallId", "tool_call_id"),
 		Name: strField(m, "name", "toolName"),
 	}
 	args := field(m, "arguments", "input", "args")

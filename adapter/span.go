@@ -151,6 +151,7 @@ func (d *spanData) parse() {
 	trees := d.flatten(attrs, allFlat)
 	d.readConversation(attrs, trees, partConv)
 	d.readToolDefinitions(attrs, trees)
+	d.readDetailDefinitions()
 	if d.kind != kindLLM {
 		d.readOwnIO(attrs)
 	}
@@ -187,6 +188,7 @@ func (d *spanData) parsePart(p parts) {
 	if p&partDefs != 0 {
 		trees := d.flatten(attrs, defsFlat)
 		d.readToolDefinitions(attrs, trees)
+		d.readDetailDefinitions()
 	}
 	if p&partOwnIO != 0 && d.kind != kindLLM {
 		d.readOwnIO(attrs)
@@ -313,22 +315,7 @@ func (d *spanData) readConversation(attrs pcommon.Map, trees [len(flatPrefixes)]
 	}
 	if in {
 		if v, ok := c.attrValue(attrs, "gen_ai.system_instructions"); ok {
-			switch t := v.(type) {
-			case string:
-				d.system = t
-			case []any:
-				var parts []string
-				for _, p := range t {
-					if s, _, _ := c.parsePart("gen_ai.system_instructions", p); s != "" {
-						parts = append(parts, s)
-					}
-				}
-				d.system = strings.Join(parts, "\n")
-			case map[string]any:
-				d.system, _, _ = c.parsePart("gen_ai.system_instructions", t)
-			default:
-				c.report("gen_ai.system_instructions", "want parts or a string, got %s", typeName(v))
-			}
+			d.system = c.systemInstructions(v)
 		}
 	}
 	// OpenInference flattened
@@ -364,7 +351,9 @@ func (d *spanData) readConversation(attrs pcommon.Map, trees [len(flatPrefixes)]
 			d.output = []Message{{Role: "assistant", Content: text, ToolCalls: calls}}
 		}
 	}
-	// older OTel event forms
+	// content log records joined to the span (operation details)
+	d.readDetails(in, out)
+	// older OTel event forms, as span events or log records
 	in, out = in && len(d.input) == 0, out && len(d.output) == 0
 	if in || out {
 		evIn, evOut := d.readEvents(in, out)
@@ -462,22 +451,15 @@ func eventRole(name string) string {
 // side when wantIn, the output side when wantOut.
 func (d *spanData) readEvents(wantIn, wantOut bool) (in, out []Message) {
 	c := &d.c
-	evs := d.ref.Span.Events()
 	type choice struct {
 		index int
 		msgs  []Message
 	}
 	var choices []choice
-	for i := 0; i < evs.Len(); i++ {
-		ev := evs.At(i)
-		name := ev.Name()
-		attrs := ev.Attributes()
+	for _, ev := range d.events() {
+		name, attrs := ev.name, ev.attrs
 		if !strings.HasPrefix(name, "gen_ai.") {
-			if n := strAttr(attrs, "event.name"); strings.HasPrefix(n, "gen_ai.") {
-				name = n
-			} else {
-				continue
-			}
+			continue
 		}
 		switch name {
 		case "gen_ai.content.prompt", "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
@@ -499,13 +481,16 @@ func (d *spanData) readEvents(wantIn, wantOut bool) (in, out []Message) {
 				out = append(out, c.parseMessages("gen_ai.completion", v, "assistant")...)
 			}
 		case "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
-			body := d.eventBody(attrs, name)
+			body := d.eventBody(ev, name)
 			in = append(in, c.parseMessage(name, body, eventRole(name))...)
 		case "gen_ai.choice":
-			body := d.eventBody(attrs, name)
+			body := d.eventBody(ev, name)
 			idx := len(choices)
-			if f, ok := body["index"].(float64); ok {
-				idx = int(f)
+			switch n := body["index"].(type) {
+			case float64:
+				idx = int(n)
+			case int64:
+				idx = int(n)
 			}
 			if _, ok := body["message"]; !ok {
 				body = map[string]any{"message": map[string]any{"role": "assistant", "content": body["content"], "tool_calls": body["tool_calls"]}}
@@ -525,11 +510,16 @@ func (d *spanData) readEvents(wantIn, wantOut bool) (in, out []Message) {
 	return in, out
 }
 
-// eventBody rebuilds an event's body from a `body` attribute or from the
-// event's attributes.
-func (d *spanData) eventBody(attrs pcommon.Map, name string) map[string]any {
+// eventBody is an event's body: a log record's Body, else a `body`
+// attribute, else rebuilt from the event's attributes.
+func (d *spanData) eventBody(ev eventView, name string) map[string]any {
 	c := &d.c
-	if v, ok := attrs.Get("body"); ok {
+	attrs := ev.attrs
+	v, ok := ev.body, ev.body.Type() != pcommon.ValueTypeEmpty
+	if !ok {
+		v, ok = attrs.Get("body")
+	}
+	if ok {
 		if b, ok := c.valueOf(name+".body", v); ok {
 			if m, ok := b.(map[string]any); ok {
 				return m
@@ -921,4 +911,25 @@ func (d *spanData) readDocuments(attrs pcommon.Map, tree map[string]any) {
 	for _, it := range indexed(tree) {
 		add("retrieval.documents", it)
 	}
+}
+
+// systemInstructions reads gen_ai.system_instructions: parts or a string.
+func (c *spanCtx) systemInstructions(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []any:
+		var parts []string
+		for _, p := range t {
+			if s, _, _ := c.parsePart("gen_ai.system_instructions", p); s != "" {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, "\n")
+	case map[string]any:
+		s, _, _ := c.parsePart("gen_ai.system_instructions", t)
+		return s
+	}
+	c.report("gen_ai.system_instructions", "want parts or a string, got %s", typeName(v))
+	return ""
 }

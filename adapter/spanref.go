@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -12,6 +13,10 @@ type SpanRef struct {
 	Span          ptrace.Span
 	ResourceSpans ptrace.ResourceSpans
 	ScopeSpans    ptrace.ScopeSpans
+	// Events are the GenAI content log records joined to this span (by its
+	// span id; see JoinEvents). They are read like the span's own events
+	// and fill only what the span's attributes lack. Nil for most spans.
+	Events []plog.LogRecord
 }
 
 // Resource is the span's resource.

@@ -37,6 +37,10 @@ type Config struct {
 	Evaluators []evaluators.Config `mapstructure:"evaluators"`
 	// Judges are the LLM judges by name; evaluators name one with `judge:`.
 	Judges map[string]judge.Config `mapstructure:"judges"`
+	// ResultLogRecords emits each result as a gen_ai.evaluation.result log
+	// record too, while the `eval` processor is in a logs pipeline
+	// (docs/logs.md). evalctl reads and ignores it.
+	ResultLogRecords bool `mapstructure:"result_log_records"`
 
 	_ struct{}
 }
@@ -49,7 +53,8 @@ func NewDefaultConfig() Config {
 		Timeout:   60 * time.Second,
 		Workers:   4,
 
-		LateResults: LateResultsSpan,
+		LateResults:      LateResultsSpan,
+		ResultLogRecords: true,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -112,6 +113,19 @@ type fixture struct {
 	// assistantCallsInHistory: earlier assistant turns in the input
 	// messages keep their tool calls (OpenLLMetry 0.22 drops them).
 	assistantCallsInHistory bool
+	// logs: the OTLP/JSON logs file in testdata/logs/ holding the content
+	// the spans lack (see logs_test.go).
+	logs string
+	// respPrefix: the response ids' prefix (default chatcmpl-interop-).
+	respPrefix string
+}
+
+func (f fixture) responseID(i int) string {
+	p := f.respPrefix
+	if p == "" {
+		p = "chatcmpl-interop-"
+	}
+	return fmt.Sprintf("%s%d", p, i+1)
 }
 
 // libraries are the fixtures of the sequential script; each library also
@@ -148,7 +162,10 @@ var libraries = []fixture{
 		file:      "otel-instrumentation-openai.json",
 		agentSpan: "invoke_agent travel-agent", agentName: "travel-agent",
 		agentModel: "gpt-4o-mini", provider: "openai", llmSpan: "chat gpt-4o-mini",
-		content: false, callIDs: true, toolDefs: false, responseIDs: true, totalTokens: false,
+		// No content on the spans: it is in the log records, joined.
+		content: true, callIDs: true, toolDefs: false, responseIDs: true, totalTokens: false,
+		assistantCallsInHistory: true,
+		logs:                    "otel-instrumentation-openai.logs.json",
 	},
 	{
 		// ai 5.0.277 with @ai-sdk/openai 2.0.131 (chat API), experimental_telemetry;
@@ -175,13 +192,27 @@ var libraries = []fixture{
 }
 
 // orderGap says the order of tied tool spans cannot be known from the
-// trace alone: the LLM spans carry no requested calls
+// spans alone: the LLM spans carry no requested calls
 // (@opentelemetry/instrumentation-openai puts them in log records) and the
-// parallel script's tool spans tie, so export order (the order they ended
-// in) decides.
-func (f fixture) orderGap() bool { return !f.content && f.script.name == "parallel" }
+// parallel script's tool spans tie, so without the log records export
+// order (the order they ended in) decides.
+func (f fixture) orderGap() bool { return f.logs != "" && f.script.name == "parallel" }
 
-// fixtures are every library in both scripts.
+// responsesAPI is @opentelemetry/instrumentation-openai on openai
+// 6.49.0's Responses API (semconv 1.38: two
+// gen_ai.client.inference.operation.details records per call), sequential
+// script only.
+var responsesAPI = fixture{
+	file:      "otel-instrumentation-openai-responses.json",
+	agentSpan: "invoke_agent travel-agent", agentName: "travel-agent",
+	agentModel: "gpt-4o-mini", provider: "openai", llmSpan: "chat gpt-4o-mini",
+	content: true, callIDs: true, toolDefs: false, responseIDs: true, totalTokens: false,
+	assistantCallsInHistory: true,
+	logs:                    "otel-instrumentation-openai-responses.logs.json", respPrefix: "resp_interop_",
+	script: sequential,
+}
+
+// fixtures are every library in both scripts, and the Responses API run.
 var fixtures = func() []fixture {
 	var out []fixture
 	for _, f := range libraries {
@@ -189,9 +220,12 @@ var fixtures = func() []fixture {
 		out = append(out, f)
 		f.script = parallel
 		f.file = strings.TrimSuffix(f.file, ".json") + "-parallel.json"
+		if f.logs != "" {
+			f.logs = strings.TrimSuffix(f.logs, ".logs.json") + "-parallel.logs.json"
+		}
 		out = append(out, f)
 	}
-	return out
+	return append(out, responsesAPI)
 }()
 
 func decode(t *testing.T, file string) ptrace.Traces {
@@ -207,9 +241,44 @@ func decode(t *testing.T, file string) ptrace.Traces {
 	return td
 }
 
-func load(t *testing.T, file string) []adapter.Case {
+// load adapts a fixture's trace, joined with its content log records
+// when the library writes content there.
+func load(t *testing.T, f fixture) []adapter.Case {
 	t.Helper()
-	return adapt(t, decode(t, filepath.Join("testdata", file)))
+	return adaptFixture(t, f, decode(t, filepath.Join("testdata", f.file)))
+}
+
+// adaptFixture adapts td (a fixture's trace, possibly altered), joined with
+// f's content log records when it has some.
+func adaptFixture(t *testing.T, f fixture, td ptrace.Traces) []adapter.Case {
+	t.Helper()
+	if f.logs == "" {
+		return adapt(t, td)
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "logs", f.logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(b)
+	if err != nil {
+		t.Fatalf("%s: %v", f.logs, err)
+	}
+	records := adapter.GroupLogsByTrace(ld)
+	traces := adapter.GroupByTrace(td)
+	if len(traces) != 1 {
+		t.Fatalf("%d traces, want 1", len(traces))
+	}
+	for id, spans := range traces {
+		if n := adapter.JoinEvents(spans, records[id]); n != 0 || len(records[id]) == 0 {
+			t.Fatalf("%s: %d records, %d joined to no span", f.logs, len(records[id]), n)
+		}
+		cases, problems := adapter.Adapt(spans)
+		if len(problems) > 0 {
+			t.Errorf("problems: %q", problems)
+		}
+		return cases
+	}
+	return nil
 }
 
 // adapt adapts the one trace of td.
@@ -280,7 +349,7 @@ func TestEveryFixtureHasExpectations(t *testing.T) {
 func TestRealLibraries(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.file, func(t *testing.T) {
-			agent, llms := split(t, f.script, load(t, f.file))
+			agent, llms := split(t, f.script, load(t, f))
 			t.Run("agent", func(t *testing.T) { checkAgent(t, f, agent) })
 			t.Run("llm", func(t *testing.T) { checkLLMs(t, f, llms) })
 		})
@@ -314,7 +383,7 @@ func checkAgent(t *testing.T, f fixture, c adapter.Case) {
 	if c.Provider != f.provider {
 		t.Errorf("Provider = %q, want %q", c.Provider, f.provider)
 	}
-	if last := fmt.Sprintf("chatcmpl-interop-%d", len(f.script.turns)); f.responseIDs && c.ResponseID != last {
+	if f.responseIDs && c.ResponseID != f.responseID(len(f.script.turns)-1) {
 		t.Errorf("ResponseID = %q, want the last model call's", c.ResponseID)
 	}
 	if c.Latency <= 0 {
@@ -514,7 +583,7 @@ func checkLLMs(t *testing.T, f fixture, llms []adapter.Case) {
 		}
 		wantResp := ""
 		if f.responseIDs {
-			wantResp = fmt.Sprintf("chatcmpl-interop-%d", i+1)
+			wantResp = f.responseID(i)
 		}
 		if c.ResponseID != wantResp {
 			t.Errorf("llm %d: ResponseID = %q, want %q", i, c.ResponseID, wantResp)

@@ -77,7 +77,7 @@ func TestScriptedScores(t *testing.T) {
 	ins := scorers(t)
 	for _, f := range fixtures {
 		t.Run(f.file, func(t *testing.T) {
-			got := scores(ins, load(t, f.file))
+			got := scores(ins, load(t, f))
 			if f.orderGap() && !slices.Contains(got, "agent[0] trajectory_strict passed 1") {
 				t.Skipf("adapter gap (see TestRealLibraries order): %q", got)
 			}
@@ -156,24 +156,21 @@ func TestParallelFixturesTie(t *testing.T) {
 // name and arguments, which holds here because the names differ.
 func TestToolSpanTiesAndPermutationsKeepScores(t *testing.T) {
 	ins := scorers(t)
-	files := []string{}
 	for _, f := range fixtures {
-		if f.content { // the LLM spans carry the requested calls
-			files = append(files, filepath.Join("testdata", f.file))
+		if !f.content { // the LLM calls (spans or their log records) carry the requested calls
+			continue
 		}
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			orig := decode(t, file)
-			base := scores(ins, adapt(t, orig))
-			baseOrder := callOrder(adapt(t, orig))
+		t.Run(f.file, func(t *testing.T) {
+			orig := decode(t, filepath.Join("testdata", f.file))
+			base := scores(ins, adaptFixture(t, f, orig))
+			baseOrder := callOrder(adaptFixture(t, f, orig))
 			for seed := uint64(1); seed <= 25; seed++ {
 				td := ptrace.NewTraces()
 				orig.CopyTo(td)
 				if !shakeToolSpans(t, td, rand.New(rand.NewPCG(seed, 9))) {
 					t.Skip("no sibling tool spans")
 				}
-				cases := adapt(t, td)
+				cases := adaptFixture(t, f, td)
 				if got := scores(ins, cases); !slices.Equal(got, base) {
 					t.Fatalf("seed %d: scores changed:\n got %q\nwant %q", seed, got, base)
 				}

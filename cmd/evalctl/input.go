@@ -9,13 +9,18 @@ import (
 	"io"
 	"os"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// document is one OTLP/JSON export request read from an input.
+// document is one OTLP/JSON export request read from an input: traces, or
+// logs (the content log records of the official GenAI instrumentations,
+// joined to their spans by trace and span id).
 type document struct {
 	source string // file name and document number, for messages
 	traces ptrace.Traces
+	logs   plog.Logs
+	isLogs bool
 }
 
 // readInputs reads every INPUT. A file holds one or more JSON documents,
@@ -48,8 +53,9 @@ func readInputs(paths []string, stdin io.Reader) ([]document, error) {
 func readDocuments(name string, r io.Reader) ([]document, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	var u ptrace.JSONUnmarshaler
+	var lu plog.JSONUnmarshaler
 	var docs []document
-	spans := 0
+	spans, records := 0, 0
 	for n := 1; ; n++ {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
@@ -68,12 +74,20 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 			if td, err = u.UnmarshalTraces(raw); err != nil {
 				return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON trace export request: %w", name, n, err)
 			}
+		case "otlp-logs":
+			ld, err := lu.UnmarshalLogs(raw)
+			if err != nil {
+				return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON logs export request: %w", name, n, err)
+			}
+			docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), logs: ld, isLogs: true})
+			records += ld.LogRecordCount()
+			continue
 		case "jaeger", "jaeger-trace":
 			if td, err = jaegerToTraces(raw, kind); err != nil {
 				return nil, fmt.Errorf("input %s, document %d: %w", name, n, err)
 			}
 		default:
-			return nil, fmt.Errorf("input %s, document %d: neither an OTLP/JSON trace export request (\"resourceSpans\") "+
+			return nil, fmt.Errorf("input %s, document %d: neither an OTLP/JSON trace or logs export request (\"resourceSpans\", \"resourceLogs\") "+
 				"nor a Jaeger JSON export (\"data\": [{\"traceID\", \"spans\", \"processes\"}])", name, n)
 		}
 		docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), traces: td})
@@ -81,7 +95,7 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 	}
 	// A file with no span in it scores nothing, and a gate over nothing
 	// would pass: that is bad input, not an empty success.
-	if spans == 0 {
+	if spans == 0 && records == 0 {
 		return nil, fmt.Errorf("input %s: no trace found (%d document(s), no span as OTLP/JSON or Jaeger JSON)", name, len(docs))
 	}
 	return docs, nil
@@ -92,6 +106,9 @@ func writeDocuments(w io.Writer, docs []document) error {
 	var m ptrace.JSONMarshaler
 	bw := bufio.NewWriter(w)
 	for _, d := range docs {
+		if d.isLogs {
+			continue // --out writes traces
+		}
 		b, err := m.MarshalTraces(d.traces)
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.source, err)

@@ -81,6 +81,8 @@ func documentKind(raw []byte) string {
 	switch {
 	case keys["resourceSpans"] != nil || keys["resource_spans"] != nil:
 		return "otlp"
+	case keys["resourceLogs"] != nil || keys["resource_logs"] != nil:
+		return "otlp-logs"
 	case keys["data"] != nil:
 		return "jaeger"
 	case keys["spans"] != nil && keys["traceID"] != nil:

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -127,7 +128,19 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
 	}
-	for _, spans := range tracesInOrder(docs) {
+	traces := tracesInOrder(docs)
+	if len(traces) == 0 {
+		// Logs alone score nothing, and a gate over nothing would pass.
+		fmt.Fprintln(stderr, "evalctl run: no trace in the inputs (log records are joined to the spans of their traces)")
+		return exitUsage
+	}
+	records := logsByTrace(docs)
+	for _, spans := range traces {
+		id := spans[0].Span.TraceID()
+		if n := adapter.JoinEvents(spans, records[id]); n > 0 {
+			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %d GenAI content log records name no span of the trace; not read\n", id, n)
+		}
+		delete(records, id)
 		tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		rep := eng.ScoreTrace(tctx, spans)
 		cancel()
@@ -135,6 +148,15 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %s\n", spans[0].Span.TraceID(), p)
 		}
 		sum.add(rep)
+	}
+
+	for id, recs := range records {
+		for _, lr := range recs {
+			if adapter.IsGenAIEvent(lr) {
+				fmt.Fprintf(stderr, "evalctl: warning: trace %s: GenAI content log records without any span of their trace; not read\n", id)
+				break
+			}
+		}
 	}
 
 	// Traces to stdout keep it machine-readable: the summary then goes to stderr.
@@ -232,6 +254,9 @@ func tracesInOrder(docs []document) [][]adapter.SpanRef {
 	index := map[pcommon.TraceID]int{}
 	var out [][]adapter.SpanRef
 	for _, d := range docs {
+		if d.isLogs {
+			continue
+		}
 		adapter.ForEachSpan(d.traces, func(r adapter.SpanRef) {
 			id := r.Span.TraceID()
 			at, seen := index[id]
@@ -242,6 +267,20 @@ func tracesInOrder(docs []document) [][]adapter.SpanRef {
 			}
 			out[at] = append(out[at], r)
 		})
+	}
+	return out
+}
+
+// logsByTrace groups the log records of every logs document by trace id.
+func logsByTrace(docs []document) map[pcommon.TraceID][]plog.LogRecord {
+	out := map[pcommon.TraceID][]plog.LogRecord{}
+	for _, d := range docs {
+		if !d.isLogs {
+			continue
+		}
+		for id, recs := range adapter.GroupLogsByTrace(d.logs) {
+			out[id] = append(out[id], recs...)
+		}
 	}
 	return out
 }

@@ -23,6 +23,7 @@ const all = [
   "openllmetry-0.22",
   "openllmetry-0.27",
   "otel-instrumentation-openai",
+  "otel-instrumentation-openai-responses",
   "vercel-ai-v5",
   "langchain",
 ];

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 )
@@ -49,10 +50,13 @@ func (b backoff) wait(d time.Duration) time.Duration {
 	return min(j, b.max)
 }
 
-// outItem is released spans ready to go on.
+// outItem is released spans, or released log records (when isLogs), ready
+// to go on. spans counts the items either way.
 type outItem struct {
-	td    ptrace.Traces
-	spans int
+	td     ptrace.Traces
+	ld     plog.Logs
+	isLogs bool
+	spans  int
 }
 
 // forwarder hands released spans to the next consumer from one goroutine:
@@ -87,6 +91,18 @@ func newForwarder(p *evalProcessor, b backoff) *forwarder {
 
 // push queues released spans. It never blocks.
 func (f *forwarder) push(td ptrace.Traces, spans int) {
+	f.pushItem(outItem{td: td, spans: spans})
+}
+
+// pushLogs queues released log records (held with their trace, and the
+// results as log records). It never blocks. They share the span backlog
+// and its retry: the logs pipeline's exporter fails like the traces one.
+func (f *forwarder) pushLogs(ld plog.Logs, records int) {
+	f.pushItem(outItem{ld: ld, isLogs: true, spans: records})
+}
+
+func (f *forwarder) pushItem(it outItem) {
+	spans := it.spans
 	if spans == 0 {
 		return
 	}
@@ -97,10 +113,10 @@ func (f *forwarder) push(td ptrace.Traces, spans int) {
 		// Shutdown); it is sent once, and its fate is counted.
 		f.backlog.Add(int64(spans))
 		f.p.tel.releaseBacklog.Add(context.Background(), int64(spans))
-		f.send(outItem{td: td, spans: spans}, true)
+		f.send(it, true)
 		return
 	}
-	f.items = append(f.items, outItem{td: td, spans: spans})
+	f.items = append(f.items, it)
 	f.mu.Unlock()
 	f.backlog.Add(int64(spans))
 	f.p.tel.releaseBacklog.Add(context.Background(), int64(spans))
@@ -151,8 +167,12 @@ func (f *forwarder) drain(final bool) {
 			req := items[0]
 			items[0] = outItem{}
 			items = items[1:]
-			for len(items) > 0 && req.spans+items[0].spans <= maxRequestSpans {
-				items[0].td.ResourceSpans().MoveAndAppendTo(req.td.ResourceSpans())
+			for len(items) > 0 && items[0].isLogs == req.isLogs && req.spans+items[0].spans <= maxRequestSpans {
+				if req.isLogs {
+					items[0].ld.ResourceLogs().MoveAndAppendTo(req.ld.ResourceLogs())
+				} else {
+					items[0].td.ResourceSpans().MoveAndAppendTo(req.td.ResourceSpans())
+				}
 				req.spans += items[0].spans
 				items[0] = outItem{}
 				items = items[1:]
@@ -228,9 +248,11 @@ func (f *forwarder) consume(req outItem) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			first := ""
-			if rss := req.td.ResourceSpans(); rss.Len() > 0 {
-				if sss := rss.At(0).ScopeSpans(); sss.Len() > 0 && sss.At(0).Spans().Len() > 0 {
-					first = sss.At(0).Spans().At(0).TraceID().String()
+			if !req.isLogs {
+				if rss := req.td.ResourceSpans(); rss.Len() > 0 {
+					if sss := rss.At(0).ScopeSpans(); sss.Len() > 0 && sss.At(0).Spans().Len() > 0 {
+						first = sss.At(0).Spans().At(0).TraceID().String()
+					}
 				}
 			}
 			f.p.logger.Error("next consumer panicked on released spans", zap.String("trace_id", first),
@@ -238,5 +260,8 @@ func (f *forwarder) consume(req outItem) (err error) {
 			err = consumererror.NewPermanent(fmt.Errorf("next consumer panicked: %v", r))
 		}
 	}()
+	if req.isLogs {
+		return f.p.nextLogs.ConsumeLogs(context.Background(), req.ld)
+	}
 	return f.p.next.ConsumeTraces(context.Background(), req.td)
 }

@@ -84,8 +84,16 @@ func newHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *z
 	return newHarnessWith(t, mut, next, logger, nil)
 }
 
+// startHarness is newHarness with the processor in a logs pipeline too
+// when nextLogs is set.
+func startHarness(t *testing.T, mut func(*Config), next consumer.Traces, logger *zap.Logger, nextLogs consumer.Logs) *harness {
+	t.Helper()
+	return newHarnessWith(t, mut, next, logger, func(p *evalProcessor) { p.nextLogs = nextLogs })
+}
+
 // newHarnessWith is newHarness with prep run on the processor before Start
-// (to set the retry backoff, the deadline grace or the scorer).
+// (to set the retry backoff, the deadline grace, the scorer or the logs
+// consumer).
 func newHarnessWith(t *testing.T, mut func(*Config), next consumer.Traces, logger *zap.Logger, prep func(*evalProcessor)) *harness {
 	t.Helper()
 	cfg := createDefaultConfig()

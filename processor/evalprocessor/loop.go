@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
@@ -23,6 +24,15 @@ type heldTrace struct {
 	spans    int
 	root     bool
 	lastSeen time.Time
+
+	// The logs side: the trace's log records held with it (logs), the
+	// GenAI content events among them for the adapter (records), and the
+	// results as log records once scored (results, resultN).
+	logs     []plog.Logs
+	records  []plog.LogRecord
+	logCount int
+	results  plog.Logs
+	resultN  int
 
 	prev, next [2]*heldTrace
 	in         [2]bool
@@ -171,6 +181,11 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 			p.dirMu.RUnlock()
 			if st.done() {
 				// Released between ConsumeTraces' routing and now: late.
+				if c.isLogs {
+					p.tel.logRecordsLate.Add(context.Background(), int64(c.count))
+					p.fwd.pushLogs(c.ld, c.count)
+					continue
+				}
 				p.tel.spansLate.Add(context.Background(), int64(c.spans))
 				p.fwd.push(c.td, c.spans)
 				continue
@@ -181,6 +196,11 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 			p.tel.tracesHeld.Add(context.Background(), 1)
 		} else {
 			p.lists[0].moveToBack(t)
+		}
+		t.lastSeen = now
+		if c.isLogs {
+			t.ingestLogs(c)
+			continue
 		}
 		t.chunks = append(t.chunks, c.td)
 		if t.refs == nil {
@@ -273,6 +293,11 @@ func (p *evalProcessor) worker() {
 }
 
 func (p *evalProcessor) process(w *workerSlot, j job) bool {
+	if j.t.spans == 0 {
+		// Only GenAI log records came: their trace never showed up.
+		p.forwardReleased(j.t, j.g, "")
+		return true
+	}
 	if j.score && p.runCtx.Err() == nil {
 		return p.score(w, j)
 	}
@@ -291,6 +316,13 @@ func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
 		p.tel.unscored(context.Background(), reason, t.spans)
 	}
 	p.tel.tracesHeld.Add(context.Background(), -1)
+	p.forwardLogs(t, t.results, t.resultN)
+	if len(t.chunks) == 0 {
+		if g != nil {
+			g.add(p.fwd, ptrace.Traces{}, 0)
+		}
+		return
+	}
 	td := t.chunks[0]
 	for _, c := range t.chunks[1:] {
 		c.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
@@ -351,6 +383,13 @@ func (p *evalProcessor) score(w *workerSlot, j job) bool {
 	if dups > 0 {
 		p.tel.spansDuplicate.Add(context.Background(), int64(dups))
 	}
+	if len(t.records) > 0 {
+		// Content from the trace's GenAI log records fills what its spans
+		// lack.
+		if n := adapter.JoinEvents(refs, t.records); n > 0 {
+			p.tel.logRecordsUnjoined.Add(context.Background(), int64(n))
+		}
+	}
 	ctx, cancel := context.WithTimeout(p.runCtx, p.cfg.Timeout)
 	s := &scoring{}
 	ctx = engine.WithAnnotateGuard(ctx, s.claimScorer)
@@ -378,6 +417,9 @@ func (p *evalProcessor) score(w *workerSlot, j job) bool {
 		reason := ""
 		if len(rep.Problems) > 0 && len(rep.Evaluations) == 0 {
 			reason = reasonBadInput
+		}
+		if p.resultLogsOn() {
+			t.results, t.resultN = resultRecords(rep, refs, pcommon.NewTimestampFromTime(time.Now()))
 		}
 		g := j.g
 		if async {

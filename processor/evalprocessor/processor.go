@@ -49,9 +49,12 @@ type evalProcessor struct {
 	set    component.TelemetrySettings
 	logger *zap.Logger
 	next   consumer.Traces
-	clk    clock
-	tel    *telemetry
-	eng    *engine.Engine
+	// nextLogs is set when the same `eval` component is in a logs pipeline
+	// too (the factory shares one processor between both).
+	nextLogs consumer.Logs
+	clk      clock
+	tel      *telemetry
+	eng      *engine.Engine
 
 	// lifeMu guards running. ConsumeTraces holds it for reading while it
 	// hands spans to the loop, so Shutdown (holding it for writing) knows no
@@ -281,6 +284,12 @@ func (p *evalProcessor) forwardSync(ctx context.Context, td ptrace.Traces) error
 // gone: a span of its own, linked to the evaluated span.
 func (p *evalProcessor) forwardLateResult(_ context.Context, td ptrace.Traces) {
 	p.tel.lateResults.Add(context.Background(), 1)
+	if p.resultLogsOn() {
+		if ld, n := lateResultRecords(td, pcommon.NewTimestampFromTime(time.Now())); n > 0 {
+			p.tel.resultRecords.Add(context.Background(), int64(n))
+			p.fwd.pushLogs(ld, n)
+		}
+	}
 	p.fwd.push(td, td.SpanCount())
 }
 
@@ -425,7 +434,11 @@ func (p *evalProcessor) split(td ptrace.Traces, r routing) (ptrace.Traces, []*ch
 // chunk is a copy of the spans of one trace from one batch (or, for fwd,
 // of the spans forwarded at once).
 type chunk struct {
-	id    pcommon.TraceID
+	id pcommon.TraceID
+	// isLogs: the chunk holds log records (logPart), not spans.
+	isLogs bool
+	logPart
+
 	td    ptrace.Traces
 	refs  []adapter.SpanRef
 	root  bool

@@ -43,6 +43,7 @@ const (
 )
 
 type telemetry struct {
+	logTelemetry
 	tracesHeld         metric.Int64UpDownCounter
 	tracesScored       metric.Int64Counter
 	spansUnscored      metric.Int64Counter
@@ -82,6 +83,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		scoreOpt:   map[string]metric.MeasurementOption{},
 	}
 	var errs, err error
+	t.logTelemetry, err = newLogTelemetry(m)
+	errs = errors.Join(errs, err)
 	t.tracesHeld, err = m.Int64UpDownCounter(metricTracesHeld,
 		metric.WithDescription("GenAI traces held, waiting to be scored."), metric.WithUnit("{traces}"))
 	errs = errors.Join(errs, err)

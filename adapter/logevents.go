@@ -1,0 +1,225 @@
+package adapter
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+// GenAI content events. The official instrumentations (Python
+// opentelemetry-instrumentation-openai-v2, google-genai, vertexai; JS
+// @opentelemetry/instrumentation-openai) put chat content in log records
+// linked to the LLM span by trace and span id, not on the span. See
+// docs/logs.md.
+const (
+	EventSystemMessage    = "gen_ai.system.message"
+	EventUserMessage      = "gen_ai.user.message"
+	EventAssistantMessage = "gen_ai.assistant.message"
+	EventToolMessage      = "gen_ai.tool.message"
+	EventChoice           = "gen_ai.choice"
+	// EventOperationDetails carries the content in attributes
+	// (gen_ai.input.messages, gen_ai.output.messages,
+	// gen_ai.system_instructions, gen_ai.tool.definitions); one record may
+	// hold only the input and another only the output of the same call.
+	EventOperationDetails = "gen_ai.client.inference.operation.details"
+
+	// attrEventName is where older SDKs put the event name.
+	attrEventName = "event.name"
+)
+
+// EventName is a log record's event name: the EventName field, else the
+// `event.name` attribute (older Python Events API, JS
+// @opentelemetry/instrumentation-openai for Chat Completions).
+func EventName(lr plog.LogRecord) string {
+	if n := lr.EventName(); n != "" {
+		return n
+	}
+	if v, ok := lr.Attributes().Get(attrEventName); ok && v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return ""
+}
+
+// IsGenAIEventName reports whether name is one of the GenAI content events
+// the adapter reads.
+func IsGenAIEventName(name string) bool {
+	switch name {
+	case EventSystemMessage, EventUserMessage, EventAssistantMessage, EventToolMessage, EventChoice, EventOperationDetails:
+		return true
+	}
+	return false
+}
+
+// IsGenAIEvent reports whether lr is a GenAI content event.
+func IsGenAIEvent(lr plog.LogRecord) bool { return IsGenAIEventName(EventName(lr)) }
+
+// JoinEvents attaches the GenAI content records of one trace to its spans
+// (a record identical to one already attached, as a resent request gives,
+// is attached once):
+// a record goes to the span with its span id; a record without a span id
+// (it has only its trace) goes to the trace's LLM span when there is
+// exactly one. Records of other kinds are ignored. It returns how many
+// GenAI records found no span. spans is edited in place (Events); the
+// records are referenced, not copied.
+func JoinEvents(spans []SpanRef, records []plog.LogRecord) (unjoined int) {
+	if len(records) == 0 {
+		return 0
+	}
+	byID := make(map[pcommon.SpanID]int, len(spans))
+	for i := range spans {
+		byID[spans[i].Span.SpanID()] = i
+	}
+	onlyLLM := -2 // -2: not looked for yet; -1: none or several
+	for _, lr := range records {
+		if !IsGenAIEvent(lr) {
+			continue
+		}
+		i, ok := -1, false
+		if sid := lr.SpanID(); !sid.IsEmpty() {
+			i, ok = byID[sid]
+		} else {
+			if onlyLLM == -2 {
+				onlyLLM = soleLLMSpan(spans)
+			}
+			i, ok = onlyLLM, onlyLLM >= 0
+		}
+		if !ok {
+			unjoined++
+			continue
+		}
+		if !hasRecord(spans[i].Events, lr) {
+			spans[i].Events = append(spans[i].Events, lr)
+		}
+	}
+	return unjoined
+}
+
+// hasRecord says whether an identical record is already in evs: a client
+// that resends a request (normal OTLP behaviour after a lost response)
+// must not repeat the conversation.
+func hasRecord(evs []plog.LogRecord, lr plog.LogRecord) bool {
+	for _, e := range evs {
+		if e.Timestamp() == lr.Timestamp() && e.ObservedTimestamp() == lr.ObservedTimestamp() &&
+			e.EventName() == lr.EventName() && e.Body().Equal(lr.Body()) && e.Attributes().Equal(lr.Attributes()) {
+			return true
+		}
+	}
+	return false
+}
+
+func soleLLMSpan(spans []SpanRef) int {
+	found := -1
+	for i := range spans {
+		if classify(spans[i].Span, false) == kindLLM {
+			if found >= 0 {
+				return -1
+			}
+			found = i
+		}
+	}
+	return found
+}
+
+// GroupLogsByTrace groups the records of ld by trace id, in order of
+// appearance. Records without a trace id are left out.
+func GroupLogsByTrace(ld plog.Logs) map[pcommon.TraceID][]plog.LogRecord {
+	out := map[pcommon.TraceID][]plog.LogRecord{}
+	ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
+		if id := lr.TraceID(); !id.IsEmpty() {
+			out[id] = append(out[id], lr)
+		}
+	})
+	return out
+}
+
+// ForEachLogRecord calls f for every record of ld, in order, with its
+// resource and scope.
+func ForEachLogRecord(ld plog.Logs, f func(plog.LogRecord, plog.ResourceLogs, plog.ScopeLogs)) {
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			sl := sls.At(j)
+			lrs := sl.LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				f(lrs.At(k), rl, sl)
+			}
+		}
+	}
+}
+
+// eventView is one GenAI event, carried as a span event or as a log record.
+type eventView struct {
+	name  string
+	attrs pcommon.Map
+	// body is the log record's body; empty for span events (whose body,
+	// when any, is the `body` attribute).
+	body pcommon.Value
+}
+
+// events lists the span's own events, then its joined log records, each
+// with its GenAI event name ("" when it is not one).
+func (d *spanData) events() []eventView {
+	evs := d.ref.Span.Events()
+	out := make([]eventView, 0, evs.Len()+len(d.ref.Events))
+	for i := 0; i < evs.Len(); i++ {
+		ev := evs.At(i)
+		name := ev.Name()
+		if n := strAttr(ev.Attributes(), attrEventName); n != "" && !hasGenAIPrefix(name) {
+			name = n
+		}
+		out = append(out, eventView{name: name, attrs: ev.Attributes(), body: pcommon.NewValueEmpty()})
+	}
+	for _, lr := range d.ref.Events {
+		out = append(out, eventView{name: EventName(lr), attrs: lr.Attributes(), body: lr.Body()})
+	}
+	return out
+}
+
+func hasGenAIPrefix(s string) bool { return len(s) > 7 && s[:7] == "gen_ai." }
+
+// readDetails fills what the span's attributes lacked from its joined
+// gen_ai.client.inference.operation.details records: input and output
+// messages (each from the first record that has them), system
+// instructions and tool definitions.
+func (d *spanData) readDetails(in, out bool) {
+	if len(d.ref.Events) == 0 {
+		return
+	}
+	c := &d.c
+	for _, lr := range d.ref.Events {
+		if EventName(lr) != EventOperationDetails {
+			continue
+		}
+		attrs := lr.Attributes()
+		if in && len(d.input) == 0 {
+			if v, ok := c.attrValue(attrs, "gen_ai.input.messages"); ok {
+				d.input = c.parseMessages(EventOperationDetails+" gen_ai.input.messages", v, "user")
+			}
+		}
+		if in && d.system == "" {
+			if v, ok := c.attrValue(attrs, "gen_ai.system_instructions"); ok {
+				d.system = c.systemInstructions(v)
+			}
+		}
+		if out && len(d.output) == 0 {
+			if v, ok := c.attrValue(attrs, "gen_ai.output.messages"); ok {
+				d.output = c.parseMessages(EventOperationDetails+" gen_ai.output.messages", v, "assistant")
+			}
+		}
+	}
+}
+
+// readDetailDefinitions reads tool definitions from the joined
+// operation-details records when the span itself offered none.
+func (d *spanData) readDetailDefinitions() {
+	if len(d.toolDefs) != 0 {
+		return
+	}
+	var none [len(flatPrefixes)]map[string]any
+	for _, lr := range d.ref.Events {
+		if EventName(lr) == EventOperationDetails {
+			d.readToolDefinitions(lr.Attributes(), none)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package annotator
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/evalbridge/evalbridge/evaluators"
+)
+
+func TestAppendResultRecords(t *testing.T) {
+	results := []evaluators.Result{
+		{Name: "flow", Status: evaluators.StatusPassed, Score: 1, Threshold: 1},
+		{Name: "faith", Status: evaluators.StatusFailed, Score: 0.25, Threshold: 0.5, Reason: "claims X"},
+		{Name: "judge", Status: evaluators.StatusTimeout, Reason: "judge timed out"},
+		{Name: "rag", Status: evaluators.StatusSkipped, Reason: "no documents"},
+	}
+	tgt := Target{TraceID: pcommon.TraceID{1}, SpanID: pcommon.SpanID{2}, ResponseID: "chatcmpl-1"}
+	ls := plog.NewLogRecordSlice()
+	AppendResultRecords(ls, tgt, results, 42)
+	if ls.Len() != 3 || ResultRecordCount(results) != 3 {
+		t.Fatalf("%d records, want 3 (skipped has none)", ls.Len())
+	}
+	for i := 0; i < ls.Len(); i++ {
+		lr := ls.At(i)
+		if lr.EventName() != EventName || lr.TraceID() != tgt.TraceID || lr.SpanID() != tgt.SpanID || lr.Timestamp() != 42 {
+			t.Errorf("record %d: event %q trace %v span %v", i, lr.EventName(), lr.TraceID(), lr.SpanID())
+		}
+		if v, _ := lr.Attributes().Get(AttrResponseID); v.Str() != "chatcmpl-1" {
+			t.Errorf("record %d: no response id", i)
+		}
+	}
+	want := []map[string]any{
+		{EventEvalName: "flow", EventScoreValue: 1.0, EventScoreLabel: "pass", AttrResponseID: "chatcmpl-1"},
+		{EventEvalName: "faith", EventScoreValue: 0.25, EventScoreLabel: "fail", EventExplanation: "claims X", AttrResponseID: "chatcmpl-1"},
+		{EventEvalName: "judge", AttrErrorType: "timeout", EventExplanation: "judge timed out", AttrResponseID: "chatcmpl-1"},
+	}
+	for i, w := range want {
+		got := ls.At(i).Attributes().AsRaw()
+		if len(got) != len(w) {
+			t.Errorf("record %d: %v, want %v", i, got, w)
+			continue
+		}
+		for k, v := range w {
+			if got[k] != v {
+				t.Errorf("record %d: %s = %v, want %v", i, k, got[k], v)
+			}
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The JS @opentelemetry/instrumentation-openai writes chat content only in
+// log records: given the logs export beside the traces (in either order),
+// evalctl scores the output; without it, the output evaluator is skipped.
+func TestRunJoinsContentLogRecords(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfg, []byte(`evaluators:
+  - type: tool_trajectory
+    mode: strict
+    expected: [search_flights, book_hotel]
+  - type: regex
+    name: cites_flight
+    case: agent
+    pattern: 'TP 541'
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	traces := "../../interop/testdata/otel-instrumentation-openai.json"
+	logs := "../../interop/testdata/logs/otel-instrumentation-openai.logs.json"
+	status := func(args ...string) map[string]evaluatorSummary {
+		t.Helper()
+		code, out, stderr := runEvalctl(t, "", append([]string{"run", "--config", cfg, "--summary", "json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("exit %d; stderr: %s", code, stderr)
+		}
+		if strings.Contains(stderr, "warning") {
+			t.Errorf("warnings: %s", stderr)
+		}
+		var sum struct {
+			Evaluators []evaluatorSummary `json:"evaluators"`
+		}
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]evaluatorSummary{}
+		for _, e := range sum.Evaluators {
+			by[e.Name] = e
+		}
+		return by
+	}
+	for _, order := range [][]string{{traces, logs}, {logs, traces}} {
+		by := status(order...)
+		if e := by["cites_flight"]; e.Passed != 1 {
+			t.Errorf("order %v: cites_flight = %+v, want passed from the log content", order, e)
+		}
+		if e := by["tool_trajectory"]; e.Passed != 1 {
+			t.Errorf("order %v: tool_trajectory = %+v", order, e)
+		}
+	}
+	if e := status(traces)["cites_flight"]; e.Skipped != 1 {
+		t.Errorf("traces alone: cites_flight = %+v, want skipped (no content)", e)
+	}
+}

@@ -1,0 +1,119 @@
+// @opentelemetry/instrumentation-openai 0.21.0 (the newest that runs on Node
+// 20; 0.22 needs Node >= 22.15) on openai 6's Responses API, patched through
+// its require hook. For responses.create it follows GenAI semconv 1.38: the
+// content is in two gen_ai.client.inference.operation.details log records
+// per call (one holding gen_ai.input.messages, one gen_ai.output.messages),
+// named in the EventName field. Message content is captured
+// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) but travels as
+// log records, not on the spans: the traces fixture holds the spans, the
+// log records go to testdata/logs/. The instrumentation writes only the chat
+// spans; the invoke_agent and execute_tool spans are written by this app
+// following the current GenAI semantic conventions (gen_ai.tool.call.arguments
+// / .result as JSON strings), as an application using this library would.
+process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = "true";
+
+import path from "node:path";
+import { SpanKind, SpanStatusCode, context, metrics, trace } from "@opentelemetry/api";
+import { logs } from "@opentelemetry/api-logs";
+import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import {
+  LoggerProvider,
+  InMemoryLogRecordExporter,
+  SimpleLogRecordProcessor,
+} from "@opentelemetry/sdk-logs";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { OpenAIInstrumentation } from "@opentelemetry/instrumentation-openai";
+import { USER_REQUEST, FINAL_TEXT } from "../lib/server.mjs";
+import { startResponsesServer, runResponsesAgent } from "../lib/responses.mjs";
+import { writeTraces, writeLogs } from "../lib/otlp.mjs";
+import { require, testdata, check } from "./common.mjs";
+
+const resource = resourceFromAttributes({ "service.name": "interop-otel-instrumentation-openai-responses" });
+const exporter = new InMemorySpanExporter();
+const provider = new NodeTracerProvider({
+  resource,
+  spanProcessors: [new SimpleSpanProcessor(exporter)],
+});
+provider.register();
+const logExporter = new InMemoryLogRecordExporter();
+const loggerProvider = new LoggerProvider({
+  resource,
+  processors: [new SimpleLogRecordProcessor({ exporter: logExporter })],
+});
+logs.setGlobalLoggerProvider(loggerProvider);
+
+const instrumentation = new OpenAIInstrumentation();
+instrumentation.setTracerProvider(provider);
+instrumentation.setLoggerProvider(loggerProvider);
+// The Responses path records token metrics unguarded: without a meter
+// provider it throws before it emits the output record. The API's no-op
+// provider is enough.
+instrumentation.setMeterProvider(metrics.getMeterProvider());
+instrumentation.enable();
+const { OpenAI } = require("openai"); // after enable(): the require hook patches it
+
+const server = await startResponsesServer();
+const client = new OpenAI({ apiKey: "sk-interop", baseURL: server.baseURL, maxRetries: 0 });
+const tracer = provider.getTracer("travel-agent-app", "1.0.0");
+const AGENT = "travel-agent";
+
+// An execute_tool span per the GenAI conventions around each tool call.
+function wrapTool(name, fn) {
+  return async (args, call) =>
+    tracer.startActiveSpan(
+      `execute_tool ${name}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": name,
+          "gen_ai.tool.type": "function",
+          "gen_ai.tool.call.id": call.id,
+          "gen_ai.tool.call.arguments": call.function.arguments,
+        },
+      },
+      async (span) => {
+        try {
+          const result = await fn(args);
+          span.setAttribute("gen_ai.tool.call.result", result);
+          return result;
+        } finally {
+          span.end();
+        }
+      },
+    );
+}
+
+const out = await tracer.startActiveSpan(
+  `invoke_agent ${AGENT}`,
+  {
+    kind: SpanKind.INTERNAL,
+    attributes: {
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.agent.name": AGENT,
+      "gen_ai.provider.name": "openai",
+      "gen_ai.request.model": "gpt-4o-mini",
+    },
+  },
+  async (span) => {
+    try {
+      return await runResponsesAgent(client, USER_REQUEST, wrapTool);
+    } finally {
+      span.setStatus({ code: SpanStatusCode.OK });
+      span.end();
+    }
+  },
+);
+check(out === FINAL_TEXT, "final text");
+check(server.requests.length === 3, "three responses");
+await server.close();
+await provider.forceFlush();
+await loggerProvider.forceFlush();
+const spans = exporter.getFinishedSpans();
+const records = logExporter.getFinishedLogRecords();
+writeTraces(path.join(testdata, "otel-instrumentation-openai-responses.json"), spans);
+writeLogs(path.join(testdata, "logs", "otel-instrumentation-openai-responses.logs.json"), records);
+console.log(`otel-instrumentation-openai-responses: ${spans.length} spans, ${records.length} log records`);
+await provider.shutdown();
+await loggerProvider.shutdown();
