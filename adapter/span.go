@@ -221,7 +221,7 @@ func (d *spanData) readMeta(attrs pcommon.Map) {
 	d.model = c.firstString(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model", "ai.model.id")
 	d.provider = c.firstString(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider")
 	d.responseID = c.firstString(attrs, "gen_ai.response.id", "ai.response.id")
-	d.conversation = c.firstString(attrs, "gen_ai.conversation.id", "session.id", "ai.telemetry.metadata.sessionId", "traceloop.association.properties.session_id")
+	d.conversation = c.firstString(attrs, ConversationIDKeys...)
 	d.agentName = c.firstString(attrs, "gen_ai.agent.name", "agent.name")
 	if d.agentName == "" && d.kind == kindAgent {
 		d.agentName = c.firstString(attrs, "traceloop.entity.name", "ai.telemetry.functionId")

@@ -30,6 +30,10 @@ type Factory struct {
 	// or system instructions, so the adapter may skip decoding them when no
 	// configured evaluator needs them (the costliest part of adapting).
 	ConversationFree bool
+	// Sessions says the type can score a whole conversation (`case:
+	// session`, contract section 14): it reads the case's turns, messages,
+	// tool calls or usage, which a session case fills from all its turns.
+	Sessions bool
 	// New decodes the type's options strictly (unknown keys are errors) and
 	// builds the evaluator. It must be cheap and start nothing.
 	New func(opts *confmap.Conf, deps Deps) (Evaluator, error)
@@ -44,8 +48,8 @@ var registry = index(
 	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCallAccuracy},
 	// Calls on their own.
 	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCallValidity},
-	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolError},
-	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolEfficiency},
+	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, Sessions: true, New: newToolError},
+	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, Sessions: true, New: newToolEfficiency},
 	// Tool definitions (reliability.go).
 	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolNameReliability},
 	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolDescriptionReliability},
@@ -76,6 +80,17 @@ func index(fs ...Factory) map[string]Factory {
 func Lookup(typ string) (Factory, bool) {
 	f, ok := registry[typ]
 	return f, ok
+}
+
+// SessionTypes lists the types that accept `case: session`, sorted.
+func SessionTypes() []string {
+	var out []string
+	for _, t := range Types() {
+		if registry[t].Sessions {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Types lists the registered types, sorted.
