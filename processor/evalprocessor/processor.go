@@ -2,6 +2,7 @@ package evalprocessor
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,9 @@ type evalProcessor struct {
 	traces map[pcommon.TraceID]*heldTrace
 	lists  [2]traceList // 0: every held trace by last span; 1: those whose root arrived
 
+	// sess is the sessions side (sessions.go); nil until Start.
+	sess *sessionState
+
 	badInputLogged atomic.Bool
 	refusedLogged  atomic.Bool
 }
@@ -144,6 +148,9 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	p.stop = make(chan struct{})
 	p.runCtx, p.cancel = context.WithCancel(context.Background())
 
+	if err := p.startSessions(); err != nil {
+		return errors.Join(err, eng.Shutdown(ctx))
+	}
 	tick := p.clk.newTicker(p.cfg.tickInterval())
 	p.wg.Add(1 + p.cfg.Workers)
 	go p.fwd.run()
@@ -178,6 +185,7 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, p.cancel)
 	close(p.stop)
 	p.wg.Wait()
+	p.stopSessions(ctx)
 	// Traces still waiting for a judge are forwarded by the engine (with
 	// what finished) before its Shutdown returns.
 	err := p.eng.Shutdown(ctx)
