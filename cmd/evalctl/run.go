@@ -109,6 +109,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 
 	sum := newSummary(eng.Instances())
+	store := recordSessions(eng, cfg)
 	records := logsByTrace(docs)
 	for _, spans := range tracesInOrder(docs) {
 		id := spans[0].Span.TraceID()
@@ -124,6 +125,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		sum.add(rep)
 	}
+
+	// Sessions are scored once every input has been read: their
+	// evaluate_session spans go to --out after the input traces.
+	docs = append(docs, scoreSessions(ctx, eng, cfg, store, sum)...)
 
 	for id, recs := range records {
 		for _, lr := range recs {
