@@ -237,8 +237,11 @@ func (s *Store) compact(c *adapter.Case, start time.Time) (adapter.Turn, bool) {
 		t.ToolCalls = make([]adapter.ToolCall, len(calls))
 	}
 	for i, tc := range calls {
+		// As found it is usually the JSON text already (cheaper to check
+		// than to encode again); decoded from another form (Python
+		// kwargs), the arguments are encoded.
 		raw := tc.RawArguments
-		if tc.Arguments != nil {
+		if tc.Arguments != nil && (raw == "" || !json.Valid([]byte(raw))) {
 			if b, err := json.Marshal(tc.Arguments); err == nil {
 				raw = string(b)
 			}
