@@ -50,6 +50,9 @@ exporters:
     endpoint: %[2]s
     retry_on_failure:
       enabled: false
+  webhook:
+    endpoint: %[4]s/alerts
+    secret: e2e-webhook-secret
 service:
   telemetry:
     logs:
@@ -60,7 +63,7 @@ service:
     traces:
       receivers: [otlp]
       processors: [eval]
-      exporters: [otlp_http]
+      exporters: [otlp_http, webhook]
 `
 
 // chatTurn emits one turn of a conversation as a trace of its own: the
@@ -101,7 +104,8 @@ func (b *backend) sessionSpans(conv string) []ptrace.Span {
 // interleaved with another conversation's two, give one evaluate_session
 // span per conversation once it has been idle, linked to its turns' agent
 // spans, with the session evaluators' results (a judge among them, which
-// sees each conversation once); a fourth turn later gives a second scoring.
+// sees each conversation once), and the webhook exporter alerts on the
+// failed session evaluation; a fourth turn later gives a second scoring.
 func TestEndToEndSessions(t *testing.T) {
 	judgeSrv := judgetest.New(t, func(_ int, r judgetest.Request) judgetest.Reply {
 		var verdicts []string
@@ -113,8 +117,11 @@ func TestEndToEndSessions(t *testing.T) {
 	be := &backend{spans: map[string]ptrace.Span{}}
 	srv := httptest.NewServer(be)
 	defer srv.Close()
+	recv := &alertReceiver{t: t}
+	hookSrv := httptest.NewServer(recv)
+	defer hookSrv.Close()
 	grpcAddr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(sessionsE2EConfig, grpcAddr, srv.URL, judgeSrv.Endpoint()))
+	startCollector(t, fmt.Sprintf(sessionsE2EConfig, grpcAddr, srv.URL, judgeSrv.Endpoint(), hookSrv.URL))
 	tp := newSDK(t, grpcAddr, "chat-app")
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	tr := tp.Tracer("e2e")
@@ -164,6 +171,16 @@ func TestEndToEndSessions(t *testing.T) {
 	turn3, _ := be.get("conv-a turn 3")
 	assert.Equal(t, "failed", turn3.Attributes().AsRaw()["eval.tool_error.status"])
 	assert.NotContains(t, turn3.Attributes().AsRaw(), "eval.session_errors.status")
+
+	// The webhook exporter alerts on the failed session evaluation.
+	require.Eventually(t, func() bool {
+		for _, al := range recv.snapshot() {
+			if al["evaluator"] == "session_errors" && al["span_id"] == a.SpanID().String() {
+				return al["span_name"] == "evaluate_session" && al["agent_name"] == "helper" && al["service_name"] == "chat-app"
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "alerts: %v", recv.snapshot())
 
 	// A fourth turn later: conv-a is scored again, with all four turns.
 	chatTurn(tr, "conv-a", 4, base.Add(30*time.Minute), "book", false)
