@@ -82,16 +82,25 @@ type Snapshot struct {
 	Clipped, Dropped int
 }
 
+// Recorded is what Record did.
+type Recorded struct {
+	// OK is false when the case has no conversation id (it is no turn).
+	OK bool
+	// Dropped is how many of the session's oldest turns max_turns pushed out.
+	Dropped int
+	// Evicted is set when the store then held more than max_sessions and
+	// the least recently active session, taken out, had turns not yet
+	// scored: score it now. (One whose turns were all scored is forgotten.)
+	Evicted *Snapshot
+}
+
 // Record adds the turn of agent case c (its span started at start; res is
-// its span's resource, copied) to its session at time now. A case without
-// a conversation id is no turn: ok is false. When the store then holds more
-// than max_sessions, the least recently active session is taken out:
-// evicted is its snapshot when it had turns not yet scored (score it now),
-// nil when it had none.
-func (s *Store) Record(now time.Time, c *adapter.Case, start time.Time, res pcommon.Resource) (ok bool, evicted *Snapshot) {
+// its span's resource, copied) to its session at time now.
+func (s *Store) Record(now time.Time, c *adapter.Case, start time.Time, res pcommon.Resource) (r Recorded) {
 	if c.ConversationID == "" {
-		return false, nil
+		return r
 	}
+	r.OK = true
 	t, clipped := s.compact(c, start)
 	key := Key{Service: c.ServiceName, Conversation: c.ConversationID}
 	s.mu.Lock()
@@ -105,7 +114,8 @@ func (s *Store) Record(now time.Time, c *adapter.Case, start time.Time, res pcom
 	} else {
 		s.lru.MoveToBack(ss.lruEl)
 	}
-	ss.add(t, s.cfg.MaxTurns, &s.stats)
+	r.Dropped = ss.add(t, s.cfg.MaxTurns)
+	s.stats.TurnsDropped += int64(r.Dropped)
 	if clipped {
 		ss.clipped++
 	}
@@ -125,21 +135,22 @@ func (s *Store) Record(now time.Time, c *adapter.Case, start time.Time, res pcom
 		s.stats.Overflow++
 		if old.pendEl != nil {
 			sn := s.take(old)
-			evicted = &sn
+			r.Evicted = &sn
 		}
 		s.lru.Remove(old.lruEl)
 		delete(s.m, old.key)
 	}
-	return true, evicted
+	return r
 }
 
 // add inserts t in start order; a turn whose case span is already there
-// (a resent trace) replaces it.
-func (ss *session) add(t adapter.Turn, maxTurns int, st *Stats) {
+// (a resent trace) replaces it. It returns how many of the oldest turns
+// went beyond maxTurns.
+func (ss *session) add(t adapter.Turn, maxTurns int) int {
 	for i := range ss.turns {
 		if ss.turns[i].SpanID == t.SpanID && ss.turns[i].TraceID == t.TraceID {
 			ss.turns[i] = t
-			return
+			return 0
 		}
 	}
 	i := len(ss.turns)
@@ -153,8 +164,9 @@ func (ss *session) add(t adapter.Turn, maxTurns int, st *Stats) {
 		clear(ss.turns[:over])
 		ss.turns = append(ss.turns[:0], ss.turns[over:]...)
 		ss.dropped += over
-		st.TurnsDropped += int64(over)
+		return over
 	}
+	return 0
 }
 
 // take snapshots ss and marks its turns scored. Caller holds mu.

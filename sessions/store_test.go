@@ -46,15 +46,14 @@ func TestStoreTurnsInOrderAndSessionCase(t *testing.T) {
 	// Turns arrive out of order (traces are released by their own clocks);
 	// they are kept in start order.
 	for _, n := range []byte{2, 1, 3} {
-		ok, ev := s.Record(t0.Add(time.Duration(n)*time.Second), turnCase("svc", "c1", n, true), t0.Add(time.Duration(n)*time.Minute), res("svc"))
-		require.True(t, ok)
-		require.Nil(t, ev)
+		r := s.Record(t0.Add(time.Duration(n)*time.Second), turnCase("svc", "c1", n, true), t0.Add(time.Duration(n)*time.Minute), res("svc"))
+		require.True(t, r.OK)
+		require.Nil(t, r.Evicted)
 	}
 	// A resent trace (same case span) replaces its turn.
 	s.Record(t0.Add(4*time.Second), turnCase("svc", "c1", 2, true), t0.Add(2*time.Minute), res("svc"))
 	// No conversation id: not a turn.
-	ok, _ := s.Record(t0, turnCase("svc", "", 9, false), t0, res("svc"))
-	require.False(t, ok)
+	require.False(t, s.Record(t0, turnCase("svc", "", 9, false), t0, res("svc")).OK)
 
 	snaps := s.Drain()
 	require.Len(t, snaps, 1)
@@ -128,14 +127,16 @@ func TestStoreBounds(t *testing.T) {
 	cfg := NewDefaultConfig()
 	cfg.MaxSessions, cfg.MaxTurns = 2, 3
 	s := NewStore(cfg, 100)
+	dropped := 0
 	for n := byte(1); n <= 5; n++ {
-		s.Record(t0.Add(time.Duration(n)), turnCase("svc", "a", n, false), t0.Add(time.Duration(n)*time.Second), res("svc"))
+		dropped += s.Record(t0.Add(time.Duration(n)), turnCase("svc", "a", n, false), t0.Add(time.Duration(n)*time.Second), res("svc")).Dropped
 	}
+	assert.Equal(t, 2, dropped)
 	s.Record(t0.Add(10), turnCase("svc", "b", 1, false), t0, res("svc"))
 	assert.Equal(t, int64(2), s.Stats().TurnsDropped)
 	// b was active last; a third session evicts a, the least recently
 	// active, which had unscored turns: it comes back to be scored now.
-	_, ev := s.Record(t0.Add(11), turnCase("svc", "c", 1, false), t0, res("svc"))
+	ev := s.Record(t0.Add(11), turnCase("svc", "c", 1, false), t0, res("svc")).Evicted
 	require.NotNil(t, ev)
 	assert.Equal(t, "a", ev.Key.Conversation)
 	require.Len(t, ev.Turns, 3, "the most recent max_turns turns")
@@ -145,7 +146,7 @@ func TestStoreBounds(t *testing.T) {
 
 	// A session already scored is forgotten without a second scoring.
 	s.Drain()
-	_, ev = s.Record(t0.Add(12), turnCase("svc", "d", 1, false), t0, res("svc"))
+	ev = s.Record(t0.Add(12), turnCase("svc", "d", 1, false), t0, res("svc")).Evicted
 	assert.Nil(t, ev)
 
 	// Fields are kept within the field limit (the judges' max_field_bytes).

@@ -87,20 +87,19 @@ func (p *evalProcessor) startSessions() error {
 // recordTurn is the engine's turn sink.
 func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef) {
 	s := p.sess
-	before := s.store.Stats().TurnsDropped
-	ok, evicted := s.store.Record(p.clk.now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
-	if !ok {
+	r := s.store.Record(p.clk.now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
+	if !r.OK {
 		return
 	}
 	s.turns.Add(context.Background(), 1)
-	if d := s.store.Stats().TurnsDropped - before; d > 0 {
-		s.turnsDropped.Add(context.Background(), d, metric.WithAttributes(attribute.String(attrReason, "max_turns")))
+	if r.Dropped > 0 {
+		s.turnsDropped.Add(context.Background(), int64(r.Dropped), metric.WithAttributes(attribute.String(attrReason, "max_turns")))
 	}
-	if evicted == nil {
+	if r.Evicted == nil {
 		return
 	}
 	s.mu.Lock()
-	s.early = append(s.early, *evicted)
+	s.early = append(s.early, *r.Evicted)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:

@@ -185,19 +185,23 @@ func resultLogRecords(sink *consumertest.LogsSink) []plog.LogRecord {
 }
 
 func TestSessionsOverflowAndShutdown(t *testing.T) {
-	h := newSessionHarness(t, func(c *Config) { c.Sessions.MaxSessions = 2 })
+	h := newSessionHarness(t, func(c *Config) { c.Sessions.MaxSessions, c.Sessions.MaxTurns = 2, 1 })
 	h.turn(1, "c1", false)
+	h.turn(5, "c1", false) // max_turns 1: turn 1's record goes
+	assert.Equal(t, int64(1), h.counter(metricSessionTurnsDropped, attrReason, "max_turns"))
 	h.turn(2, "c2", false)
 	h.turn(3, "c3", false) // c1, the least recently active, is scored early
 	require.Eventually(t, func() bool { return len(sessionSpans(h.sink)) == 1 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, "c1", strAttr(sessionSpans(h.sink)[0], "gen_ai.conversation.id"))
+	assert.Equal(t, "1", strAttr(sessionSpans(h.sink)[0], "eval.session.turns"))
+	assert.Equal(t, "1", strAttr(sessionSpans(h.sink)[0], "eval.session.turns_dropped"))
 	assert.Equal(t, int64(1), h.counter(metricSessionsScored, attrReason, reasonOverflow))
 
 	// Shutdown scores the sessions with unscored turns.
 	h.shutdown(context.Background())
 	assert.Len(t, sessionSpans(h.sink), 3)
 	assert.Equal(t, int64(2), h.counter(metricSessionsScored, attrReason, reasonShutdown))
-	assert.Zero(t, h.counter(metricSessionTurnsDropped))
+	assert.Zero(t, h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
 }
 
 func TestSessionsShutdownWithoutTimeDropsTurnRecords(t *testing.T) {
