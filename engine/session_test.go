@@ -187,3 +187,41 @@ func TestSessionJudgeSeesTheConversationOnce(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(user, q), "%s once in the prompt", q)
 	}
 }
+
+// Each turn's LLM calls resend the whole history (benchTurn); the session
+// case still holds the conversation once, in turn order.
+func TestSessionConversationFromTurnsThatRepeatTheHistory(t *testing.T) {
+	e := newEngine(t, map[string]any{"evaluators": []any{
+		map[string]any{"type": "llm_judge", "case": "session", "judge": "j", "criteria": "x"},
+	}, "judges": map[string]any{"j": map[string]any{"endpoint": "http://127.0.0.1:1/v1", "model": "m"}}})
+	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
+	store := sessions.NewStore(sessions.NewDefaultConfig(), e.MaxFieldBytes())
+	e.SetTurnSink(func(c *adapter.Case, ref adapter.SpanRef) {
+		store.Record(time.Now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
+	})
+	for n := 1; n <= 3; n++ {
+		td := benchTurn(n)
+		e.ScoreTrace(context.Background(), refsOf(td))
+		require.Greater(t, strings.Count(strAttrOf(td, "gen_ai.input.messages"), `"role":"user"`), n-1, "the history is resent")
+	}
+	snaps := store.Drain()
+	require.Len(t, snaps, 1)
+	c := snaps[0].Case(pcommon.TraceID{1}, pcommon.SpanID{1})
+	require.Len(t, c.Messages, 6, "one user and one assistant message per turn")
+	for i, m := range c.Messages {
+		assert.Equal(t, []string{"user", "assistant"}[i%2], m.Role)
+	}
+	assert.Len(t, c.ToolCalls, 6)
+	assert.Equal(t, int64(3*3*900), c.Usage.InputTokens)
+}
+
+// strAttrOf is the string attribute key of the last span of td that has it.
+func strAttrOf(td ptrace.Traces, key string) string {
+	out := ""
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+		if v, ok := r.Span.Attributes().Get(key); ok {
+			out = v.AsString()
+		}
+	})
+	return out
+}
