@@ -18,6 +18,9 @@ const (
 	// LevelAgent is one agent run: an agent span with every LLM, tool and
 	// retrieval span below it.
 	LevelAgent Level = "agent"
+	// LevelSession is one conversation: the agent cases (turns) of several
+	// traces that share a conversation id within one service (turn.go).
+	LevelSession Level = "session"
 )
 
 // Case is one unit of evaluation, built from spans. Fields that the spans did
@@ -65,6 +68,10 @@ type Case struct {
 
 	// ServiceName is the anchor span's resource `service.name`.
 	ServiceName string
+
+	// Turns are a session case's turns, oldest first (nil for llm and agent
+	// cases). Messages, ToolCalls and Usage are then the session's whole.
+	Turns []Turn
 
 	// Problems lists what could not be read (malformed JSON, wrong types,
 	// missing parents, …). The case holds whatever was readable.

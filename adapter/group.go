@@ -40,7 +40,7 @@ func (k spanKind) String() string {
 // once.
 func IsGenAI(span ptrace.Span) bool {
 	if vercelKind(span.Name()) != kindOther {
-		return true
+		return !IsGenerated(span)
 	}
 	var seen uint8
 	found := false
@@ -59,7 +59,7 @@ func IsGenAI(span ptrace.Span) bool {
 		}
 		return !found
 	})
-	return found
+	return found && !IsGenerated(span)
 }
 
 // strAttr returns a string attribute without allocating; "" when absent or
@@ -166,6 +166,9 @@ func slotKind(slot int, v pcommon.Value) spanKind {
 // ai.operationId) in one pass over the attributes. isRoot makes an
 // OpenInference CHAIN span an agent.
 func classify(span ptrace.Span, isRoot bool) spanKind {
+	if IsGenerated(span) {
+		return kindOther // evalbridge's own output is never a case again
+	}
 	var kinds [numKindSlots]spanKind
 	var seen uint8
 	for k, v := range span.Attributes().All() {

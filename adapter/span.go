@@ -225,7 +225,7 @@ func (d *spanData) readMeta(attrs pcommon.Map) {
 	}
 	d.provider = normProvider(d.provider)
 	d.responseID = c.firstString(attrs, "gen_ai.response.id", "ai.response.id")
-	d.conversation = c.firstString(attrs, "gen_ai.conversation.id", "session.id", "ai.telemetry.metadata.sessionId", "traceloop.association.properties.session_id")
+	d.conversation = c.firstString(attrs, ConversationIDKeys...)
 	d.agentName = c.firstString(attrs, "gen_ai.agent.name", "agent.name")
 	if d.agentName == "" && d.kind == kindAgent {
 		d.agentName = c.firstString(attrs, "traceloop.entity.name", "ai.telemetry.functionId")

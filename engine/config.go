@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/judge"
+	"github.com/evalbridge/evalbridge/sessions"
 )
 
 // Config is the `processors: eval:` block and the `evalctl --config` file.
@@ -41,6 +42,10 @@ type Config struct {
 	// record too, while the `eval` processor is in a logs pipeline
 	// (docs/logs.md). evalctl reads and ignores it.
 	ResultLogRecords bool `mapstructure:"result_log_records"`
+	// Sessions bounds the conversations kept for `case: session`
+	// evaluators (contract section 14, docs/sessions.md). It validates
+	// itself (confmap.Validate walks into it).
+	Sessions sessions.Config `mapstructure:"sessions"`
 
 	_ struct{}
 }
@@ -55,6 +60,7 @@ func NewDefaultConfig() Config {
 
 		LateResults:      LateResultsSpan,
 		ResultLogRecords: true,
+		Sessions:         sessions.NewDefaultConfig(),
 	}
 }
 

@@ -47,6 +47,11 @@ type Engine struct {
 
 	// levels are the case levels the instances need.
 	levels adapter.Options
+	// The sessions side (session.go).
+	hasSessions   bool
+	maxFieldBytes int
+	turnMu        sync.RWMutex
+	turnSink      TurnSink
 }
 
 type instance struct {
@@ -95,6 +100,7 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 		e.judges[name] = c
 		deps.Judges[name] = c
 		e.judgeParallel += c.MaxConcurrency()
+		e.maxFieldBytes = max(e.maxFieldBytes, c.MaxFieldBytes())
 	}
 	insts, err := evaluators.Build(cfg.Evaluators, deps)
 	if err != nil {
@@ -126,6 +132,8 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 			e.levels.LLMCases = true
 		case adapter.LevelAgent:
 			e.levels.AgentCases = true
+		case adapter.LevelSession:
+			e.levels.AgentCases, e.hasSessions = true, true // turns are agent cases
 		}
 		ins.sampleAll = in.SampleRate >= 1
 		ins.sampleBelow = uint64(in.SampleRate * math.MaxUint64)
@@ -224,6 +232,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 	// config does not decode every LLM span's messages.
 	cases, problems := adapter.AdaptWith(spans, e.levels)
 	rep := Report{Problems: problems}
+	e.recordTurns(cases, spans)
 	if len(cases) == 0 {
 		done(rep)
 		return

@@ -206,6 +206,7 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	link.SetSpanID(t.target.spanID)
 	attrs := sp.Attributes()
 	attrs.PutBool(AttrLate, true)
+	attrs.PutBool(adapter.AttrGenerated, true) // never a case again (loop safety)
 	attrs.PutStr(AttrTargetSpanName, t.target.spanName)
 	annotator.Annotate(sp, []evaluators.Result{r}, pcommon.NewTimestampFromTime(now))
 	sink(context.Background(), td)

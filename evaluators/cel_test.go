@@ -138,3 +138,26 @@ func TestCELSaysWhatItReads(t *testing.T) {
 		}
 	}
 }
+
+// A session case (contract section 14) shows its turns to the expression.
+func TestCELSeesSessionTurns(t *testing.T) {
+	c := &adapter.Case{Level: adapter.LevelSession, Turns: []adapter.Turn{
+		{Input: "Find a flight to Lisbon", Output: "TP 541 found", LLMCalls: 2,
+			ToolCalls: []adapter.ToolCall{{Name: "search_flights", Arguments: map[string]any{"to": "LIS"}}}},
+		{Input: "Book it", Output: "Booked TP 541", LLMCalls: 1, Usage: adapter.Usage{InputTokens: 10, OutputTokens: 5, HasInputTokens: true, HasOutputTokens: true}},
+	}}
+	for _, tc := range []struct {
+		expr string
+		w    want
+	}{
+		{`case.turns.size() == 2 && case.turns[1].output.contains("TP 541")`, scored(1, 1)},
+		{`case.turns.filter(t, t.llm_calls > 1).size() == 0`, want{status: StatusFailed}},
+		{`case.turns[0].tool_calls[0].arguments.to == "LIS" && case.turns[1].usage.total_tokens == 15`, scored(1, 1)},
+	} {
+		r := runEval(t, "cel", obj("expression", tc.expr), nil, c)
+		t.Run(tc.expr, func(t *testing.T) { check(t, r, tc.w) })
+	}
+	if err := (&Config{Type: "cel", Case: "session", Options: obj("expression", "case.turns.size() > 0")}).Validate(); err != nil {
+		t.Errorf("cel on sessions: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
 
@@ -56,8 +57,13 @@ func (c *Config) Validate() error {
 	}
 	switch c.Case {
 	case "", adapter.LevelLLM, adapter.LevelAgent:
+	case adapter.LevelSession:
+		if !f.Sessions {
+			return fmt.Errorf("evaluator %q: type %s cannot score sessions (case: session); session-capable types: %s",
+				name, c.Type, strings.Join(SessionTypes(), ", "))
+		}
 	default:
-		return fmt.Errorf("evaluator %q: case %q must be llm or agent", name, c.Case)
+		return fmt.Errorf("evaluator %q: case %q must be llm, agent or session", name, c.Case)
 	}
 	if c.SampleRate != nil && !(*c.SampleRate >= 0 && *c.SampleRate <= 1) {
 		return fmt.Errorf("evaluator %q: sample_rate %v must be within [0, 1]", name, *c.SampleRate)

@@ -72,8 +72,20 @@ func caseField(c *adapter.Case, name string, limit int) any {
 	case "conversation_id":
 		return c.ConversationID
 	case "turns":
-		// Sessions (contract section 14) fill the turns; a single case has none.
-		return []any{}
+		// A session case's turns, oldest first (contract section 14); an
+		// llm or agent case has none.
+		turns := make([]any, 0, len(c.Turns))
+		for i := range c.Turns {
+			t := &c.Turns[i]
+			total, _ := t.Usage.Total()
+			turns = append(turns, map[string]any{
+				"input": clip(t.Input), "output": clip(t.Output),
+				"tool_calls": toolCallsView(t.ToolCalls, limit),
+				"usage":      map[string]any{"input_tokens": t.Usage.InputTokens, "output_tokens": t.Usage.OutputTokens, "total_tokens": total},
+				"model":      t.Model, "latency_ms": millis(t.Latency), "llm_calls": int64(t.LLMCalls),
+			})
+		}
+		return turns
 	}
 	return nil
 }

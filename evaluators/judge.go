@@ -36,7 +36,7 @@ func init() {
 
 // judgeFactories lists every judge evaluator (contract section 6).
 var judgeFactories = []Factory{
-	{Type: "llm_judge", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, New: newLLMJudge},
+	{Type: "llm_judge", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newLLMJudge},
 	// Answers and retrieval (judge_rag.go).
 	{Type: "faithfulness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newRAG(runFaithfulness)},
 	{Type: "hallucination", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newRAG(runHallucination)},
@@ -48,18 +48,18 @@ var judgeFactories = []Factory{
 	{Type: "toxicity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newSafety(toxicityCategories, "toxic")},
 	{Type: "bias", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newSafety(biasCategories, "biased")},
 	// Agent runs (judge_agent.go).
-	{Type: "task_completion", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newAgent(runTaskCompletion, 0, "tasks", "constraints")},
+	{Type: "task_completion", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runTaskCompletion, 0, "tasks", "constraints")},
 	{Type: "tool_argument_hallucination", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newAgent(runToolArgHallucination, 20, "max_calls")},
 	{Type: "tool_argument_accuracy", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newAgent(runToolArgAccuracy, 8, "max_calls")},
 	{Type: "tool_call_necessity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newAgent(runToolCallNecessity, 0)},
 	{Type: "step_faithfulness", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newAgent(runStepFaithfulness, 0)},
 	{Type: "plan_quality", DefaultThreshold: 0.6, DefaultLevel: adapter.LevelAgent, New: newAgent(runPlanQuality, 0)},
 	{Type: "trajectory_efficiency", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newAgent(runTrajectoryEfficiency, 0)},
-	{Type: "agent_memory", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newAgent(runAgentMemory, 0, "context")},
+	{Type: "agent_memory", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runAgentMemory, 0, "context")},
 	// Conversations (judge_conversation.go).
-	{Type: "knowledge_retention", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newAgent(runKnowledgeRetention, 0)},
-	{Type: "conversation_completeness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newAgent(runConversationCompleteness, 0, "goal")},
-	{Type: "turn_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newAgent(runTurnRelevancy, 0)},
+	{Type: "knowledge_retention", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runKnowledgeRetention, 0)},
+	{Type: "conversation_completeness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runConversationCompleteness, 0, "goal")},
+	{Type: "turn_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runTurnRelevancy, 0)},
 }
 
 // judgeBase is embedded by every judge evaluator: it finds the instance's

@@ -44,6 +44,10 @@ type Factory struct {
 	// NeedsAttributes says the evaluator reads Case.Attributes, which the
 	// adapter copies only when some evaluator needs them.
 	NeedsAttributes bool
+	// Sessions says the type can score a whole conversation (`case:
+	// session`, contract section 14): it reads the case's turns, messages,
+	// tool calls or usage, which a session case fills from all its turns.
+	Sessions bool
 	// New decodes the type's options strictly (unknown keys are errors) and
 	// builds the evaluator. It must be cheap and start nothing.
 	New func(opts *confmap.Conf, deps Deps) (Evaluator, error)
@@ -58,8 +62,8 @@ var registry = index(
 	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCallAccuracy},
 	// Calls on their own.
 	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCallValidity},
-	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolError},
-	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolEfficiency},
+	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, Sessions: true, New: newToolError},
+	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, Sessions: true, New: newToolEfficiency},
 	// Tool definitions (reliability.go).
 	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolNameReliability},
 	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolDescriptionReliability},
@@ -75,8 +79,8 @@ var registry = index(
 	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newTokenUsage},
 	// Custom: the user's own checks, as a CEL expression (cel.go) or an
 	// HTTP endpoint (remote.go).
-	Factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, New: newCEL},
-	Factory{Type: "remote", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Async: true, New: newRemote},
+	Factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Sessions: true, New: newCEL},
+	Factory{Type: "remote", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Async: true, Sessions: true, New: newRemote},
 )
 
 func index(fs ...Factory) map[string]Factory {
@@ -94,6 +98,17 @@ func index(fs ...Factory) map[string]Factory {
 func Lookup(typ string) (Factory, bool) {
 	f, ok := registry[typ]
 	return f, ok
+}
+
+// SessionTypes lists the types that accept `case: session`, sorted.
+func SessionTypes() []string {
+	var out []string
+	for _, t := range Types() {
+		if registry[t].Sessions {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Types lists the registered types, sorted.

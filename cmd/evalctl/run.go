@@ -134,6 +134,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "evalctl run: no trace in the inputs (log records are joined to the spans of their traces)")
 		return exitUsage
 	}
+	store := recordSessions(eng, cfg)
 	records := logsByTrace(docs)
 	for _, spans := range traces {
 		id := spans[0].Span.TraceID()
@@ -149,6 +150,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		sum.add(rep)
 	}
+
+	// Sessions are scored once every input has been read: their
+	// evaluate_session spans go to --out after the input traces.
+	docs = append(docs, scoreSessions(ctx, eng, cfg, store, sum)...)
 
 	for id, recs := range records {
 		for _, lr := range recs {

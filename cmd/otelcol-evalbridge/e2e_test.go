@@ -35,6 +35,7 @@ import (
 type backend struct {
 	mu    sync.Mutex
 	spans map[string]ptrace.Span // by span name; names are unique in the test
+	all   []ptrace.Span          // every span, in arrival order
 }
 
 func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -71,6 +72,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s := ptrace.NewSpan()
 				spans.At(k).CopyTo(s)
 				b.spans[s.Name()] = s
+				b.all = append(b.all, s)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package evalprocessor
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,9 @@ type evalProcessor struct {
 	traces map[pcommon.TraceID]*heldTrace
 	lists  [2]traceList // 0: every held trace by last span; 1: those whose root arrived
 
+	// sess is the sessions side (sessions.go); nil until Start.
+	sess *sessionState
+
 	badInputLogged atomic.Bool
 	refusedLogged  atomic.Bool
 }
@@ -151,6 +155,9 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	p.stop = make(chan struct{})
 	p.runCtx, p.cancel = context.WithCancel(context.Background())
 
+	if err := p.startSessions(); err != nil {
+		return errors.Join(err, eng.Shutdown(ctx))
+	}
 	tick := p.clk.newTicker(p.cfg.tickInterval())
 	p.slots = make(map[*workerSlot]struct{}, p.cfg.Workers)
 	p.watchStop = make(chan struct{})
@@ -191,6 +198,7 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	p.wg.Wait()
 	close(p.watchStop)
 	p.watchWG.Wait()
+	p.stopSessions(ctx)
 	// Traces still waiting for a judge are forwarded by the engine (with
 	// what finished) before its Shutdown returns.
 	err := p.eng.Shutdown(ctx)

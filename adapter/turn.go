@@ -1,0 +1,55 @@
+package adapter
+
+import (
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// ConversationIDKeys are the span attributes that carry a conversation
+// (session) id, first found wins: OTel GenAI semconv, OpenInference,
+// Vercel AI SDK telemetry metadata, OpenLLMetry association properties
+// (Traceloop's docs use session_id, chat_id and conversation_id), Langfuse.
+// An agent case takes its own span's id, else its nearest agent ancestor's,
+// else one of its LLM spans' (docs/sessions.md).
+var ConversationIDKeys = []string{
+	"gen_ai.conversation.id",
+	"session.id",
+	"ai.telemetry.metadata.sessionId",
+	"traceloop.association.properties.session_id",
+	"traceloop.association.properties.conversation_id",
+	"traceloop.association.properties.chat_id",
+	"langfuse.session.id",
+}
+
+// AttrGenerated marks spans evalbridge made itself (late judge results,
+// evaluate_session): they are never adapted into cases or turns again,
+// neither by the collector that made them nor by another evalbridge
+// downstream, and the processor forwards them without holding.
+const AttrGenerated = "eval.generated"
+
+// IsGenerated reports whether span carries AttrGenerated = true.
+func IsGenerated(span ptrace.Span) bool {
+	v, ok := span.Attributes().Get(AttrGenerated)
+	return ok && v.Type() == pcommon.ValueTypeBool && v.Bool()
+}
+
+// Turn is one turn of a session: what one agent case said and did, kept
+// compact (no spans) so that a session store can hold many of them.
+type Turn struct {
+	// TraceID and SpanID are the turn's case span.
+	TraceID pcommon.TraceID
+	SpanID  pcommon.SpanID
+	// Time is the case span's start (turns are ordered by it).
+	Time      time.Time
+	Input     string
+	Output    string
+	ToolCalls []ToolCall
+	Usage     Usage
+	Latency   time.Duration
+	// LLMCalls is the LLM call spans of the turn's agent case.
+	LLMCalls  int
+	AgentName string
+	Model     string
+}

@@ -1,0 +1,45 @@
+package adapter
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// agentSpan is one invoke_agent span alone in its trace.
+func agentSpan() (ptrace.Span, SpanRef) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	ss := rs.ScopeSpans().AppendEmpty()
+	sp := ss.Spans().AppendEmpty()
+	sp.SetTraceID([16]byte{1})
+	sp.SetSpanID([8]byte{1})
+	sp.SetName("ai.generateText") // an agent span by name too
+	sp.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+	return sp, SpanRef{Span: sp, ResourceSpans: rs, ScopeSpans: ss}
+}
+
+func TestGeneratedSpansAreNeverCases(t *testing.T) {
+	sp, ref := agentSpan()
+	if !IsGenAI(sp) {
+		t.Fatal("a GenAI span")
+	}
+	sp.Attributes().PutBool(AttrGenerated, true)
+	if IsGenAI(sp) {
+		t.Fatal("a span evalbridge made is not held as GenAI")
+	}
+	if cases, _ := Adapt([]SpanRef{ref}); len(cases) != 0 {
+		t.Fatalf("got %d cases from a generated span", len(cases))
+	}
+}
+
+func TestConversationIDKeys(t *testing.T) {
+	for _, key := range ConversationIDKeys {
+		sp, ref := agentSpan()
+		sp.Attributes().PutStr(key, "conv-"+key)
+		cases, _ := Adapt([]SpanRef{ref})
+		if len(cases) != 1 || cases[0].ConversationID != "conv-"+key {
+			t.Fatalf("%s: cases %+v", key, cases)
+		}
+	}
+}

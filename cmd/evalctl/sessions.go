@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"sync"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/sessions"
+)
+
+// recordSessions makes the engine record each trace's turns in a session
+// store, when some evaluator has `case: session` (nil otherwise). Turns are
+// ordered by their spans' start times, so the inputs' order does not matter.
+func recordSessions(eng *engine.Engine, cfg *engine.Config) *sessions.Store {
+	if !eng.HasSessions() {
+		return nil
+	}
+	store := sessions.NewStore(cfg.Sessions, eng.MaxFieldBytes())
+	eng.SetTurnSink(func(c *adapter.Case, ref adapter.SpanRef) {
+		start := ref.Span.StartTimestamp().AsTime()
+		store.Record(start, c, start, ref.Resource())
+	})
+	return store
+}
+
+// scoreSessions scores every session in the store, adds the results to the
+// summary like any other case's, and returns the evaluate_session spans as
+// documents for --out.
+func scoreSessions(ctx context.Context, eng *engine.Engine, cfg *engine.Config, store *sessions.Store, sum *summary) []document {
+	if store == nil {
+		return nil
+	}
+	var out []document
+	for _, sn := range store.Drain() {
+		sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		var rep engine.SessionReport
+		eng.ScoreSessionAsync(sctx, &sn, func(r engine.SessionReport) { rep = r; wg.Done() })
+		wg.Wait()
+		cancel()
+		if !rep.Scored() {
+			continue
+		}
+		sum.add(rep.Report)
+		out = append(out, document{source: "session " + sn.Key.Conversation, traces: rep.Traces})
+	}
+	return out
+}

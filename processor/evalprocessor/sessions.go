@@ -1,0 +1,189 @@
+package evalprocessor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/sessions"
+)
+
+// The sessions side (contract section 14, docs/sessions.md). The engine
+// reports each scored trace's turns (agent cases with a conversation id);
+// they are kept as compact records in a sessions.Store, never as spans, so
+// no span is held longer than its trace. A goroutine of its own scores the
+// sessions that have been idle for `idle` and hands their evaluate_session
+// spans (and result log records) to the forwarder, like released traces.
+
+const (
+	metricSessionsScored      = "otelcol_processor_eval_sessions_scored"
+	metricSessionTurns        = "otelcol_processor_eval_session_turns"
+	metricSessionTurnsDropped = "otelcol_processor_eval_session_turns_dropped"
+
+	reasonIdle = "idle"
+)
+
+// sessionState is the processor's sessions side; nil fields mean sessions
+// are off (no `case: session` evaluator).
+type sessionState struct {
+	// newTicker drives the idle checks; tests replace it (nil: real).
+	newTicker func(time.Duration) ticker
+
+	store *sessions.Store
+	mu    sync.Mutex
+	early []sessions.Snapshot // evicted beyond max_sessions, to score now
+	wake  chan struct{}
+	stop  chan struct{}
+	ended chan struct{}
+
+	scored       metric.Int64Counter // by reason: idle, overflow, shutdown
+	turns        metric.Int64Counter // turns recorded
+	turnsDropped metric.Int64Counter // by reason: shutdown (not scored in time), max_turns
+}
+
+// startSessions sets the store up and starts the idle checks, when some
+// evaluator has `case: session`.
+func (p *evalProcessor) startSessions() error {
+	if !p.eng.HasSessions() {
+		return nil
+	}
+	if p.sess == nil {
+		p.sess = &sessionState{}
+	}
+	s := p.sess
+	if s.newTicker == nil {
+		s.newTicker = realClock.newTicker
+	}
+	meter := p.set.MeterProvider.Meter(scopeName)
+	var err error
+	if s.scored, err = meter.Int64Counter(metricSessionsScored, metric.WithUnit("{session}"),
+		metric.WithDescription("Sessions scored (an evaluate_session span each), by reason: idle, overflow (beyond max_sessions), shutdown.")); err != nil {
+		return err
+	}
+	if s.turns, err = meter.Int64Counter(metricSessionTurns, metric.WithUnit("{turn}"),
+		metric.WithDescription("Turns (agent cases with a conversation id) recorded in sessions.")); err != nil {
+		return err
+	}
+	if s.turnsDropped, err = meter.Int64Counter(metricSessionTurnsDropped, metric.WithUnit("{turn}"),
+		metric.WithDescription("Turn records dropped unscored, by reason: shutdown (no time left to score their session), max_turns (older turns of a long session). Spans are never dropped.")); err != nil {
+		return err
+	}
+	s.store = sessions.NewStore(p.cfg.Sessions, p.eng.MaxFieldBytes())
+	s.wake = make(chan struct{}, 1)
+	s.stop = make(chan struct{})
+	s.ended = make(chan struct{})
+	p.eng.SetTurnSink(p.recordTurn)
+	tick := s.newTicker(p.cfg.Sessions.TickInterval())
+	go p.runSessions(tick)
+	return nil
+}
+
+// recordTurn is the engine's turn sink.
+func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef) {
+	s := p.sess
+	r := s.store.Record(p.clk.now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
+	if !r.OK {
+		return
+	}
+	s.turns.Add(context.Background(), 1)
+	if r.Dropped > 0 {
+		s.turnsDropped.Add(context.Background(), int64(r.Dropped), metric.WithAttributes(attribute.String(attrReason, "max_turns")))
+	}
+	if r.Evicted == nil {
+		return
+	}
+	s.mu.Lock()
+	s.early = append(s.early, *r.Evicted)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *sessionState) takeEarly() []sessions.Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.early
+	s.early = nil
+	return out
+}
+
+// runSessions scores idle sessions on ticks, and sessions evicted beyond
+// max_sessions as soon as they are.
+func (p *evalProcessor) runSessions(tick ticker) {
+	s := p.sess
+	defer close(s.ended)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C():
+			for _, sn := range s.store.Due(p.clk.now()) {
+				p.scoreSession(p.runCtx, sn, reasonIdle)
+			}
+		case <-s.wake:
+			for _, sn := range s.takeEarly() {
+				p.scoreSession(p.runCtx, sn, reasonOverflow)
+			}
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// scoreSession scores one session within the trace timeout (and parent)
+// and forwards its evaluate_session span and result log records.
+func (p *evalProcessor) scoreSession(parent context.Context, sn sessions.Snapshot, reason string) {
+	ctx, cancel := context.WithTimeout(parent, p.cfg.Timeout)
+	p.eng.ScoreSessionAsync(ctx, &sn, func(r engine.SessionReport) {
+		defer cancel()
+		if !r.Scored() {
+			return
+		}
+		p.sess.scored.Add(context.Background(), 1, metric.WithAttributes(attribute.String(attrReason, reason)))
+		for i := range r.Evaluations[0].Results {
+			p.tel.evaluation(context.Background(), &r.Evaluations[0].Results[i])
+		}
+		if p.resultLogsOn() {
+			ld, n := resultRecords(r.Report, []adapter.SpanRef{r.Ref}, r.Ref.Span.EndTimestamp())
+			if n > 0 {
+				p.tel.resultRecords.Add(context.Background(), int64(n))
+				p.fwd.pushLogs(ld, n)
+			}
+		}
+		p.fwd.push(r.Traces, 1)
+	})
+}
+
+// stopSessions, at shutdown once no trace is scored any more, scores every
+// session with unscored turns while ctx allows; the turns of those it has
+// no time for are dropped (records only: their spans went on long ago),
+// counted and logged. The engine's Shutdown then waits for their judges.
+func (p *evalProcessor) stopSessions(ctx context.Context) {
+	s := p.sess
+	if s == nil || s.store == nil {
+		return
+	}
+	close(s.stop)
+	<-s.ended
+	pending := append(s.takeEarly(), s.store.Drain()...)
+	dropped := 0
+	for _, sn := range pending {
+		if ctx.Err() != nil {
+			dropped += len(sn.Turns)
+			continue
+		}
+		p.scoreSession(ctx, sn, reasonShutdown)
+	}
+	if dropped > 0 {
+		s.turnsDropped.Add(context.Background(), int64(dropped), metric.WithAttributes(attribute.String(attrReason, reasonShutdown)))
+		p.logger.Warn("shutdown's time was up before every session was scored; their turn records are dropped (their spans were forwarded already)",
+			zap.Int("turns", dropped))
+	}
+}
