@@ -12,7 +12,8 @@ import (
 // validation, naming the evaluator and its type.
 func TestCaseSession(t *testing.T) {
 	capable := map[string]bool{"knowledge_retention": true, "conversation_completeness": true, "turn_relevancy": true,
-		"agent_memory": true, "llm_judge": true, "task_completion": true, "tool_efficiency": true, "tool_error": true}
+		"agent_memory": true, "llm_judge": true, "task_completion": true, "tool_efficiency": true, "tool_error": true,
+		"cel": true, "remote": true} // the list of contract section 14
 	for _, typ := range Types() {
 		f, _ := Lookup(typ)
 		if f.Sessions != capable[typ] {
