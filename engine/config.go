@@ -37,6 +37,11 @@ type Config struct {
 	Evaluators []evaluators.Config `mapstructure:"evaluators"`
 	// Judges are the LLM judges by name; evaluators name one with `judge:`.
 	Judges map[string]judge.Config `mapstructure:"judges"`
+	// MaxPendingJudgeTasks bounds the judge evaluations waiting for a
+	// worker, across all traces; beyond it a judge evaluation is `skipped`
+	// with the reason (and counted), so a slow judge cannot grow memory and
+	// goroutines without bound.
+	MaxPendingJudgeTasks int `mapstructure:"max_pending_judge_tasks"`
 
 	_ struct{}
 }
@@ -50,8 +55,13 @@ func NewDefaultConfig() Config {
 		Workers:   4,
 
 		LateResults: LateResultsSpan,
+
+		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,
 	}
 }
+
+// DefaultMaxPendingJudgeTasks is max_pending_judge_tasks when not set.
+const DefaultMaxPendingJudgeTasks = 10000
 
 // Validate checks the whole configuration, naming what is wrong.
 func (c *Config) Validate() error {
@@ -70,6 +80,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LateResults != LateResultsSpan && c.LateResults != LateResultsDrop {
 		errs = append(errs, fmt.Errorf("late_results: %q must be span or drop", c.LateResults))
+	}
+	if c.MaxPendingJudgeTasks <= 0 {
+		errs = append(errs, fmt.Errorf("max_pending_judge_tasks: %d must be positive", c.MaxPendingJudgeTasks))
 	}
 	if c.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("workers: %d must be positive", c.Workers))

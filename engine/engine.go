@@ -30,9 +30,12 @@ type Engine struct {
 	logger    *zap.Logger
 	// judges are the clients of `judges:`; Start and Shutdown run them.
 	judges map[string]*judge.Client
-	// judgeParallel bounds the judge evaluations of one trace run at once
-	// (each client also bounds its own requests by max_concurrency).
+	// judgeParallel is the number of workers of pool: the judges'
+	// max_concurrency summed (each client also bounds its own requests).
 	judgeParallel int
+	// pool runs the judge tasks of every trace; maxPending bounds its queue.
+	pool       *pool
+	maxPending int
 
 	// Judge work outlives ScoreTraceAsync: tasks and their finishers are
 	// counted in background and stopped by lateCancel at Shutdown.
@@ -97,6 +100,13 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 		e.judgeParallel += c.MaxConcurrency()
 	}
 	e.judgeParallel = min(max(e.judgeParallel, 1), 64)
+	e.maxPending = cfg.MaxPendingJudgeTasks
+	if e.maxPending <= 0 {
+		e.maxPending = DefaultMaxPendingJudgeTasks
+	}
+	if e.pool, err = newPool(e.judgeParallel, e.maxPending, set); err != nil {
+		return nil, fmt.Errorf("judge task metrics: %w", err)
+	}
 	insts, err := evaluators.Build(cfg.Evaluators, deps)
 	if err != nil {
 		return nil, err
@@ -137,16 +147,22 @@ func (e *Engine) Start(ctx context.Context, host component.Host) error {
 			return errors.Join(err, e.Shutdown(ctx))
 		}
 	}
+	if len(e.judges) > 0 {
+		e.pool.start()
+	}
 	return nil
 }
 
-// Shutdown waits for the judge work under way — traces still waiting for a
-// judge are finished (done is called) and late results delivered — until ctx
-// ends, then cancels what is left; it returns once no goroutine of the
-// engine runs, and stops the judge clients. It is safe without Start and
-// twice.
+// Shutdown waits for the judge work under way and queued — traces still
+// waiting for a judge are finished (done is called) and late results
+// delivered — until ctx ends, then cancels what is left; it returns once no
+// goroutine of the engine runs, and stops the judge clients. Judge work
+// submitted after Shutdown is skipped. It is safe without Start and twice.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, e.lateCancel)
+	if e.pool != nil {
+		e.pool.stop() // runs what is queued, then the workers end
+	}
 	e.background.Wait()
 	stop()
 	e.lateCancel()
