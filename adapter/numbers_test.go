@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
 // A token count or latency that is not a number of tokens or nanoseconds is
@@ -124,4 +126,50 @@ func containsSub(list []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzAdaptNumbers feeds token counts (as int, double or string attributes)
+// and timestamps into an agent run of two LLM calls: whatever they are, the
+// counts the cases carry are never negative, a count or latency that is not
+// valid is said so (and reported as a problem), and nothing panics.
+func FuzzAdaptNumbers(f *testing.F) {
+	f.Add(int64(12), 30.0, "40", uint64(1), uint64(2), byte(0))
+	f.Add(int64(math.MaxInt64), math.NaN(), "-1", uint64(5), uint64(1), byte(1))
+	f.Add(int64(-1), math.Inf(1), "1e30", uint64(0), uint64(math.MaxUint64), byte(2))
+	f.Add(int64(math.MaxInt64), 9.3e18, "9223372036854775807", uint64(1), uint64(math.MaxInt64+2), byte(3))
+	f.Add(int64(0), -0.0, " 7 ", uint64(math.MaxUint64), uint64(math.MaxUint64), byte(4))
+	f.Fuzz(func(t *testing.T, i int64, d float64, s string, start, end uint64, shape byte) {
+		b := newTB(t)
+		b.span("agent", 1, 0, 0, 100, map[string]any{"gen_ai.operation.name": "invoke_agent"})
+		vals := []any{i, d, s}
+		keys := []string{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.total_tokens"}
+		for id := byte(2); id <= 3; id++ {
+			a := map[string]any{"gen_ai.operation.name": "chat"}
+			for k := range keys {
+				a[keys[k]] = vals[(k+int(shape)+int(id))%3]
+			}
+			sp := b.span("chat", id, 1, 10, 20, a)
+			sp.SetStartTimestamp(pcommon.Timestamp(start))
+			sp.SetEndTimestamp(pcommon.Timestamp(end))
+		}
+		cases, problems := Adapt(b.refs())
+		for _, c := range cases {
+			u := c.Usage
+			if u.InputTokens < 0 || u.OutputTokens < 0 || u.TotalTokens < 0 {
+				t.Fatalf("%s case: negative count %+v", c.Level, u)
+			}
+			if n, ok := u.Total(); ok && n < 0 {
+				t.Fatalf("%s case: negative total %d", c.Level, n)
+			}
+			if u.Invalid != "" && len(problems) == 0 {
+				t.Fatalf("invalid counts without a problem: %q", u.Invalid)
+			}
+			if c.Latency < 0 || (c.LatencyInvalid != "" && c.Latency != 0) {
+				t.Fatalf("latency %v %q", c.Latency, c.LatencyInvalid)
+			}
+			if c.LatencyInvalid != "" && !containsSub(problems, "not a valid latency") {
+				t.Fatalf("invalid latency without a problem: %q", problems)
+			}
+		}
+	})
 }

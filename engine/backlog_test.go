@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -127,4 +129,42 @@ func sumInt(t *testing.T, tel *componenttest.Telemetry, name string) int64 {
 		total += dp.Value
 	}
 	return total
+}
+
+// Bad token counts and timestamps reach the evaluators as bad input: the
+// report lists the problems (the processor counts them) and token_usage and
+// latency say error, never passed. int64 max twice used to wrap the total
+// to a negative number "within" the limit.
+func TestBadNumbersAreNeverAPass(t *testing.T) {
+	e := newEngine(t, map[string]any{"evaluators": []any{
+		map[string]any{"type": "token_usage", "max_total": 100000},
+		map[string]any{"type": "latency", "max": "10s"},
+	}})
+	td := ptrace.NewTraces()
+	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+	tid := [16]byte{1}
+	add := func(id, parent byte, start, end uint64, attrs map[string]any) {
+		sp := ss.Spans().AppendEmpty()
+		sp.SetTraceID(tid)
+		sp.SetSpanID([8]byte{id})
+		if parent != 0 {
+			sp.SetParentSpanID([8]byte{parent})
+		}
+		sp.SetName("span")
+		sp.SetStartTimestamp(pcommon.Timestamp(start))
+		sp.SetEndTimestamp(pcommon.Timestamp(end))
+		require.NoError(t, sp.Attributes().FromRaw(attrs))
+	}
+	add(1, 0, 2000, 1000, map[string]any{"gen_ai.operation.name": "invoke_agent"}) // ends before it starts
+	for id := byte(2); id <= 3; id++ {
+		add(id, 1, 1100, 1200, map[string]any{"gen_ai.operation.name": "chat",
+			"gen_ai.usage.input_tokens": int64(math.MaxInt64), "gen_ai.usage.output_tokens": int64(1)})
+	}
+	rep := e.ScoreTrace(context.Background(), adapter.GroupByTrace(td)[tid])
+	require.NotEmpty(t, rep.Problems)
+	got := results(rep)
+	require.Equal(t, evaluators.StatusError, got["token_usage"].Status, got["token_usage"].Reason)
+	require.Contains(t, got["token_usage"].Reason, "overflow")
+	require.Equal(t, evaluators.StatusError, got["latency"].Status, got["latency"].Reason)
+	require.Contains(t, got["latency"].Reason, "before it starts")
 }

@@ -267,7 +267,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		all = append(all, sc)
 		var target *lateTarget
 		for k, in := range selected {
-			if in.Judge == "" || ctx.Err() != nil {
+			if !in.background() || ctx.Err() != nil {
 				sc.results[k] = runInstance(ctx, in, c)
 				continue
 			}
@@ -305,6 +305,11 @@ func runInstance(ctx context.Context, in *instance, c *adapter.Case) evaluators.
 	}
 	return in.Evaluate(ctx, c)
 }
+
+// background says the instance waits on a remote service (a judge): it
+// runs as a Task on the engine's pool, bounded by max_pending_judge_tasks,
+// instead of inline. Other remote evaluators join here.
+func (in *instance) background() bool { return in.Judge != "" }
 
 // sampled decides by trace id alone, so every collector that sees the trace
 // makes the same choice.
