@@ -576,7 +576,10 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 		c.Usage = a.usage
 	} else {
 		for _, j := range llms {
-			c.Usage.add(t.spans[j].usage)
+			if c.Usage.add(t.spans[j].usage) {
+				// Bad input like any other: a problem, on the run's span.
+				a.c.report("gen_ai.usage.*", "not a valid count: %s", usageOverflow)
+			}
 		}
 	}
 	problems := appendUnique(nil, a.c.problems)

@@ -155,9 +155,13 @@ func AddCounts(a, b int64) (sum int64, overflow bool) {
 	return a + b, false
 }
 
+// usageOverflow is Usage.Invalid when a sum overflows.
+const usageOverflow = "the token counts of the run's LLM calls overflow a 64-bit count when summed"
+
 // add sums the counts of another span into u (the run's usage from its LLM
-// calls), saturating and marking an overflow as invalid.
-func (u *Usage) add(o Usage) {
+// calls), saturating and marking an overflow as invalid; overflow says
+// this sum is the one that first overflowed.
+func (u *Usage) add(o Usage) (overflow bool) {
 	var of1, of2, of3 bool
 	u.InputTokens, of1 = AddCounts(u.InputTokens, o.InputTokens)
 	u.OutputTokens, of2 = AddCounts(u.OutputTokens, o.OutputTokens)
@@ -170,8 +174,10 @@ func (u *Usage) add(o Usage) {
 	case o.Invalid != "":
 		u.Invalid = o.Invalid
 	case of1 || of2 || of3:
-		u.Invalid = "the token counts of the run's LLM calls overflow a 64-bit count when summed"
+		u.Invalid = usageOverflow
+		return true
 	}
+	return false
 }
 
 // Expectations are read from the case's span, else from the trace's root

@@ -355,3 +355,27 @@ func BenchmarkEfficiencyLarge(b *testing.B) {
 		}
 	}
 }
+
+// structural_match in lenient mode compares array elements pair by pair:
+// it stops at the deadline too.
+func TestStructuralMatchStopsAtTheDeadline(t *testing.T) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	var exp, act []string
+	for i := 0; i < 5000; i++ {
+		exp = append(exp, fmt.Sprintf(`{"a": %d}`, i))
+		act = append(act, fmt.Sprintf(`{"a": %d}`, -i))
+	}
+	c := &adapter.Case{Output: "[" + strings.Join(act, ",") + "]"}
+	c.Expected.Output, c.Expected.HasOutput = "["+strings.Join(exp, ",")+"]", true
+	in := build(t, Config{Type: "structural_match", Options: obj("mode", "lenient")})
+	r := in.Evaluate(ctx, c)
+	if r.Status != StatusTimeout {
+		t.Fatalf("%s %q", r.Status, r.Reason)
+	}
+	small := &adapter.Case{Output: "[" + strings.Join(act[:50], ",") + "]"}
+	small.Expected.Output, small.Expected.HasOutput = "["+strings.Join(exp[:50], ",")+"]", true
+	if r = in.Evaluate(context.Background(), small); !r.Scored() {
+		t.Fatalf("without a deadline: %s %q", r.Status, r.Reason)
+	}
+}
