@@ -168,3 +168,36 @@ func TestBadNumbersAreNeverAPass(t *testing.T) {
 	require.Equal(t, evaluators.StatusError, got["latency"].Status, got["latency"].Reason)
 	require.Contains(t, got["latency"].Reason, "before it starts")
 }
+
+// Shutdown does not wait past its context for queued or running judge
+// tasks: with a judge that never answers, every trace is finished (done is
+// called) and no goroutine of the engine is left (goleak in TestMain).
+func TestShutdownFinishesQueuedJudgeTasks(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		<-release
+		return judgetest.Reply{Content: `{"score": 1}`}
+	})
+	y := judgeYAML(srv.Endpoint(), 1, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
+	y["late_results"] = "drop"
+	e := newEngine(t, y)
+	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
+	const traces = 10
+	done := make(chan Report, traces)
+	for i := 0; i < traces; i++ {
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, e.Shutdown(ctx))
+	for i := 0; i < traces; i++ {
+		r := results(<-done)["helpful"]
+		require.NotEqual(t, evaluators.StatusPassed, r.Status, r.Reason)
+	}
+	// After Shutdown, judge work is refused at once, not queued.
+	rep := e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json"))
+	r := results(rep)["helpful"]
+	require.Equal(t, evaluators.StatusError, r.Status)
+	require.Contains(t, r.Reason, "not running")
+}

@@ -50,7 +50,7 @@ var errMatchingWork = errors.New("matching work cap reached")
 
 // maxMatchingWork caps the comparisons of one unordered matching that
 // cannot use hashed classes (non-exact argument modes on large inputs).
-var maxMatchingWork = 20_000_000
+var maxMatchingWork = 10_000_000
 
 // checkEvery is how many cells or comparisons pass between context checks.
 const checkEvery = 1 << 14
