@@ -121,6 +121,3 @@ func (p *pool) stop() {
 		p.wg.Wait()
 	}
 }
-
-// Len is the number of tasks waiting.
-func (p *pool) len() int { return len(p.queue) }
