@@ -308,7 +308,10 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	}
 	eq, classes := t.cc.comparison(exp, act)
 	longer := max(len(exp), len(act))
-	what := fmt.Sprintf("comparing %s with %s (%s)", plural(len(act), "call"), plural(len(exp), "expected call"), t.mode)
+	// what is said only when the comparison stops: built only then.
+	what := func() string {
+		return fmt.Sprintf("comparing %s with %s (%s)", plural(len(act), "call"), plural(len(exp), "expected call"), t.mode)
+	}
 	var p pairs
 	var err error
 	var score float64
@@ -345,14 +348,14 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		return Scored(0, head, countMetrics(m, len(exp), len(act)))
 	case TrajInOrder:
 		if p, err = lcs(ctx, len(exp), len(act), eq); err != nil {
-			return stopped(ctx, err, what)
+			return stopped(ctx, err, what())
 		}
 		m := p.count()
 		score = ratio(m, longer)
 		head = fmt.Sprintf("%d of %d calls in expected order (LCS / longer length)", m, longer)
 	default:
 		if p, err = maxMatching(ctx, len(exp), len(act), eq, classes); err != nil {
-			return stopped(ctx, err, what)
+			return stopped(ctx, err, what())
 		}
 		m := p.count()
 		switch t.mode {
