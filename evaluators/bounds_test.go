@@ -241,7 +241,7 @@ func TestEfficiencyHashedAgreesWithPairwise(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	eff := build(t, Config{Type: "tool_efficiency", Options: obj("arguments", obj("trim_strings", true))})
 	for round := 0; round < 300; round++ {
-		made := make([]adapter.ToolCall, rng.Intn(20))
+		made := make([]adapter.ToolCall, 65+rng.Intn(60)) // above the size where hashing starts
 		for i := range made {
 			made[i] = call([]string{"f", "g"}[rng.Intn(2)], obj("q", []any{"a", " a", 1.0, int64(1), "b"}[rng.Intn(5)]))
 		}

@@ -77,15 +77,9 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		}
 		return false, nil
 	}
-	if cls, ok := t.classes(calls); ok && hashCalls {
-		same = func(i, j int) bool { return cls[i] == cls[j] }
-		seen := make(map[int32]bool, n)
-		isRepeat = func(i int, _ []int) (bool, error) {
-			if seen[cls[i]] {
-				return true, nil
-			}
-			seen[cls[i]] = true
-			return false, nil
+	if n > 64 && hashCalls {
+		if cls, ok := t.classes(calls); ok {
+			same, isRepeat = hashedSame(cls)
 		}
 	}
 	var distinct []int
@@ -141,4 +135,16 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	return Scored(float64(d)/float64(n), reason, map[string]float64{
 		"distinct": float64(d), "calls": float64(n), "repeats": float64(n - d), "consecutive_repeats": float64(consecutive),
 	})
+}
+
+// hashedSame is same and isRepeat by class: O(1) each.
+func hashedSame(cls []int32) (func(i, j int) bool, func(i int, _ []int) (bool, error)) {
+	seen := make(map[int32]bool, len(cls))
+	return func(i, j int) bool { return cls[i] == cls[j] }, func(i int, _ []int) (bool, error) {
+		if seen[cls[i]] {
+			return true, nil
+		}
+		seen[cls[i]] = true
+		return false, nil
+	}
 }

@@ -76,8 +76,12 @@ func (cc *callComparer) match(e adapter.ExpectedCall, a adapter.ToolCall) bool {
 // classes when every matcher involved can key its arguments (exact mode,
 // the default), else pair by pair through the matchers.
 func (cc *callComparer) comparison(exp []adapter.ExpectedCall, act []adapter.ToolCall) (eqFunc, *callClasses) {
-	if cl, ok := cc.classes(exp, act); ok && hashCalls {
-		return cl.eq, cl
+	// Small cases compare pair by pair as they always did: hashing would
+	// only add allocations there.
+	if len(exp)*len(act) > smallCells/4 && hashCalls {
+		if cl, ok := cc.classes(exp, act); ok {
+			return cl.eq, cl
+		}
 	}
 	return func(i, j int) bool { return cc.match(exp[i], act[j]) }, nil
 }
