@@ -412,11 +412,11 @@ func (t *trace) baseCase(level Level, i int) Case {
 		TraceID:  sp.TraceID(),
 		SpanID:   sp.SpanID(),
 		SpanName: d.c.fixString("name", sp.Name()),
-		Latency:  d.duration(),
 	}
 	if t.opts.Attributes {
 		c.Attributes = sp.Attributes().AsRaw()
 	}
+	c.Latency, c.LatencyInvalid = d.latency()
 	if v, ok := d.ref.Resource().Attributes().Get("service.name"); ok && v.Type() == pcommon.ValueTypeStr {
 		c.ServiceName = d.c.fixString("service.name", v.Str())
 	}
@@ -638,13 +638,10 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 		c.Usage = a.usage
 	} else {
 		for _, j := range llms {
-			u := t.spans[j].usage
-			c.Usage.InputTokens += u.InputTokens
-			c.Usage.OutputTokens += u.OutputTokens
-			c.Usage.TotalTokens += u.TotalTokens
-			c.Usage.HasInputTokens = c.Usage.HasInputTokens || u.HasInputTokens
-			c.Usage.HasOutputTokens = c.Usage.HasOutputTokens || u.HasOutputTokens
-			c.Usage.HasTotalTokens = c.Usage.HasTotalTokens || u.HasTotalTokens
+			if c.Usage.add(t.spans[j].usage) {
+				// Bad input like any other: a problem, on the run's span.
+				a.c.report("gen_ai.usage.*", "not a valid count: %s", usageOverflow)
+			}
 		}
 	}
 	problems := appendUnique(nil, a.c.problems)

@@ -4,6 +4,7 @@
 package adapter
 
 import (
+	"math"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -63,6 +64,10 @@ type Case struct {
 	// Attributes are the anchor span's attributes, copied, when the
 	// adapter's Options ask for them (nil otherwise).
 	Attributes map[string]any
+
+	// LatencyInvalid, when set, says why the span's timestamps give no
+	// valid latency (it ends before it starts, or overflows): bad input.
+	LatencyInvalid string
 
 	Expected Expectations
 
@@ -138,18 +143,59 @@ type Usage struct {
 	HasInputTokens  bool
 	HasOutputTokens bool
 	HasTotalTokens  bool
+	// Invalid, when set, says why the counts cannot be trusted: a count was
+	// negative, NaN, infinite or beyond int64, or the counts summed over
+	// the run's LLM calls overflow. Such counts are bad input (reported as
+	// a problem too), never a pass.
+	Invalid string
 }
 
 // Total returns the total token count, summing input and output when the
-// spans gave no total; ok is false when nothing is known.
+// spans gave no total; ok is false when nothing is known. The sum
+// saturates at math.MaxInt64 (and sets Invalid) instead of wrapping.
 func (u Usage) Total() (int64, bool) {
 	if u.HasTotalTokens {
 		return u.TotalTokens, true
 	}
 	if u.HasInputTokens || u.HasOutputTokens {
-		return u.InputTokens + u.OutputTokens, true
+		n, _ := AddCounts(u.InputTokens, u.OutputTokens)
+		return n, true
 	}
 	return 0, false
+}
+
+// AddCounts adds two non-negative counts, saturating at math.MaxInt64;
+// overflow says it saturated.
+func AddCounts(a, b int64) (sum int64, overflow bool) {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64, true
+	}
+	return a + b, false
+}
+
+// usageOverflow is Usage.Invalid when a sum overflows.
+const usageOverflow = "the token counts of the run's LLM calls overflow a 64-bit count when summed"
+
+// add sums the counts of another span into u (the run's usage from its LLM
+// calls), saturating and marking an overflow as invalid; overflow says
+// this sum is the one that first overflowed.
+func (u *Usage) add(o Usage) (overflow bool) {
+	var of1, of2, of3 bool
+	u.InputTokens, of1 = AddCounts(u.InputTokens, o.InputTokens)
+	u.OutputTokens, of2 = AddCounts(u.OutputTokens, o.OutputTokens)
+	u.TotalTokens, of3 = AddCounts(u.TotalTokens, o.TotalTokens)
+	u.HasInputTokens = u.HasInputTokens || o.HasInputTokens
+	u.HasOutputTokens = u.HasOutputTokens || o.HasOutputTokens
+	u.HasTotalTokens = u.HasTotalTokens || o.HasTotalTokens
+	switch {
+	case u.Invalid != "":
+	case o.Invalid != "":
+		u.Invalid = o.Invalid
+	case of1 || of2 || of3:
+		u.Invalid = usageOverflow
+		return true
+	}
+	return false
 }
 
 // Expectations are read from the case's span, else from the trace's root

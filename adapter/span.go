@@ -1,6 +1,8 @@
 package adapter
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -33,6 +35,24 @@ type spanData struct {
 
 	usage                                                Usage
 	model, provider, responseID, agentName, conversation string
+}
+
+// latency is the span's duration for a case: 0 when a timestamp is unset
+// (unknown); when the span ends before it starts or the duration overflows,
+// a problem is reported and invalid says why (bad input, never a pass).
+func (d *spanData) latency() (lat time.Duration, invalid string) {
+	switch {
+	case d.start == 0 || d.end == 0:
+		return 0, ""
+	case d.end < d.start:
+		invalid = fmt.Sprintf("the span ends %v before it starts", time.Duration(min(uint64(d.start-d.end), math.MaxInt64)))
+	case uint64(d.end-d.start) > math.MaxInt64:
+		invalid = "the span's duration overflows a 64-bit nanosecond count"
+	default:
+		return time.Duration(d.end - d.start), ""
+	}
+	d.c.report("end_time_unix_nano", "not a valid latency: %s", invalid)
+	return 0, invalid
 }
 
 func (d *spanData) duration() time.Duration {
@@ -282,15 +302,18 @@ func (d *spanData) readRawIO(attrs pcommon.Map) {
 
 func (d *spanData) readUsage(attrs pcommon.Map) {
 	c := &d.c
+	u := &d.usage
 	first := func(keys ...string) (int64, bool) {
 		for _, k := range keys {
-			if n, ok := c.attrInt(attrs, k); ok {
+			if n, ok, bad := c.attrCount(attrs, k); ok {
+				if bad != "" && u.Invalid == "" {
+					u.Invalid = bad
+				}
 				return n, true
 			}
 		}
 		return 0, false
 	}
-	u := &d.usage
 	u.InputTokens, u.HasInputTokens = first("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "ai.usage.inputTokens", "ai.usage.promptTokens")
 	u.OutputTokens, u.HasOutputTokens = first("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "ai.usage.outputTokens", "ai.usage.completionTokens")
 	u.TotalTokens, u.HasTotalTokens = first("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total", "ai.usage.totalTokens")

@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -314,28 +316,58 @@ func (c *spanCtx) firstString(m pcommon.Map, keys ...string) string {
 	return ""
 }
 
-// attrInt reads an integer attribute (int, double or numeric string).
-func (c *spanCtx) attrInt(m pcommon.Map, key string) (int64, bool) {
+// attrCount reads a count attribute (int, double or numeric string). A
+// value that is not a count — negative, NaN, infinite, beyond int64 — is
+// bad input: it is reported as a problem and returned as bad (ok true, so a
+// later key of the same count is not read in its place), never clamped
+// into a count that could pass a limit.
+func (c *spanCtx) attrCount(m pcommon.Map, key string) (n int64, ok bool, bad string) {
 	v, ok := m.Get(key)
 	if !ok {
-		return 0, false
+		return 0, false, ""
 	}
+	var f float64
 	switch v.Type() {
 	case pcommon.ValueTypeInt:
-		return v.Int(), true
+		if n = v.Int(); n < 0 {
+			return c.badCount(key, fmt.Sprintf("%d is negative", n))
+		}
+		return n, true, ""
 	case pcommon.ValueTypeDouble:
-		return int64(v.Double()), true
+		f = v.Double()
 	case pcommon.ValueTypeStr:
 		s := strings.TrimSpace(v.Str())
 		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return n, true
+			if n < 0 {
+				return c.badCount(key, fmt.Sprintf("%d is negative", n))
+			}
+			return n, true, ""
 		}
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			return int64(f), true
+		var err error
+		if f, err = strconv.ParseFloat(s, 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			c.report(key, "want an integer, got str")
+			return 0, false, ""
 		}
+	default:
+		c.report(key, "want an integer, got %s", strings.ToLower(v.Type().String()))
+		return 0, false, ""
 	}
-	c.report(key, "want an integer, got %s", strings.ToLower(v.Type().String()))
-	return 0, false
+	switch {
+	case f != f:
+		return c.badCount(key, "NaN is not a count")
+	case math.IsInf(f, 0):
+		return c.badCount(key, fmt.Sprintf("%v is not a count", f))
+	case f < 0:
+		return c.badCount(key, fmt.Sprintf("%v is negative", f))
+	case f >= math.MaxInt64: // float64(MaxInt64) rounds up to 2^63
+		return c.badCount(key, fmt.Sprintf("%v overflows a 64-bit count", f))
+	}
+	return int64(f), true, ""
+}
+
+func (c *spanCtx) badCount(key, why string) (int64, bool, string) {
+	c.report(key, "not a valid count: %s", why)
+	return 0, true, key + ": " + why
 }
 
 // textOf renders a plain Go value as text: strings as they are, anything

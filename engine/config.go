@@ -46,6 +46,11 @@ type Config struct {
 	// evaluators (contract section 14, docs/sessions.md). It validates
 	// itself (confmap.Validate walks into it).
 	Sessions sessions.Config `mapstructure:"sessions"`
+	// MaxPendingJudgeTasks bounds the judge evaluations waiting for a
+	// worker, across all traces; beyond it a judge evaluation is `skipped`
+	// with the reason (and counted), so a slow judge cannot grow memory and
+	// goroutines without bound.
+	MaxPendingJudgeTasks int `mapstructure:"max_pending_judge_tasks"`
 
 	_ struct{}
 }
@@ -61,8 +66,13 @@ func NewDefaultConfig() Config {
 		LateResults:      LateResultsSpan,
 		ResultLogRecords: true,
 		Sessions:         sessions.NewDefaultConfig(),
+
+		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,
 	}
 }
+
+// DefaultMaxPendingJudgeTasks is max_pending_judge_tasks when not set.
+const DefaultMaxPendingJudgeTasks = 10000
 
 // Validate checks the whole configuration, naming what is wrong.
 func (c *Config) Validate() error {
@@ -81,6 +91,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LateResults != LateResultsSpan && c.LateResults != LateResultsDrop {
 		errs = append(errs, fmt.Errorf("late_results: %q must be span or drop", c.LateResults))
+	}
+	if c.MaxPendingJudgeTasks <= 0 {
+		errs = append(errs, fmt.Errorf("max_pending_judge_tasks: %d must be positive", c.MaxPendingJudgeTasks))
 	}
 	if c.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("workers: %d must be positive", c.Workers))

@@ -30,9 +30,15 @@ type Engine struct {
 	logger    *zap.Logger
 	// judges are the clients of `judges:`; Start and Shutdown run them.
 	judges map[string]*judge.Client
-	// judgeParallel bounds the judge evaluations of one trace run at once
-	// (each client also bounds its own requests by max_concurrency).
+	// judgeParallel is the number of workers of pool: the judges'
+	// max_concurrency summed (each client also bounds its own requests).
 	judgeParallel int
+	// pool runs the judge tasks of every trace; maxPending bounds its queue.
+	pool       *pool
+	maxPending int
+	// hasBackground: some instance runs in the background (judge or
+	// remote), so Start starts the pool.
+	hasBackground bool
 
 	// Judge work outlives ScoreTraceAsync: tasks and their finishers are
 	// counted in background and stopped by lateCancel at Shutdown.
@@ -114,6 +120,16 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 		}
 	}
 	e.judgeParallel = min(max(e.judgeParallel, 1), 64)
+	e.maxPending = cfg.MaxPendingJudgeTasks
+	if e.maxPending <= 0 {
+		e.maxPending = DefaultMaxPendingJudgeTasks
+	}
+	if e.pool, err = newPool(e.judgeParallel, e.maxPending, set); err != nil {
+		return nil, fmt.Errorf("judge task metrics: %w", err)
+	}
+	for _, in := range insts {
+		e.hasBackground = e.hasBackground || in.Background()
+	}
 	// The conversation is decoded only when some evaluator reads it.
 	e.levels.SkipConversation = true
 	for _, in := range insts {
@@ -161,16 +177,22 @@ func (e *Engine) Start(ctx context.Context, host component.Host) error {
 			}
 		}
 	}
+	if e.hasBackground {
+		e.pool.start()
+	}
 	return nil
 }
 
-// Shutdown waits for the judge work under way — traces still waiting for a
-// judge are finished (done is called) and late results delivered — until ctx
-// ends, then cancels what is left; it returns once no goroutine of the
-// engine runs, and stops the judge clients. It is safe without Start and
-// twice.
+// Shutdown waits for the judge work under way and queued — traces still
+// waiting for a judge are finished (done is called) and late results
+// delivered — until ctx ends, then cancels what is left; it returns once no
+// goroutine of the engine runs, and stops the judge clients. Judge work
+// submitted after Shutdown is skipped. It is safe without Start and twice.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, e.lateCancel)
+	if e.pool != nil {
+		e.pool.stop() // runs what is queued, then the workers end
+	}
 	e.background.Wait()
 	stop()
 	e.lateCancel()
@@ -338,6 +360,11 @@ func runInstance(ctx context.Context, in *instance, c *adapter.Case) evaluators.
 	}
 	return in.Evaluate(ctx, c)
 }
+
+// background says the instance waits on a remote service (a judge): it
+// runs as a Task on the engine's pool, bounded by max_pending_judge_tasks,
+// instead of inline. Other remote evaluators join here.
+func (in *instance) background() bool { return in.Background() }
 
 // sampled decides by trace id alone, so every collector that sees the trace
 // makes the same choice.

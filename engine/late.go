@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +27,12 @@ const (
 // LateScopeName is the instrumentation scope of late-result spans.
 const LateScopeName = "github.com/evalbridge/evalbridge/engine"
 
-// judgeTask is one judge evaluation of one case, run in the background.
+// judgeTask is one judge evaluation of one case, run in the background
+// by the engine's pool (it is a Task).
 type judgeTask struct {
-	in *instance
-	c  *adapter.Case
+	in  *instance
+	c   *adapter.Case
+	job *judgeJob
 
 	// mu guards the hand-over between the task and its trace's finisher:
 	// a result that arrives before the finisher gave up goes into slot; one
@@ -87,37 +91,94 @@ func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef
 	return t
 }
 
-// runJudgeTasks starts the tasks and a finisher that calls finish once all
-// tasks are in or ctx has ended. Nothing here blocks the caller.
+// judgeJob is the judge work of one trace: its tasks, and the finish that
+// runs once, when the last task is in or the trace's context ends,
+// whichever comes first. No goroutine waits for it: the last task calls
+// finish, or context.AfterFunc does at the deadline.
+type judgeJob struct {
+	e         *Engine
+	jctx      context.Context
+	cancel    context.CancelFunc
+	tasks     []*judgeTask
+	remaining atomic.Int32
+	once      sync.Once
+	finish    func()
+
+	mu        sync.Mutex // guards stopAfter: the AfterFunc may fire before it is set
+	stopAfter func() bool
+}
+
+// Run is the Task: run the evaluation, then count it in.
+func (t *judgeTask) Run() {
+	t.job.e.runJudgeTask(t.job.jctx, t)
+	t.job.done()
+}
+
+func (j *judgeJob) done() {
+	if j.remaining.Add(-1) == 0 {
+		j.cancel() // the last task out releases the judge context
+		j.finishOnce()
+	}
+}
+
+func (j *judgeJob) finishOnce() {
+	j.once.Do(func() {
+		j.mu.Lock()
+		stop := j.stopAfter
+		j.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		j.finish()
+		j.e.background.Done()
+	})
+}
+
+// runJudgeTasks queues the tasks on the engine's pool and arranges for
+// finish to run once all are in or ctx has ended. Nothing here blocks the
+// caller. A task the pool refuses (the backlog is at max_pending_judge_tasks,
+// or the engine is not running) is reported `skipped` with the reason.
 func (e *Engine) runJudgeTasks(ctx context.Context, tasks []*judgeTask, finish func()) {
 	jctx, cancel := e.judgeContext(ctx)
-	var pending atomic.Int32
-	pending.Store(int32(len(tasks)))
-	arrived := make(chan struct{}, len(tasks))
-	sem := make(chan struct{}, e.judgeParallel)
-	e.background.Add(1 + len(tasks))
+	job := &judgeJob{e: e, jctx: jctx, cancel: cancel, tasks: tasks, finish: finish}
+	job.remaining.Store(int32(len(tasks)) + 1) // +1 until every task is submitted
+	e.background.Add(1)
+	job.mu.Lock()
+	job.stopAfter = context.AfterFunc(ctx, func() {
+		e.abandon(tasks)
+		job.finishOnce()
+	})
+	job.mu.Unlock()
 	for _, t := range tasks {
-		go func() {
-			defer e.background.Done()
-			e.runJudgeTask(jctx, sem, t)
-			arrived <- struct{}{}
-			if pending.Add(-1) == 0 {
-				cancel() // the last task out releases the judge context
-			}
-		}()
-	}
-	go func() {
-		defer e.background.Done()
-		for remaining := len(tasks); remaining > 0; remaining-- {
-			select {
-			case <-arrived:
-			case <-ctx.Done():
-				e.abandon(tasks)
-				remaining = 0
-			}
+		t.job = job
+		if err := e.pool.submit(t); err != nil {
+			t.refused(e.refusal(err))
+			job.done()
 		}
-		finish()
-	}()
+	}
+	job.done()
+}
+
+// refusal is the result of a judge task the pool did not take: skipped
+// when the backlog is full (the bound doing its job), error when the
+// engine's workers are not running (a lifecycle mistake).
+func (e *Engine) refusal(err error) (evaluators.Status, string) {
+	if errors.Is(err, errPoolFull) {
+		return evaluators.StatusSkipped, fmt.Sprintf("not evaluated: %d judge tasks are already waiting "+
+			"(max_pending_judge_tasks); the judges cannot keep up with the traces", e.maxPending)
+	}
+	return evaluators.StatusError, "not evaluated: " + err.Error()
+}
+
+// refused records a task the pool did not take.
+func (t *judgeTask) refused(status evaluators.Status, reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.finished = true
+	if !t.abandoned {
+		*t.slot = evaluators.Result{Name: t.in.Name, Type: t.in.Type, Threshold: t.in.Threshold,
+			Status: status, Reason: reason}
+	}
 }
 
 // judgeContext bounds a trace's judge calls. With late results on, a call
@@ -125,7 +186,9 @@ func (e *Engine) runJudgeTasks(ctx context.Context, tasks []*judgeTask, finish f
 // a span of its own); Shutdown cuts every call short via lateCtx.
 func (e *Engine) judgeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if e.sink() == nil {
-		return context.WithCancel(ctx)
+		jctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(e.lateCtx, cancel)
+		return jctx, func() { stop(); cancel() }
 	}
 	jctx, cancel := context.WithCancel(e.lateCtx)
 	if deadline, ok := ctx.Deadline(); ok {
@@ -136,13 +199,8 @@ func (e *Engine) judgeContext(ctx context.Context) (context.Context, context.Can
 	return jctx, cancel
 }
 
-func (e *Engine) runJudgeTask(jctx context.Context, sem chan struct{}, t *judgeTask) {
+func (e *Engine) runJudgeTask(jctx context.Context, t *judgeTask) {
 	t.started = time.Now()
-	select {
-	case sem <- struct{}{}:
-		defer func() { <-sem }()
-	case <-jctx.Done():
-	}
 	r := runInstance(jctx, t.in, t.c)
 	t.mu.Lock()
 	t.finished = true

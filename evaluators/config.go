@@ -23,6 +23,12 @@ type Config struct {
 	When       []string      `mapstructure:"when"`
 	SampleRate *float64      `mapstructure:"sample_rate"`
 	Judge      string        `mapstructure:"judge"`
+	// MaxToolCalls bounds the tool calls, and the expected tool calls, of a
+	// case that an evaluator of tool calls compares (default
+	// DefaultMaxToolCalls): above it the evaluation is `skipped`, so one
+	// hostile trace cannot hold a worker. Only for the types that read the
+	// calls (Factory.ToolCalls).
+	MaxToolCalls *int `mapstructure:"max_tool_calls"`
 	// Options are the type-specific keys.
 	Options map[string]any `mapstructure:",remain"`
 }
@@ -67,6 +73,15 @@ func (c *Config) Validate() error {
 	}
 	if c.SampleRate != nil && !(*c.SampleRate >= 0 && *c.SampleRate <= 1) {
 		return fmt.Errorf("evaluator %q: sample_rate %v must be within [0, 1]", name, *c.SampleRate)
+	}
+	if c.MaxToolCalls != nil {
+		if !f.ToolCalls {
+			return fmt.Errorf("evaluator %q: max_tool_calls applies only to the evaluators of tool calls (%s), not to %s",
+				name, strings.Join(toolCallTypes(), ", "), c.Type)
+		}
+		if *c.MaxToolCalls <= 0 {
+			return fmt.Errorf("evaluator %q: max_tool_calls %d must be positive", name, *c.MaxToolCalls)
+		}
 	}
 	if f.NeedsJudge && c.Judge == "" {
 		return fmt.Errorf("evaluator %q: type %s needs `judge`", name, c.Type)
@@ -119,9 +134,26 @@ type Instance struct {
 	Judge      string
 	// ConversationFree, Async and NeedsAttributes are the type's Factory's.
 	ConversationFree bool
-	Async            bool
-	NeedsAttributes  bool
-	Evaluator        Evaluator
+	// MaxToolCalls is the cap on a case's calls and expected calls; 0 when
+	// the type does not read tool calls.
+	MaxToolCalls    int
+	Async           bool
+	NeedsAttributes bool
+	Evaluator       Evaluator
+}
+
+// DefaultMaxToolCalls is max_tool_calls when not set: far above what an
+// agent run makes, far below what would let one trace hold a worker.
+const DefaultMaxToolCalls = 1000
+
+func toolCallTypes() []string {
+	var out []string
+	for _, t := range Types() {
+		if registry[t].ToolCalls {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Build turns validated configs into instances.
@@ -162,6 +194,12 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 		if c.SampleRate != nil {
 			inst.SampleRate = *c.SampleRate
 		}
+		if f.ToolCalls {
+			inst.MaxToolCalls = DefaultMaxToolCalls
+			if c.MaxToolCalls != nil {
+				inst.MaxToolCalls = *c.MaxToolCalls
+			}
+		}
 		out = append(out, inst)
 	}
 	return out, nil
@@ -180,6 +218,10 @@ func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
 			r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
 		}
 	}()
+	if r, over := in.overCap(c); over {
+		r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
+		return r
+	}
 	r = in.Evaluator.Evaluate(ctx, c)
 	r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
 	if r.Scored() {
@@ -190,4 +232,21 @@ func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
 		}
 	}
 	return r
+}
+
+// overCap skips a case with more calls, or expected calls, than
+// max_tool_calls: comparing them is at least linear and, for some modes,
+// quadratic in the counts.
+func (in *Instance) overCap(c *adapter.Case) (Result, bool) {
+	if in.MaxToolCalls <= 0 {
+		return Result{}, false
+	}
+	if n := len(c.ToolCalls); n > in.MaxToolCalls {
+		return Skipped("the case has %d tool calls, more than max_tool_calls (%d); not evaluated", n, in.MaxToolCalls), true
+	}
+	if n := len(c.Expected.ToolCalls); c.Expected.HasToolCalls && n > in.MaxToolCalls {
+		return Skipped("the case expects %d tool calls (eval.expected.tool_calls), more than max_tool_calls (%d); not evaluated",
+			n, in.MaxToolCalls), true
+	}
+	return Result{}, false
 }

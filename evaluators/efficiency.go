@@ -37,22 +37,61 @@ func (t *toolEfficiency) same(a, b *adapter.ToolCall) bool {
 	return a.Name == b.Name && t.m.matches(a.Arguments, b.Arguments)
 }
 
-func (t *toolEfficiency) Evaluate(_ context.Context, c *adapter.Case) Result {
+// classes numbers the calls so that same(a, b) is class(a) == class(b):
+// possible when the matcher keys arguments (exact mode, the default), where
+// "same" is an equivalence. ok is false otherwise.
+func (t *toolEfficiency) classes(calls []adapter.ToolCall) ([]int32, bool) {
+	ids := interner{}
+	out := make([]int32, len(calls))
+	var buf []byte
+	for i := range calls {
+		buf = append(buf[:0], calls[i].Name...)
+		buf = append(buf, 0)
+		var ok bool
+		if buf, ok = t.m.key(buf, calls[i].Arguments); !ok {
+			return nil, false
+		}
+		out[i] = ids.id(string(buf))
+	}
+	return out, true
+}
+
+func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	calls := c.ToolCalls
 	n := len(calls)
 	if n == 0 {
 		return Scored(1, "no tool calls to inspect", map[string]float64{"distinct": 0, "calls": 0, "repeats": 0})
 	}
+	// same(i, j): by class in O(n) when calls hash; else pair by pair
+	// against the distinct calls so far, O(n·distinct), checking the
+	// deadline as it goes.
+	same := func(i, j int) bool { return t.same(&calls[i], &calls[j]) }
+	isRepeat := func(i int, distinct []int) (bool, error) {
+		for k, d := range distinct {
+			if k%1024 == 1023 && ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			if same(d, i) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if n > 64 && hashCalls {
+		if cls, ok := t.classes(calls); ok {
+			same, isRepeat = hashedSame(cls)
+		}
+	}
 	var distinct []int
 	repeats := map[string]int{}
 	var repeatOrder []string
 	for i := range calls {
-		dup := false
-		for _, d := range distinct {
-			if t.same(&calls[d], &calls[i]) {
-				dup = true
-				break
-			}
+		dup, err := isRepeat(i, distinct)
+		if err == nil && i%256 == 255 {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return timedOut(ctx, fmt.Sprintf("looking for repeats among %s", plural(n, "call")))
 		}
 		if dup {
 			if repeats[calls[i].Name] == 0 {
@@ -67,12 +106,12 @@ func (t *toolEfficiency) Evaluate(_ context.Context, c *adapter.Case) Result {
 	var loops []string
 	consecutive := 0
 	for i := 1; i < n; {
-		if !t.same(&calls[i-1], &calls[i]) {
+		if !same(i-1, i) {
 			i++
 			continue
 		}
 		start := i - 1
-		for i < n && t.same(&calls[i-1], &calls[i]) {
+		for i < n && same(i-1, i) {
 			i++
 		}
 		consecutive += i - 1 - start
@@ -96,4 +135,16 @@ func (t *toolEfficiency) Evaluate(_ context.Context, c *adapter.Case) Result {
 	return Scored(float64(d)/float64(n), reason, map[string]float64{
 		"distinct": float64(d), "calls": float64(n), "repeats": float64(n - d), "consecutive_repeats": float64(consecutive),
 	})
+}
+
+// hashedSame is same and isRepeat by class: O(1) each.
+func hashedSame(cls []int32) (func(i, j int) bool, func(i int, _ []int) (bool, error)) {
+	seen := make(map[int32]bool, len(cls))
+	return func(i, j int) bool { return cls[i] == cls[j] }, func(i int, _ []int) (bool, error) {
+		if seen[cls[i]] {
+			return true, nil
+		}
+		seen[cls[i]] = true
+		return false, nil
+	}
 }

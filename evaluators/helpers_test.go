@@ -108,4 +108,6 @@ func scored(score float64, threshold float64, reason ...string) want {
 
 func skipped(reason string) want { return want{status: StatusSkipped, reason: reason} }
 
+func errored(reason string) want { return want{status: StatusError, reason: reason} }
+
 func jsonNumber(s string) any { return json.Number(s) }

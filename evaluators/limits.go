@@ -68,6 +68,11 @@ func parseLimitDuration(v any) (time.Duration, error) {
 }
 
 func (l *latency) Evaluate(_ context.Context, c *adapter.Case) Result {
+	// Bad timestamps are the adapter's problem (counted there); here they
+	// are an error, never a latency that passes.
+	if c.LatencyInvalid != "" {
+		return Errored("bad input: %s; latency not checked", c.LatencyInvalid)
+	}
 	if c.Latency <= 0 {
 		return Skipped("latency unknown")
 	}
@@ -115,7 +120,18 @@ func newTokenUsage(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 // limited count is known.
 func (t *tokenUsage) Evaluate(_ context.Context, c *adapter.Case) Result {
 	u := c.Usage
+	// Bad counts (negative, NaN, infinite, overflowing) are the adapter's
+	// problem (counted there); here they are an error, never a pass.
+	if u.Invalid != "" {
+		return Errored("bad input: token counts are not valid (%s); limits not checked", u.Invalid)
+	}
 	total, hasTotal := u.Total()
+	if !u.HasTotalTokens && hasTotal {
+		if _, of := adapter.AddCounts(u.InputTokens, u.OutputTokens); of {
+			return Errored("bad input: input tokens %d + output tokens %d overflow a 64-bit count; limits not checked",
+				u.InputTokens, u.OutputTokens)
+		}
+	}
 	type lim struct {
 		name  string
 		max   *int64

@@ -362,3 +362,70 @@ func fromFloat(f float64) number {
 	}
 	return number{f: f}
 }
+
+// key writes a canonical form of args to buf such that, for this matcher,
+// matches(x, y) holds exactly when the keys of x and y are equal; ok is
+// false when the mode or a value has no such form (subset, superset and
+// fuzzy are not equivalences; case-insensitive folding, NaN, numbers beyond
+// 2^53 and shapes compared by their printed form are left to matches). It
+// lets tool_efficiency and the call comparisons hash instead of comparing
+// every pair.
+func (m *argMatcher) key(buf []byte, args map[string]any) ([]byte, bool) {
+	switch {
+	case m.mode == ArgsIgnore:
+		return buf, true
+	case m.mode != ArgsExact || m.caseInsensitive:
+		return buf, false
+	}
+	return m.keyValue(buf, args, 0)
+}
+
+func (m *argMatcher) keyValue(buf []byte, v any, depth int) ([]byte, bool) {
+	if depth > 64 {
+		return buf, false
+	}
+	if v == nil {
+		return append(buf, 'z'), true
+	}
+	if n, ok := toNumber(v); ok {
+		f := n.float()
+		if f != f || math.Abs(f) >= 1<<53 {
+			return buf, false
+		}
+		if n.isInt {
+			return strconv.AppendInt(append(buf, 'i'), n.i, 10), true
+		}
+		return strconv.AppendFloat(append(buf, 'f'), f, 'g', -1, 64), true
+	}
+	switch t := v.(type) {
+	case string:
+		if m.trim {
+			t = strings.TrimSpace(t)
+		}
+		return strconv.AppendQuote(append(buf, 's'), t), true
+	case bool:
+		return strconv.AppendBool(append(buf, 'b'), t), true
+	case map[string]any:
+		buf = append(buf, '{')
+		for _, k := range sortedKeys(t) {
+			buf = strconv.AppendQuote(buf, k)
+			var ok bool
+			if buf, ok = m.keyValue(buf, t[k], depth+1); !ok {
+				return buf, false
+			}
+			buf = append(buf, ',')
+		}
+		return append(buf, '}'), true
+	case []any:
+		buf = append(buf, '[')
+		for _, e := range t {
+			var ok bool
+			if buf, ok = m.keyValue(buf, e, depth+1); !ok {
+				return buf, false
+			}
+			buf = append(buf, ',')
+		}
+		return append(buf, ']'), true
+	}
+	return buf, false
+}

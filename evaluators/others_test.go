@@ -2,6 +2,7 @@ package evaluators
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -255,6 +256,7 @@ func TestLimits(t *testing.T) {
 		{"within", obj("max", "2s"), lat(1500 * time.Millisecond), scored(1, 1)},
 		{"at limit", obj("max", "2s"), lat(2 * time.Second), scored(1, 1)},
 		{"over", obj("max", "2s"), lat(2001 * time.Millisecond), scored(0, 1, "exceeds")},
+		{"bad timestamps", obj("max", "2s"), &adapter.Case{LatencyInvalid: "the span ends 1s before it starts"}, errored("ends 1s before it starts")},
 	})
 	use := func(u adapter.Usage) *adapter.Case { return &adapter.Case{Usage: u} }
 	runCaseTests(t, "token_usage", []caseTest{
@@ -263,6 +265,9 @@ func TestLimits(t *testing.T) {
 		{"within", obj("max_input", 100, "max_output", 100), use(adapter.Usage{InputTokens: 60, HasInputTokens: true, OutputTokens: 50, HasOutputTokens: true}), scored(1, 1)},
 		{"output over", obj("max_input", 100, "max_output", 10), use(adapter.Usage{InputTokens: 60, HasInputTokens: true, OutputTokens: 50, HasOutputTokens: true}), scored(0, 1, "output tokens 50 > 10")},
 		{"partly unknown", obj("max_input", 100, "max_output", 10), use(adapter.Usage{InputTokens: 60, HasInputTokens: true}), scored(1, 1, "not checked")},
+		// Bad counts are an error, never a pass (int64 max + 1 once wrapped to a negative total "within" the limit).
+		{"invalid counts", obj("max_total", 100), use(adapter.Usage{HasInputTokens: true, Invalid: "gen_ai.usage.input_tokens: -5 is negative"}), errored("-5 is negative")},
+		{"sum overflows", obj("max_total", 100), use(adapter.Usage{InputTokens: math.MaxInt64, HasInputTokens: true, OutputTokens: 1, HasOutputTokens: true}), errored("overflow")},
 	})
 }
 

@@ -248,6 +248,10 @@ type structDiff struct {
 	matched, den int
 	diffs        []string
 	ndiffs       int
+	// ctx is the trace's deadline: unordered arrays compare every pair of
+	// elements, so the comparison checks it and stops (stopped).
+	ctx     context.Context
+	stopped bool
 }
 
 func (d *structDiff) add(s string) {
@@ -257,7 +261,7 @@ func (d *structDiff) add(s string) {
 	}
 }
 
-func (e *structuralMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
+func (e *structuralMatch) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	if c.Output == "" {
 		return Skipped(noOutput)
 	}
@@ -278,8 +282,11 @@ func (e *structuralMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
 	if err != nil {
 		return Scored(0, "the output is not valid JSON: "+truncate(c.Output, 150), map[string]float64{"matched": 0})
 	}
-	d := &structDiff{}
+	d := &structDiff{ctx: ctx}
 	e.compare(expected, actual, "$", d)
+	if d.stopped {
+		return timedOut(ctx, "comparing the output with the expected structure")
+	}
 	score := ratio(d.matched, d.den)
 	if e.binary {
 		score = b2f(d.ndiffs == 0)
@@ -370,10 +377,18 @@ func (e *structuralMatch) compareArrays(exp, act []any, path string, d *structDi
 	}
 	remaining := append([]any(nil), act...)
 	for i, ev := range exp {
+		if d.stopped || (i%64 == 63 && d.ctx != nil && d.ctx.Err() != nil) {
+			d.stopped = true
+			return
+		}
 		idx := -1
 		for j, av := range remaining {
-			probe := &structDiff{}
+			probe := &structDiff{ctx: d.ctx}
 			e.compare(ev, av, "$", probe)
+			if probe.stopped {
+				d.stopped = true
+				return
+			}
 			if probe.ndiffs == 0 {
 				idx = j
 				break

@@ -48,6 +48,9 @@ type Factory struct {
 	// session`, contract section 14): it reads the case's turns, messages,
 	// tool calls or usage, which a session case fills from all its turns.
 	Sessions bool
+	// ToolCalls says the evaluator compares the case's tool calls (and the
+	// expected ones), so `max_tool_calls` caps it.
+	ToolCalls bool
 	// New decodes the type's options strictly (unknown keys are errors) and
 	// builds the evaluator. It must be cheap and start nothing.
 	New func(opts *confmap.Conf, deps Deps) (Evaluator, error)
@@ -57,13 +60,13 @@ type Factory struct {
 // defines its factories; they are listed here so the catalogue is in one place.
 var registry = index(
 	// Tool calls compared with an expectation (toolcalls.go).
-	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCorrectness},
-	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolTrajectory},
-	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCallAccuracy},
+	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCorrectness},
+	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolTrajectory},
+	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallAccuracy},
 	// Calls on their own.
-	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolCallValidity},
-	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, Sessions: true, New: newToolError},
-	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, Sessions: true, New: newToolEfficiency},
+	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallValidity},
+	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolError},
+	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolEfficiency},
 	// Tool definitions (reliability.go).
 	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolNameReliability},
 	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolDescriptionReliability},

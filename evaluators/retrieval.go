@@ -199,7 +199,7 @@ func (r *retrieval) matches(retrieved, expected string) bool {
 	return retrieved == expected
 }
 
-func (r *retrieval) Evaluate(_ context.Context, c *adapter.Case) Result {
+func (r *retrieval) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	expDocs, has := c.Expected.Documents, c.Expected.HasDocuments
 	if !has {
 		expDocs, has = r.cfg, r.hasCfg
@@ -232,7 +232,10 @@ func (r *retrieval) Evaluate(_ context.Context, c *adapter.Case) Result {
 	if r.recall {
 		found := 0
 		var missed []string
-		for _, e := range exp {
+		for k, e := range exp {
+			if k%64 == 63 && ctx.Err() != nil {
+				return timedOut(ctx, fmt.Sprintf("looking for %d expected documents among %d retrieved", len(exp), len(docs)))
+			}
 			hit := false
 			for i := range docs {
 				if r.docMatches(&docs[i], e) {
@@ -256,6 +259,9 @@ func (r *retrieval) Evaluate(_ context.Context, c *adapter.Case) Result {
 	relevant := 0
 	var irrelevant []string
 	for i := range docs {
+		if i%64 == 63 && ctx.Err() != nil {
+			return timedOut(ctx, fmt.Sprintf("checking %d retrieved documents against %d expected", len(docs), len(exp)))
+		}
 		hit := false
 		for _, e := range exp {
 			if r.docMatches(&docs[i], e) {

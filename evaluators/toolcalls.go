@@ -72,8 +72,60 @@ func (cc *callComparer) match(e adapter.ExpectedCall, a adapter.ToolCall) bool {
 	return cc.matcher(e.Name).matches(e.Arguments, a.Arguments)
 }
 
-func (cc *callComparer) adjacency(exp []adapter.ExpectedCall, act []adapter.ToolCall) [][]bool {
-	return eqMatrix(len(exp), len(act), func(i, j int) bool { return cc.match(exp[i], act[j]) })
+// comparison is how expected and actual calls are compared: by integer
+// classes when every matcher involved can key its arguments (exact mode,
+// the default), else pair by pair through the matchers.
+func (cc *callComparer) comparison(exp []adapter.ExpectedCall, act []adapter.ToolCall) (eqFunc, *callClasses) {
+	// Small cases compare pair by pair as they always did: hashing would
+	// only add allocations there.
+	if len(exp)*len(act) > smallCells/4 && hashCalls {
+		if cl, ok := cc.classes(exp, act); ok {
+			return cl.eq, cl
+		}
+	}
+	return func(i, j int) bool { return cc.match(exp[i], act[j]) }, nil
+}
+
+// classes numbers the calls (see callClasses); ok is false when some
+// matcher cannot key arguments.
+func (cc *callComparer) classes(exp []adapter.ExpectedCall, act []adapter.ToolCall) (*callClasses, bool) {
+	names, full := interner{}, interner{}
+	cl := &callClasses{
+		expName: make([]int32, len(exp)), expFull: make([]int32, len(exp)), expArgs: make([]bool, len(exp)),
+		actName: make([]int32, len(act)), actFull: make([]int32, len(act)),
+	}
+	var buf []byte
+	fullID := func(name string, args map[string]any) (int32, bool) {
+		buf = append(buf[:0], name...)
+		buf = append(buf, 0)
+		var ok bool
+		if buf, ok = cc.matcher(name).key(buf, args); !ok {
+			return 0, false
+		}
+		return full.id(string(buf)), true
+	}
+	for i, e := range exp {
+		cl.expName[i] = names.id(e.Name)
+		// An empty expected object expects no arguments, which is what the
+		// key of an empty or absent actual object says too — except under
+		// ignore, where it matches anything (key "" for every call).
+		if cl.expArgs[i] = e.HasArguments; e.HasArguments {
+			id, ok := fullID(e.Name, e.Arguments)
+			if !ok {
+				return nil, false
+			}
+			cl.expFull[i] = id
+		}
+	}
+	for j, a := range act {
+		cl.actName[j] = names.id(a.Name)
+		id, ok := fullID(a.Name, a.Arguments)
+		if !ok {
+			return nil, false
+		}
+		cl.actFull[j] = id
+	}
+	return cl, true
 }
 
 // edgeCase handles the contract's common edge cases; ok is false when the
@@ -253,19 +305,24 @@ func newToolTrajectory(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	return &toolTrajectory{mode: mode, cc: cc}, nil
 }
 
-func (t *toolTrajectory) Evaluate(_ context.Context, c *adapter.Case) Result {
+func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	exp, act, r, done := callsToCompare(c, t.cc.cfg, t.cc.hasCfg)
 	if done {
 		return r
 	}
-	adj := t.cc.adjacency(exp, act)
+	eq, classes := t.cc.comparison(exp, act)
 	longer := max(len(exp), len(act))
+	// what is said only when the comparison stops: built only then.
+	what := func() string {
+		return fmt.Sprintf("comparing %s with %s (%s)", plural(len(act), "call"), plural(len(exp), "expected call"), t.mode)
+	}
 	var p pairs
+	var err error
 	var score float64
 	var head string
 	switch t.mode {
 	case TrajStrict:
-		p = positional(len(exp), len(act), adj)
+		p = positional(len(exp), len(act), eq)
 		m := p.count()
 		if len(exp) == len(act) && m == len(exp) {
 			return Scored(1, fmt.Sprintf("the %s match the expected trajectory position by position", plural(len(act), "call")),
@@ -276,7 +333,7 @@ func (t *toolTrajectory) Evaluate(_ context.Context, c *adapter.Case) Result {
 			head += fmt.Sprintf(", %s expected but %d made", plural(len(exp), "call"), len(act))
 		}
 		for i := 0; i < longer; i++ {
-			if i < len(exp) && i < len(act) && adj[i][i] {
+			if i < len(exp) && i < len(act) && eq(i, i) {
 				continue
 			}
 			switch {
@@ -294,12 +351,16 @@ func (t *toolTrajectory) Evaluate(_ context.Context, c *adapter.Case) Result {
 		}
 		return Scored(0, head, countMetrics(m, len(exp), len(act)))
 	case TrajInOrder:
-		p = lcs(len(exp), len(act), adj)
+		if p, err = lcs(ctx, len(exp), len(act), eq); err != nil {
+			return stopped(ctx, err, what())
+		}
 		m := p.count()
 		score = ratio(m, longer)
 		head = fmt.Sprintf("%d of %d calls in expected order (LCS / longer length)", m, longer)
 	default:
-		p = maxMatching(len(exp), len(act), adj)
+		if p, err = maxMatching(ctx, len(exp), len(act), eq, classes); err != nil {
+			return stopped(ctx, err, what())
+		}
 		m := p.count()
 		switch t.mode {
 		case TrajAnyOrder:
@@ -355,7 +416,7 @@ func newToolCorrectness(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	return &toolCorrectness{mode: mode, cc: cc}, nil
 }
 
-func (t *toolCorrectness) Evaluate(_ context.Context, c *adapter.Case) Result {
+func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	exp, act, r, done := callsToCompare(c, t.cc.cfg, t.cc.hasCfg)
 	if done {
 		return r
@@ -395,14 +456,30 @@ func (t *toolCorrectness) Evaluate(_ context.Context, c *adapter.Case) Result {
 		}
 		return Scored(score, reason, countMetrics(len(correct), len(es), len(as)))
 	case CorrNamesAndOrder:
-		adj := eqMatrix(len(exp), len(act), func(i, j int) bool { return exp[i].Name == act[j].Name })
-		p := lcs(len(exp), len(act), adj)
+		names := interner{}
+		en, an := make([]int32, len(exp)), make([]int32, len(act))
+		for i := range exp {
+			en[i] = names.id(exp[i].Name)
+		}
+		for j := range act {
+			an[j] = names.id(act[j].Name)
+		}
+		p, err := lcs(ctx, len(exp), len(act), func(i, j int) bool { return en[i] == an[j] })
+		if err != nil {
+			return stopped(ctx, err, fmt.Sprintf("comparing the names of %s with %s in order",
+				plural(len(act), "call"), plural(len(exp), "expected call")))
+		}
 		m := p.count()
 		longer := max(len(exp), len(act))
 		head := fmt.Sprintf("%d of %d tool names in expected order (LCS / longer length)", m, longer)
 		return Scored(ratio(m, longer), withDetail(head, describeNames(exp, act, p)), countMetrics(m, len(exp), len(act)))
 	default:
-		p := maxMatching(len(exp), len(act), t.cc.adjacency(exp, act))
+		eq, classes := t.cc.comparison(exp, act)
+		p, err := maxMatching(ctx, len(exp), len(act), eq, classes)
+		if err != nil {
+			return stopped(ctx, err, fmt.Sprintf("matching %s with %s and their arguments",
+				plural(len(act), "call"), plural(len(exp), "expected call")))
+		}
 		m := p.count()
 		head := fmt.Sprintf("F1 of calls with arguments: %d matched, %d expected, %d made", m, len(exp), len(act))
 		return Scored(f1(m, len(act), len(exp)), withDetail(head, t.cc.describe(exp, act, p)), countMetrics(m, len(exp), len(act)))

@@ -304,7 +304,9 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 		return "", u, 0, true, fmt.Errorf("reading the reply: %s", c.redact(rerr.Error()))
 	}
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("HTTP %d from the judge: %s", resp.StatusCode, c.redact(clip(strings.TrimSpace(string(data)), 300)))
+		// Redact first, then clip: a key crossing the cut would escape a
+		// redaction of the clipped text.
+		err := fmt.Errorf("HTTP %d from the judge: %s", resp.StatusCode, clip(strings.TrimSpace(c.redact(string(data))), 300))
 		retry, after := RetryableStatus(resp.StatusCode)
 		if after {
 			return "", u, ParseRetryAfter(resp.Header.Get("Retry-After"), c.now()), retry, err
@@ -313,7 +315,8 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 	}
 	var cr chatResponse
 	if err := json.Unmarshal(data, &cr); err != nil {
-		return "", u, 0, false, fmt.Errorf("the judge's HTTP reply is not a chat completion: %v (body: %q)", err, c.redact(clip(string(data), 200)))
+		return "", u, 0, false, fmt.Errorf("the judge's HTTP reply is not a chat completion: %s (%d bytes, beginning %q)",
+			c.redact(err.Error()), len(data), clip(c.redact(string(data)), excerptBytes))
 	}
 	if cr.Usage != nil {
 		u = usage{in: cr.Usage.PromptTokens, out: cr.Usage.CompletionTokens, all: cr.Usage.TotalTokens}
@@ -321,7 +324,10 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 	if len(cr.Choices) == 0 || cr.Choices[0].Message.Content == nil {
 		return "", u, 0, false, errors.New("the judge's reply has no choices[0].message.content")
 	}
-	return *cr.Choices[0].Message.Content, u, 0, false, nil
+	// The content may quote the request (a proxy or a model echoing its
+	// headers); everything downstream — parse errors, verdict reasons, the
+	// cache — sees it redacted.
+	return c.redact(*cr.Choices[0].Message.Content), u, 0, false, nil
 }
 
 // wrapCtx reports the caller's deadline or cancellation, keeping the last
@@ -344,8 +350,13 @@ func outcomeOf(ctx context.Context) string {
 	return "canceled"
 }
 
+// excerptBytes is the most of a reply's text an error quotes.
+const excerptBytes = 120
+
 // redact removes the API key and header values from text that may come from
-// the transport or the server (an error, an echoed body).
+// the transport or the server (an error, an echoed body), also in their
+// JSON-escaped form (a body that quotes them in a JSON string). It must run
+// on the whole text, before any clipping.
 func (c *Client) redact(s string) string {
 	return Redact(s, c.cfg.APIKey, c.cfg.Headers)
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -111,12 +112,22 @@ func RetryableStatus(code int) (retry, retryAfter bool) {
 // shorter than 4 bytes are left alone: replacing them would mangle the text
 // and they are no secret worth the name.
 func Redact(s string, apiKey configopaque.String, headers configopaque.MapList) string {
+	// A secret echoed inside JSON may appear escaped ("\u0026", "\/"):
+	// both forms go.
+	secret := func(v string) {
+		s = strings.ReplaceAll(s, v, "[REDACTED]")
+		if b, err := json.Marshal(v); err == nil {
+			if esc := string(b[1 : len(b)-1]); esc != v {
+				s = strings.ReplaceAll(s, esc, "[REDACTED]")
+			}
+		}
+	}
 	if k := string(apiKey); k != "" {
-		s = strings.ReplaceAll(s, k, "[REDACTED]")
+		secret(k)
 	}
 	for _, h := range headers {
 		if v := string(h.Value); len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "[REDACTED]")
+			secret(v)
 		}
 	}
 	return s

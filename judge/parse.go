@@ -14,7 +14,9 @@ import (
 var thinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
 
 // ExtractJSON returns the first JSON object in a reply's content (contract
-// section 10): prose and code fences around it are ignored.
+// section 10): prose and code fences around it are ignored. Errors quote at
+// most a short excerpt of the content; Client.Complete returns content
+// already redacted, so the excerpt holds no key.
 func ExtractJSON(content string) (json.RawMessage, error) {
 	s := thinkBlock.ReplaceAllString(content, "")
 	if strings.TrimSpace(s) == "" {
@@ -36,7 +38,7 @@ func ExtractJSON(content string) (json.RawMessage, error) {
 			return raw, nil
 		}
 	}
-	return nil, fmt.Errorf("the judge's reply holds no JSON object: %q", clip(content, 200))
+	return nil, fmt.Errorf("the judge's reply holds no JSON object (%d bytes, beginning %q)", len(content), clip(content, excerptBytes))
 }
 
 // DecodeReply extracts the first JSON object of content into out. Only the
@@ -47,7 +49,7 @@ func DecodeReply(content string, out any) error {
 		return err
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("the judge's JSON reply does not have the requested shape: %v (reply: %q)", err, clip(string(raw), 200))
+		return fmt.Errorf("the judge's JSON reply does not have the requested shape: %s (%d bytes, beginning %q)", clip(err.Error(), excerptBytes), len(raw), clip(string(raw), excerptBytes))
 	}
 	return nil
 }

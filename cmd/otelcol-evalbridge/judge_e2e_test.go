@@ -30,6 +30,7 @@ processors:
         model: judge-model
         api_key: ${env:E2E_JUDGE_KEY}
         max_concurrency: 2
+        cache_size: 0        # the runs ask the same question: one request per run, not one cached answer
     evaluators:
       - type: llm_judge
         name: helpful

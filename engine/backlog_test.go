@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/judge/judgetest"
+)
+
+// A judge that does not answer while 2000 traces arrive: the engine's
+// goroutines stay flat (a fixed pool, no goroutine per task or per trace),
+// at most max_pending_judge_tasks tasks wait, the rest are skipped with the
+// reason and counted, and the backlog is a metric. When the judge answers,
+// every waiting trace finishes and the backlog drains to 0.
+func TestJudgeBacklogIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		<-release
+		return judgetest.Reply{Content: `{"score": 0.9, "reason": "fine"}`}
+	})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+
+	const traces, maxPending, maxConc = 2000, 100, 2
+	y := judgeYAML(srv.Endpoint(), maxConc, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
+	y["max_pending_judge_tasks"] = maxPending
+	cfg := NewDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(y).Unmarshal(&cfg))
+	require.NoError(t, confmap.Validate(&cfg))
+	tel := componenttest.NewTelemetry()
+	defer func() { _ = tel.Shutdown(context.Background()) }()
+	e, err := New(&cfg, tel.NewTelemetrySettings())
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
+
+	raw, err := os.ReadFile("../examples/traces/travel-agent-semconv.json")
+	require.NoError(t, err)
+	load := func() []adapter.SpanRef {
+		var u ptrace.JSONUnmarshaler
+		td, err := u.UnmarshalTraces(raw)
+		require.NoError(t, err)
+		for _, spans := range adapter.GroupByTrace(td) {
+			return spans
+		}
+		return nil
+	}
+	base := runtime.NumGoroutine()
+	var mu sync.Mutex
+	var finished []Report
+	peak := 0
+	for i := 0; i < traces; i++ {
+		e.ScoreTraceAsync(context.Background(), load(), func(r Report) {
+			mu.Lock()
+			finished = append(finished, r)
+			mu.Unlock()
+		})
+		peak = max(peak, runtime.NumGoroutine())
+	}
+	// Workers, the judge's server and its connections: a constant, not one
+	// per trace (it was about one per trace and task before).
+	require.Less(t, peak-base, 40, "goroutines grew from %d to %d", base, peak)
+
+	mu.Lock()
+	refused := len(finished)
+	for _, rep := range finished {
+		r := results(rep)["helpful"]
+		require.Equal(t, evaluators.StatusSkipped, r.Status, r.Reason)
+		require.Contains(t, r.Reason, "100 judge tasks are already waiting (max_pending_judge_tasks)")
+	}
+	mu.Unlock()
+	// The workers took up to maxConc tasks off the queue before it filled.
+	require.GreaterOrEqual(t, refused, traces-maxPending-maxConc)
+	require.LessOrEqual(t, refused, traces-maxPending)
+	require.Equal(t, int64(refused), sumInt(t, tel, metricJudgeTasksSkipped))
+	require.Equal(t, int64(maxPending), sumInt(t, tel, metricJudgeTasksPending))
+
+	unblock()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(finished) == traces
+	}, 30*time.Second, 10*time.Millisecond)
+	require.Equal(t, int64(0), sumInt(t, tel, metricJudgeTasksPending))
+	scored := 0
+	for _, rep := range finished {
+		if r := results(rep)["helpful"]; r.Status == evaluators.StatusPassed {
+			scored++
+		} else {
+			require.True(t, strings.Contains(r.Reason, "max_pending_judge_tasks"), r.Reason)
+		}
+	}
+	require.Equal(t, traces-refused, scored)
+}
+
+func TestMaxPendingJudgeTasksValidated(t *testing.T) {
+	cfg := NewDefaultConfig()
+	require.Equal(t, DefaultMaxPendingJudgeTasks, cfg.MaxPendingJudgeTasks)
+	cfg.Evaluators = []evaluators.Config{{Type: "tool_error"}}
+	cfg.MaxPendingJudgeTasks = 0
+	require.ErrorContains(t, cfg.Validate(), "max_pending_judge_tasks: 0 must be positive")
+}
+
+// sumInt reads an integer sum (counter or up-down counter) across its points.
+func sumInt(t *testing.T, tel *componenttest.Telemetry, name string) int64 {
+	t.Helper()
+	m, err := tel.GetMetric(name)
+	require.NoError(t, err, name)
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	require.True(t, ok, "%s is %T", name, m.Data)
+	var total int64
+	for _, dp := range sum.DataPoints {
+		total += dp.Value
+	}
+	return total
+}
+
+// Bad token counts and timestamps reach the evaluators as bad input: the
+// report lists the problems (the processor counts them) and token_usage and
+// latency say error, never passed. int64 max twice used to wrap the total
+// to a negative number "within" the limit.
+func TestBadNumbersAreNeverAPass(t *testing.T) {
+	e := newEngine(t, map[string]any{"evaluators": []any{
+		map[string]any{"type": "token_usage", "max_total": 100000},
+		map[string]any{"type": "latency", "max": "10s"},
+	}})
+	td := ptrace.NewTraces()
+	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+	tid := [16]byte{1}
+	add := func(id, parent byte, start, end uint64, attrs map[string]any) {
+		sp := ss.Spans().AppendEmpty()
+		sp.SetTraceID(tid)
+		sp.SetSpanID([8]byte{id})
+		if parent != 0 {
+			sp.SetParentSpanID([8]byte{parent})
+		}
+		sp.SetName("span")
+		sp.SetStartTimestamp(pcommon.Timestamp(start))
+		sp.SetEndTimestamp(pcommon.Timestamp(end))
+		require.NoError(t, sp.Attributes().FromRaw(attrs))
+	}
+	add(1, 0, 2000, 1000, map[string]any{"gen_ai.operation.name": "invoke_agent"}) // ends before it starts
+	for id := byte(2); id <= 3; id++ {
+		add(id, 1, 1100, 1200, map[string]any{"gen_ai.operation.name": "chat",
+			"gen_ai.usage.input_tokens": int64(math.MaxInt64), "gen_ai.usage.output_tokens": int64(1)})
+	}
+	rep := e.ScoreTrace(context.Background(), adapter.GroupByTrace(td)[tid])
+	require.NotEmpty(t, rep.Problems)
+	got := results(rep)
+	require.Equal(t, evaluators.StatusError, got["token_usage"].Status, got["token_usage"].Reason)
+	require.Contains(t, got["token_usage"].Reason, "overflow")
+	require.Equal(t, evaluators.StatusError, got["latency"].Status, got["latency"].Reason)
+	require.Contains(t, got["latency"].Reason, "before it starts")
+}
+
+// Shutdown does not wait past its context for queued or running judge
+// tasks: with a judge that never answers, every trace is finished (done is
+// called) and no goroutine of the engine is left (goleak in TestMain).
+func TestShutdownFinishesQueuedJudgeTasks(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		<-release
+		return judgetest.Reply{Content: `{"score": 1}`}
+	})
+	y := judgeYAML(srv.Endpoint(), 1, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
+	y["late_results"] = "drop"
+	e := newEngine(t, y)
+	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
+	const traces = 10
+	done := make(chan Report, traces)
+	for i := 0; i < traces; i++ {
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, e.Shutdown(ctx))
+	for i := 0; i < traces; i++ {
+		r := results(<-done)["helpful"]
+		require.NotEqual(t, evaluators.StatusPassed, r.Status, r.Reason)
+	}
+	// After Shutdown, judge work is refused at once, not queued.
+	rep := e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json"))
+	r := results(rep)["helpful"]
+	require.Equal(t, evaluators.StatusError, r.Status)
+	require.Contains(t, r.Reason, "not running")
+}
