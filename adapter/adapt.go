@@ -129,7 +129,14 @@ func newTrace(refs []SpanRef) *trace {
 			d.c.report("span_id", "span has no id")
 			continue
 		}
-		if _, dup := byID[id]; dup {
+		if j, dup := byID[id]; dup {
+			// A span that names the shared id as its own parent cannot be
+			// the others' parent: the other span takes the id.
+			if t.spans[j].ref.Span.ParentSpanID() == id && ref.Span.ParentSpanID() != id {
+				byID[id] = i
+				t.spans[j].c.report("span_id", "duplicate span id, and the span is its own parent; children attach to the other span with it")
+				continue
+			}
 			d.c.report("span_id", "duplicate span id; children attach to the first span with it")
 			continue
 		}
@@ -369,6 +376,7 @@ func (t *trace) build() {
 }
 
 func (t *trace) add(c Case, anchor int) {
+	c.SpanIndex = anchor
 	t.cases = append(t.cases, c)
 	t.anchors = append(t.anchors, anchor)
 }

@@ -34,6 +34,10 @@ type Case struct {
 	TraceID  pcommon.TraceID
 	SpanID   pcommon.SpanID
 	SpanName string
+	// SpanIndex is the anchor's position in the spans given to Adapt: two
+	// different spans may share a span id (bad input), and the results go
+	// on the one the case came from.
+	SpanIndex int
 
 	// Input is the last user message; Output the final assistant text.
 	Input              string

@@ -285,7 +285,12 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 	)
 	for i := range cases {
 		c := &cases[i]
-		ref, ok := find(c.SpanID)
+		ref, ok := adapter.SpanRef{}, false
+		if k := c.SpanIndex; k >= 0 && k < len(spans) && spans[k].Span.SpanID() == c.SpanID {
+			ref, ok = spans[k], true // exact, even when another span shares the id
+		} else {
+			ref, ok = find(c.SpanID)
+		}
 		if !ok {
 			continue
 		}

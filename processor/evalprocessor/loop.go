@@ -533,10 +533,9 @@ func (p *evalProcessor) takeOverOverdue(now time.Time) {
 	}
 }
 
-// uniqueSpans returns refs without the spans whose span id came before (a
-// resent request, or two spans sharing an id): each is scored once, the
-// first seen, so results go on the span a case came from. Every span is
-// still forwarded. It returns how many it left out.
+// uniqueSpans returns refs without the copies of a span that came before
+// (a resent request): each span is scored once. Every span is still
+// forwarded. It returns how many it left out.
 func uniqueSpans(refs []adapter.SpanRef) ([]adapter.SpanRef, int) {
 	first := -1 // the first duplicate
 	if len(refs) <= 32 {
@@ -567,16 +566,29 @@ func uniqueSpans(refs []adapter.SpanRef) ([]adapter.SpanRef, int) {
 	if first < 0 {
 		return refs, 0
 	}
-	// Rare: build the list without duplicates.
-	seen := make(map[pcommon.SpanID]struct{}, len(refs))
+	// Rare: build the list without the copies. A span is a copy of an
+	// earlier one (a resent request) when its id, name and times match;
+	// two different spans that share an id are both kept: the adapter
+	// decides which one the id's children hang under, and results go on
+	// the span each case came from (Case.SpanIndex).
+	type spanKey struct {
+		id         pcommon.SpanID
+		name       string
+		start, end pcommon.Timestamp
+	}
+	seen := make(map[spanKey]struct{}, len(refs))
 	out := make([]adapter.SpanRef, 0, len(refs)-1)
 	for i := range refs {
-		id := refs[i].Span.SpanID()
-		if _, ok := seen[id]; ok {
+		s := refs[i].Span
+		k := spanKey{s.SpanID(), s.Name(), s.StartTimestamp(), s.EndTimestamp()}
+		if _, ok := seen[k]; ok {
 			continue
 		}
-		seen[id] = struct{}{}
+		seen[k] = struct{}{}
 		out = append(out, refs[i])
+	}
+	if len(out) == len(refs) {
+		return refs, 0
 	}
 	return out, len(refs) - len(out)
 }

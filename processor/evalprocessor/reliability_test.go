@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -306,11 +307,25 @@ func TestResentRequestScoredOnce(t *testing.T) {
 }
 
 func TestSharedSpanIDResultsOnCaseSpan(t *testing.T) {
+	for _, toolFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("toolFirst=%v", toolFirst), func(t *testing.T) { sharedSpanID(t, toolFirst) })
+	}
+}
+
+// sharedSpanID: a tool span of the run carries the agent span's id; it
+// arrives after the agent span or, as SDKs export children first, before.
+func sharedSpanID(t *testing.T, toolFirst bool) {
 	h := newHarness(t, nil, nil, nil)
 	b := newBatch()
+	if toolFirst {
+		clash := b.tool(1, 9, "search_flights", false)
+		clash.SetSpanID(sid(1))
+	}
 	agentTrace(b, 1, true)
-	clash := b.tool(1, 9, "search_flights", false)
-	clash.SetSpanID(sid(1)) // a different span with the agent span's id
+	if !toolFirst {
+		clash := b.tool(1, 9, "search_flights", false)
+		clash.SetSpanID(sid(1)) // a different span with the agent span's id
+	}
 	h.consume(b.td)
 	h.clk.advance(time.Second)
 	h.waitSpans(6)
@@ -331,7 +346,8 @@ func TestSharedSpanIDResultsOnCaseSpan(t *testing.T) {
 	}
 	assert.Equal(t, 1, agent)
 	assert.Equal(t, 1, tool, "both spans are forwarded")
-	assert.Equal(t, int64(1), h.counter(metricSpansDuplicate))
+	assert.Equal(t, int64(0), h.counter(metricSpansDuplicate), "two different spans, not a resent one")
+	assert.Positive(t, h.counter(metricBadInputProblems), "the shared id is bad input, counted")
 }
 
 func TestInvalidTraceIDForwardedAtOnce(t *testing.T) {
