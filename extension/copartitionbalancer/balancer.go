@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,9 +41,16 @@ type userData struct {
 // looks up by the extension's id.
 type balancer struct {
 	collector string
-	logger    *zap.Logger
-	unpaired  metric.Int64Counter
-	attrs     metric.MeasurementOption
+	// held is what this collector's members were last assigned, by topic.
+	// franz-go clears the current assignment before an eager rejoin (it
+	// passes an empty one to JoinGroupMetadata), so the balancer, shared by
+	// the collector's members, remembers it from ParseSyncAssignment.
+	mu   sync.Mutex
+	held map[string][]int32
+
+	logger   *zap.Logger
+	unpaired metric.Int64Counter
+	attrs    metric.MeasurementOption
 }
 
 var (
@@ -60,6 +68,7 @@ func newBalancer(collector string, set component.TelemetrySettings, id component
 	}
 	return &balancer{
 		collector: collector,
+		held:      map[string][]int32{},
 		logger:    set.Logger,
 		unpaired:  unpaired,
 		attrs:     metric.WithAttributeSet(attribute.NewSet(attribute.String("extension", id.String()))),
@@ -81,6 +90,11 @@ func (b *balancer) JoinGroupMetadata(topics []string, current map[string][]int32
 	for _, ps := range current {
 		slots = append(slots, ps...)
 	}
+	b.mu.Lock()
+	for _, t := range topics {
+		slots = append(slots, b.held[t]...)
+	}
+	b.mu.Unlock()
 	slices.Sort(slots)
 	slots = slices.Compact(slots)
 	ud, _ := json.Marshal(userData{V: 1, Collector: b.collector, Slots: slots}) // cannot fail: plain types
@@ -92,8 +106,20 @@ func (b *balancer) JoinGroupMetadata(topics []string, current map[string][]int32
 	return meta.AppendTo(nil)
 }
 
-func (*balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
-	return kgo.ParseConsumerSyncAssignment(assignment)
+func (b *balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	m, err := kgo.ParseConsumerSyncAssignment(assignment)
+	if err != nil {
+		return nil, err
+	}
+	// An empty assignment leaves the last one in place: the member's topic is
+	// not known here. At worst the collector then claims a partition number
+	// it lost, and the leader gives a number claimed twice to one claimant.
+	b.mu.Lock()
+	for t, ps := range m {
+		b.held[t] = slices.Sorted(slices.Values(ps))
+	}
+	b.mu.Unlock()
+	return m, nil
 }
 
 func (b *balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {

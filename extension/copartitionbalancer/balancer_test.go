@@ -48,7 +48,7 @@ func balanceOnce(t *testing.T, leader *balancer, members []testMember, partition
 	for i, m := range members {
 		joined[i] = kmsg.NewJoinGroupResponseMember()
 		joined[i].MemberID = fmt.Sprintf("member-%02d", i)
-		b := &balancer{collector: m.collector}
+		b := &balancer{collector: m.collector, held: map[string][]int32{}}
 		joined[i].ProtocolMetadata = b.JoinGroupMetadata(m.topics, m.held, 1)
 	}
 	mb, topics, err := leader.MemberBalancer(joined)
@@ -219,76 +219,108 @@ func TestConfig(t *testing.T) {
 	require.NoError(t, ext.Shutdown(context.Background()))
 }
 
-// TestWithARealGroup runs two collectors' traces and logs consumers (four
-// franz-go group members, as contrib's kafka receiver creates them) against
-// an in-process Kafka and checks the assignment the group converges to.
-func TestWithARealGroup(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "traces", "logs"))
-	require.NoError(t, err)
-	defer cluster.Close()
+// realGroup runs collectors' traces and logs consumers (two franz-go group
+// members per collector, as contrib's kafka receiver creates them) against an
+// in-process Kafka and records what each is assigned.
+type realGroup struct {
+	t       *testing.T
+	addrs   []string
+	mu      sync.Mutex
+	held    map[[2]string][]int32 // {collector, topic} => partitions
+	clients []*kgo.Client
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
 
-	type key struct{ collector, topic string }
-	var mu sync.Mutex
-	assigned := map[key][]int32{}
-	var clients []*kgo.Client
-	for _, c := range []string{"tier2-0", "tier2-1"} {
-		b := newTestBalancer(t, c, nil)
-		for _, topic := range []string{"traces", "logs"} {
-			k := key{c, topic}
-			cl, err := kgo.NewClient(
-				kgo.SeedBrokers(cluster.ListenAddrs()...),
-				kgo.ConsumerGroup("evalbridge"),
-				kgo.ConsumeTopics(topic),
-				kgo.Balancers(b),
-				kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-					mu.Lock()
-					assigned[k] = slices.Sorted(slices.Values(m[topic]))
-					mu.Unlock()
-				}),
-				kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) {
-					mu.Lock()
-					delete(assigned, k)
-					mu.Unlock()
-				}),
-			)
-			require.NoError(t, err)
-			clients = append(clients, cl)
-		}
-	}
-	defer func() {
-		for _, cl := range clients {
+func newRealGroup(t *testing.T, partitions int32) *realGroup {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "traces", "logs"))
+	require.NoError(t, err)
+	g := &realGroup{t: t, addrs: cluster.ListenAddrs(), held: map[[2]string][]int32{}}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		g.cancel()
+		for _, cl := range g.clients {
 			cl.Close()
 		}
-	}()
-	// Group management runs while the clients poll.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, cl := range clients {
-		wg.Add(1)
+		g.wg.Wait()
+		cluster.Close()
+	})
+	return g
+}
+
+func (g *realGroup) join(collector string) {
+	b := newTestBalancer(g.t, collector, nil)
+	for _, topic := range []string{"traces", "logs"} {
+		k := [2]string{collector, topic}
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(g.addrs...),
+			kgo.ConsumerGroup("evalbridge"),
+			kgo.ConsumeTopics(topic),
+			kgo.Balancers(b),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+				g.mu.Lock()
+				g.held[k] = slices.Sorted(slices.Values(m[topic]))
+				g.mu.Unlock()
+			}),
+			kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) {
+				g.mu.Lock()
+				delete(g.held, k)
+				g.mu.Unlock()
+			}),
+		)
+		require.NoError(g.t, err)
+		g.clients = append(g.clients, cl)
+		// Group management runs while the client polls.
+		g.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				cl.PollFetches(ctx)
+			defer g.wg.Done()
+			for g.ctx.Err() == nil {
+				cl.PollFetches(g.ctx)
 			}
 		}()
 	}
-	defer wg.Wait()
-	defer cancel()
+}
 
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
+// settled waits until every partition of both topics is held by the
+// members of collectors, and returns collector => partition numbers after
+// checking that each collector holds the same numbers of both topics.
+func (g *realGroup) settled(partitions int32, collectors ...string) map[string][]int32 {
+	require.Eventually(g.t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
 		total := 0
-		for _, ps := range assigned {
+		for _, ps := range g.held {
 			total += len(ps)
 		}
-		return len(assigned) == 4 && total == 12
-	}, 30*time.Second, 50*time.Millisecond, "all 12 partitions assigned to the 4 members")
-	mu.Lock()
-	defer mu.Unlock()
-	for _, c := range []string{"tier2-0", "tier2-1"} {
-		require.Equal(t, assigned[key{c, "traces"}], assigned[key{c, "logs"}], "collector %s: same partitions of both topics (%v)", c, maps.Collect(maps.All(assigned)))
-		require.Len(t, assigned[key{c, "traces"}], 3)
+		return len(g.held) == 2*len(collectors) && total == 2*int(partitions)
+	}, 30*time.Second, 50*time.Millisecond, "all partitions assigned to the %d members", 2*len(collectors))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string][]int32{}
+	for _, c := range collectors {
+		traces, logs := g.held[[2]string{c, "traces"}], g.held[[2]string{c, "logs"}]
+		require.Equal(g.t, traces, logs, "collector %s: same partitions of both topics (%v)", c, maps.Collect(maps.All(g.held)))
+		out[c] = traces
 	}
+	return out
+}
+
+// TestWithARealGroup checks the assignment a real group converges to, and
+// that a collector joining later takes partitions from the others without
+// moving any between them.
+func TestWithARealGroup(t *testing.T) {
+	g := newRealGroup(t, 6)
+	g.join("tier2-0")
+	g.join("tier2-1")
+	before := g.settled(6, "tier2-0", "tier2-1")
+	require.Len(t, before["tier2-0"], 3)
+
+	g.join("tier2-2")
+	after := g.settled(6, "tier2-0", "tier2-1", "tier2-2")
+	for _, c := range []string{"tier2-0", "tier2-1"} {
+		require.Len(t, after[c], 2)
+		require.Subset(t, before[c], after[c], "%s keeps part of what it held", c)
+	}
+	require.Len(t, after["tier2-2"], 2)
 }
