@@ -1,7 +1,10 @@
 // Package fleet runs a real evalbridge fleet: an in-memory Kafka (kfakecluster,
 // its own process), one tier-1 and three tier-2 otelcol-evalbridge processes
 // built from this repository with the configs of examples/fleet, and a
-// capture sink in the test process. It is opt-in, because it builds the
+// capture sink in the test process. Three phases: no failure (asserted: every
+// trace scored once with all its spans and its log record on one collector),
+// a SIGKILL and restart of one tier-2 (reported), a scale-up to four tier-2
+// mid-stream (reported; nothing may be lost). It is opt-in, because it builds the
 // distribution and runs for a minute or more:
 //
 //	EVALBRIDGE_FLEET_TEST=1 go test -count=1 -v -run TestFleet ./internal/fleet/
@@ -799,5 +802,22 @@ func TestFleet(t *testing.T) {
 		if f2.spansLost != 0 || f2.logsLost != 0 || f2.notScored != 0 || f2.wrongScore != 0 {
 			t.Errorf("phase 2 (EVALBRIDGE_FLEET_KILL_STRICT=1): want nothing lost and every trace scored on all its spans; got %s", f2)
 		}
+	}
+
+	// Phase 3: scale up to four collectors mid-stream. The rebalance moves
+	// partitions while their traces are held: the documented limit (README
+	// "Fleets on Kafka"). Reported, and nothing may be lost: no member died.
+	extra := &member{id: fmt.Sprintf("tier2-%d", tier2Count), health: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	phase3 := sendPhase(t, conn, 3, n, interval, 0.33, func() {
+		extra.p = startTier2(extra.id, extra.health)
+	})
+	groupStable(t, adm, 2*(tier2Count+1), 90*time.Second)
+	sk.settle(phase3, 20*time.Second, 3*time.Minute)
+	f3 := sk.figures(phase3)
+	report = fmt.Sprintf("FLEET phase 3 (scale-up to %d tier-2 mid-stream): %s", tier2Count+1, f3)
+	t.Log(report)
+	fmt.Println(report)
+	if f3.spansLost != 0 || f3.logsLost != 0 {
+		t.Errorf("phase 3: a scale-up must lose nothing; got %s", f3)
 	}
 }
