@@ -85,7 +85,9 @@ func (*balancer) ProtocolName() string { return ProtocolName }
 // collector that held them.
 func (*balancer) IsCooperative() bool { return false }
 
-func (b *balancer) JoinGroupMetadata(topics []string, current map[string][]int32, generation int32) []byte {
+// JoinGroupMetadata is consumer metadata version 0 (no generation, no owned
+// partitions: eager) with the collector id and its slots as user data.
+func (b *balancer) JoinGroupMetadata(topics []string, current map[string][]int32, _ int32) []byte {
 	var slots []int32
 	for _, ps := range current {
 		slots = append(slots, ps...)
@@ -102,7 +104,6 @@ func (b *balancer) JoinGroupMetadata(topics []string, current map[string][]int32
 	meta.Version = 0
 	meta.Topics = topics
 	meta.UserData = ud
-	_ = generation // version 0 carries no generation
 	return meta.AppendTo(nil)
 }
 
