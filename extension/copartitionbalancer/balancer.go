@@ -185,6 +185,17 @@ func (b *balancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kg
 		}
 		joined[m.MemberID] = m
 	})
+	// Tier 1 keys a trace's spans and log records alike; the partition is the
+	// key's hash modulo the topic's partition count, so only equal counts put
+	// them in the same partition number.
+	counts := map[int32]bool{}
+	for _, n := range topics {
+		counts[n] = true
+	}
+	if len(counts) > 1 {
+		b.logger.Warn("The consumed topics have different partition counts, so a trace's spans and log records land in different partition numbers and cannot meet on one collector: give them the same count",
+			zap.Any("partitions", topics))
+	}
 	owner := planSlots(byID, topics)
 	plan := cb.NewPlan()
 	unpaired := assignPartitions(byID, owner, topics, func(memberID, topic string, p int32) {
