@@ -5,10 +5,13 @@ package main
 
 import (
 	webhookexporter "github.com/evalbridge/evalbridge/exporter/webhookexporter"
+	copartitionbalancer "github.com/evalbridge/evalbridge/extension/copartitionbalancer"
 	evalprocessor "github.com/evalbridge/evalbridge/processor/evalprocessor"
+	kafkaexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	kafkareceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/exporter"
@@ -51,6 +54,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory(),
 		zpagesextension.NewFactory(),
 		filestorage.NewFactory(),
+		copartitionbalancer.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -60,16 +64,19 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory().Type():       "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",
 		zpagesextension.NewFactory().Type():      "go.opentelemetry.io/collector/extension/zpagesextension v0.165.0",
 		filestorage.NewFactory().Type():          "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.165.1",
+		copartitionbalancer.NewFactory().Type():  "github.com/evalbridge/evalbridge v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
 		otlpreceiver.NewFactory(),
+		kafkareceiver.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
 	factories.ReceiverModules = makeModulesMap(factories.Receivers, map[component.Type]string{
-		otlpreceiver.NewFactory().Type(): "go.opentelemetry.io/collector/receiver/otlpreceiver v0.165.0",
+		otlpreceiver.NewFactory().Type():  "go.opentelemetry.io/collector/receiver/otlpreceiver v0.165.0",
+		kafkareceiver.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver v0.165.1",
 	})
 
 	factories.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](
@@ -77,6 +84,7 @@ func components() (otelcol.Factories, error) {
 		otlphttpexporter.NewFactory(),
 		debugexporter.NewFactory(),
 		webhookexporter.NewFactory(),
+		kafkaexporter.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -86,6 +94,7 @@ func components() (otelcol.Factories, error) {
 		otlphttpexporter.NewFactory().Type(): "go.opentelemetry.io/collector/exporter/otlphttpexporter v0.165.0",
 		debugexporter.NewFactory().Type():    "go.opentelemetry.io/collector/exporter/debugexporter v0.165.0",
 		webhookexporter.NewFactory().Type():  "github.com/evalbridge/evalbridge v0.0.0",
+		kafkaexporter.NewFactory().Type():    "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.165.1",
 	})
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
