@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/judge"
 	"github.com/evalbridge/evalbridge/sessions"
@@ -46,6 +48,12 @@ type Config struct {
 	// evaluators (contract section 14, docs/sessions.md). It validates
 	// itself (confmap.Validate walks into it).
 	Sessions sessions.Config `mapstructure:"sessions"`
+	// Storage names a storage extension (e.g. `file_storage/eval`) that
+	// makes the processor's holding durable (contract section 12): held
+	// spans and log records are persisted before they are acknowledged and
+	// restored on start. evalctl reads and ignores it (it holds nothing
+	// across runs); nil: holding is in memory only.
+	Storage *component.ID `mapstructure:"storage"`
 
 	_ struct{}
 }
