@@ -116,15 +116,7 @@ func startDurable(t *testing.T, st *testStorage, mut func(*Config), later time.D
 	require.NoError(t, err)
 	p.nextLogs = logs
 	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
-	require.NoError(t, p.Start(context.Background(), host))
-	<-h.clk.got
-	h.p = p
-	t.Cleanup(func() {
-		if !h.ended {
-			require.NoError(t, p.Shutdown(context.Background()))
-		}
-		require.NoError(t, h.tel.Shutdown(context.Background()))
-	})
+	h.start(p, host)
 	return &durableHarness{harness: h, logs: logs}
 }
 
