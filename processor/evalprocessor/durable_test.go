@@ -65,7 +65,9 @@ func (s *testStorage) GetClient(ctx context.Context, kind component.Kind, id com
 
 // startFileStorage starts file_storage on dir; it is shut down at cleanup
 // (after the processors, which close their clients in Shutdown).
-func startFileStorage(t *testing.T, dir string) *testStorage {
+func startFileStorage(t *testing.T, dir string) *testStorage { return startFileStorageB(t, dir) }
+
+func startFileStorageB(t testing.TB, dir string) *testStorage {
 	t.Helper()
 	f := filestorage.NewFactory()
 	cfg := f.CreateDefaultConfig().(*filestorage.Config)
