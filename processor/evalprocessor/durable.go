@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,11 +255,12 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 	// Oldest first, so max_traces overflow and release order follow arrival.
 	newest := func(id pcommon.TraceID) uint64 { cs := byTrace[id]; return cs[len(cs)-1].stamp }
 	sort.Slice(ids, func(i, j int) bool { return newest(ids[i]) < newest(ids[j]) })
-	spans, records, redelivered := 0, 0, 0
+	spans, records, redelivered, redeliveredRecords := 0, 0, 0, 0
 	for _, id := range ids {
-		t := &heldTrace{id: id, lastSeen: now, restored: map[pcommon.SpanID]struct{}{}}
+		t := &heldTrace{id: id, lastSeen: now, restored: map[pcommon.SpanID]struct{}{}, restoredLogs: map[recordKey]struct{}{}}
 		for _, c := range byTrace[id] {
 			if c.isLogs {
+				redeliveredRecords += t.dropRestoredLogs(c.chunk, true)
 				t.ingestLogs(c.chunk)
 				records += c.count
 				continue
@@ -283,6 +285,9 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 	p.tel.restoredRecords.Add(ctx, int64(records))
 	if redelivered > 0 {
 		p.tel.spansRedelivered.Add(ctx, int64(redelivered))
+	}
+	if redeliveredRecords > 0 {
+		p.tel.recordsRedelivered.Add(ctx, int64(redeliveredRecords))
 	}
 	p.logger.Info("restored held traces from storage", zap.Int("traces", len(ids)), zap.Int("spans", spans),
 		zap.Int("log_records", records), zap.Int("too_old", len(p.restoredOld)), zap.Duration("max_age", maxAge))
@@ -357,6 +362,69 @@ func (t *heldTrace) dropRestored(c *chunk, remember bool) int {
 	})
 	c.refs = refs
 	c.spans -= removed
+	return removed
+}
+
+// recordKey identifies a log record for redelivery: records have no id, so
+// it is the span id, the two timestamps and a hash of the attributes and
+// body. A redelivered record is byte-for-byte the record restored.
+type recordKey struct {
+	span    pcommon.SpanID
+	ts, obs pcommon.Timestamp
+	h       uint64
+}
+
+func keyOfRecord(lr plog.LogRecord) recordKey {
+	h := fnv.New64a()
+	lr.Attributes().Range(func(k string, v pcommon.Value) bool {
+		_, _ = h.Write([]byte(k))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(v.AsString()))
+		_, _ = h.Write([]byte{0})
+		return true
+	})
+	_, _ = h.Write([]byte(lr.Body().AsString()))
+	return recordKey{span: lr.SpanID(), ts: lr.Timestamp(), obs: lr.ObservedTimestamp(), h: h.Sum64()}
+}
+
+// dropRestoredLogs is dropRestored for a log chunk: records equal to one
+// restored with t are removed (a redelivery), so their content is read and
+// forwarded once.
+func (t *heldTrace) dropRestoredLogs(c *chunk, remember bool) int {
+	if t.restoredLogs == nil || c.count == 0 {
+		return 0
+	}
+	removed := 0
+	var fresh []recordKey
+	c.ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				k := keyOfRecord(lr)
+				if _, ok := t.restoredLogs[k]; ok {
+					removed++
+					return true
+				}
+				if remember {
+					fresh = append(fresh, k)
+				}
+				return false
+			})
+			return sl.LogRecords().Len() == 0
+		})
+		return rl.ScopeLogs().Len() == 0
+	})
+	for _, k := range fresh {
+		t.restoredLogs[k] = struct{}{}
+	}
+	if removed > 0 {
+		c.count -= removed
+		c.records = c.records[:0]
+		adapter.ForEachLogRecord(c.ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
+			if adapter.IsGenAIEvent(lr) {
+				c.records = append(c.records, lr)
+			}
+		})
+	}
 	return removed
 }
 

@@ -37,9 +37,10 @@ type heldTrace struct {
 	// Durable holding (durable.go): the storage keys of the span chunks
 	// (keys) and log chunks (logKeys) held, and, for a trace restored
 	// from storage, the span ids it holds (a redelivered copy is dropped).
-	keys     []string
-	logKeys  []string
-	restored map[pcommon.SpanID]struct{}
+	keys         []string
+	logKeys      []string
+	restored     map[pcommon.SpanID]struct{}
+	restoredLogs map[recordKey]struct{}
 
 	prev, next [2]*heldTrace
 	in         [2]bool
@@ -215,6 +216,9 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 		}
 		t.lastSeen = now
 		if c.isLogs {
+			if n := t.dropRestoredLogs(c, false); n > 0 {
+				p.tel.recordsRedelivered.Add(context.Background(), int64(n))
+			}
 			t.ingestLogs(c)
 			continue
 		}

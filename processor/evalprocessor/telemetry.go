@@ -141,7 +141,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithUnit("{retries}"))
 	errs = errors.Join(errs, err)
 	t.spansRefused, err = m.Int64Counter(metricSpansRefused,
-		metric.WithDescription("Spans refused with a retryable error because the release backlog was full (back-pressure: the sender retries)."),
+		metric.WithDescription("Spans refused with a retryable error because the release backlog was full (back-pressure) or, with storage, persisting them failed: the sender retries."),
 		metric.WithUnit("{spans}"))
 	errs = errors.Join(errs, err)
 	t.spansUndelivered, err = m.Int64Counter(metricSpansUndelivered,
