@@ -77,8 +77,8 @@ func TestLoadConfig(t *testing.T) {
 		}()},
 		{id: component.NewIDWithName(Type, "custom"), want: &Config{Config: engine.Config{
 			Wait: 10 * time.Second, RootGrace: 2 * time.Second, MaxTraces: 1000, Timeout: 30 * time.Second, Workers: 8, LateResults: "drop", ResultLogRecords: true,
-			Sessions: sessions.NewDefaultConfig(),
 			Storage:  &storageID,
+			Sessions: sessions.NewDefaultConfig(),
 			Evaluators: []evaluators.Config{
 				{Type: "tool_trajectory", Name: "booking_flow", Threshold: &one,
 					When: []string{`attributes["gen_ai.agent.name"] == "travel_agent"`}, SampleRate: &quarter,
