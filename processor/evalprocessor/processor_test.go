@@ -77,7 +77,6 @@ func TestLoadConfig(t *testing.T) {
 		}()},
 		{id: component.NewIDWithName(Type, "custom"), want: &Config{Config: engine.Config{
 			Wait: 10 * time.Second, RootGrace: 2 * time.Second, MaxTraces: 1000, Timeout: 30 * time.Second, Workers: 8, LateResults: "drop", ResultLogRecords: true,
-			Storage:  &storageID,
 			Sessions: sessions.NewDefaultConfig(),
 			Evaluators: []evaluators.Config{
 				{Type: "tool_trajectory", Name: "booking_flow", Threshold: &one,
@@ -87,6 +86,7 @@ func TestLoadConfig(t *testing.T) {
 						map[string]any{"name": "book_hotel", "arguments": map[string]any{"nights": 5}}}}},
 				{Type: "tool_error", Options: map[string]any{}},
 			},
+			Storage: &storageID,
 		}}},
 		{id: component.NewIDWithName(Type, "no_evaluators"), wantErr: "at least one evaluator"},
 		{id: component.NewIDWithName(Type, "negative_wait"), wantErr: "wait: -1s must not be negative"},
