@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/judge"
 	"github.com/evalbridge/evalbridge/sessions"
@@ -42,6 +44,12 @@ type Config struct {
 	// record too, while the `eval` processor is in a logs pipeline
 	// (docs/logs.md). evalctl reads and ignores it.
 	ResultLogRecords bool `mapstructure:"result_log_records"`
+	// Storage names a storage extension (e.g. `file_storage/eval`) that
+	// makes the processor's holding durable (contract section 12): held
+	// spans and log records are persisted before they are acknowledged and
+	// restored on start. evalctl reads and ignores it (it holds nothing
+	// across runs); nil: holding is in memory only.
+	Storage *component.ID `mapstructure:"storage"`
 	// Sessions bounds the conversations kept for `case: session`
 	// evaluators (contract section 14, docs/sessions.md). It validates
 	// itself (confmap.Validate walks into it).

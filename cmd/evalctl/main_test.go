@@ -185,3 +185,16 @@ func TestRunWithJudge(t *testing.T) {
 		t.Error("the API key leaked into evalctl's output")
 	}
 }
+
+// The processor's `storage:` key is accepted (the YAML is shared under strict
+// decoding) and ignored: evalctl holds nothing across runs.
+func TestValidateAcceptsProcessorStorageKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("storage: file_storage/eval\nevaluators:\n  - type: tool_error\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runEvalctl(t, "", "validate", "--config", path)
+	if code != exitOK || !strings.Contains(out, "valid") {
+		t.Errorf("exit %d out %q err %q", code, out, stderr)
+	}
+}

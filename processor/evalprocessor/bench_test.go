@@ -12,6 +12,7 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -168,12 +169,16 @@ func newGroupByTraceForBench(b *testing.B, next consumer.Traces) processor.Trace
 // runEndToEnd feeds b.N batches of 1000 spans and stops the clock once every
 // span has reached the sink; it reports spans/s.
 func runEndToEnd(b *testing.B, p processor.Traces, sink *countSink, tmpl ptrace.SpanSlice) {
+	runEndToEndOn(b, p, sink, tmpl, componenttest.NewNopHost())
+}
+
+func runEndToEndOn(b *testing.B, p processor.Traces, sink *countSink, tmpl ptrace.SpanSlice, host component.Host) {
 	var seq uint64
 	batches := make([]ptrace.Traces, b.N)
 	for i := range batches {
 		batches[i] = makeBatch(tmpl, &seq)
 	}
-	require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(b, p.Start(context.Background(), host))
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -204,6 +209,17 @@ func BenchmarkGenAIEndToEnd(b *testing.B) {
 	b.Run("groupbytrace", func(b *testing.B) {
 		sink := &countSink{}
 		runEndToEnd(b, newGroupByTraceForBench(b, sink), sink, tmpl)
+	})
+	// The same eval processor with `storage:` on contrib's file_storage
+	// (default settings: no fsync): the cost of durable holding.
+	b.Run("eval_storage", func(b *testing.B) {
+		sink := &countSink{}
+		cfg := benchEvalConfig(10 * time.Millisecond)
+		id := storageID
+		cfg.Storage = &id
+		st := startFileStorageB(b, b.TempDir())
+		host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
+		runEndToEndOn(b, newEvalForBench(b, cfg, sink), sink, tmpl, host)
 	})
 }
 

@@ -57,6 +57,9 @@ type outItem struct {
 	ld     plog.Logs
 	isLogs bool
 	spans  int
+	// keys are the storage keys of the held chunks in it (storage:),
+	// deleted once the next consumer has accepted it.
+	keys []string
 }
 
 // forwarder hands released spans to the next consumer from one goroutine:
@@ -94,6 +97,11 @@ func (f *forwarder) push(td ptrace.Traces, spans int) {
 	f.pushItem(outItem{td: td, spans: spans})
 }
 
+// pushHeld queues released held spans with their storage keys.
+func (f *forwarder) pushHeld(td ptrace.Traces, spans int, keys []string) {
+	f.pushItem(outItem{td: td, spans: spans, keys: keys})
+}
+
 // pushLogs queues released log records (held with their trace, and the
 // results as log records). It never blocks. They share the span backlog
 // and its retry: the logs pipeline's exporter fails like the traces one.
@@ -101,9 +109,15 @@ func (f *forwarder) pushLogs(ld plog.Logs, records int) {
 	f.pushItem(outItem{ld: ld, isLogs: true, spans: records})
 }
 
+// pushLogsHeld queues released held log records with their storage keys.
+func (f *forwarder) pushLogsHeld(ld plog.Logs, records int, keys []string) {
+	f.pushItem(outItem{ld: ld, isLogs: true, spans: records, keys: keys})
+}
+
 func (f *forwarder) pushItem(it outItem) {
 	spans := it.spans
 	if spans == 0 {
+		f.p.removeKeys(it.keys) // nothing left to deliver
 		return
 	}
 	f.mu.Lock()
@@ -174,6 +188,7 @@ func (f *forwarder) drain(final bool) {
 					items[0].td.ResourceSpans().MoveAndAppendTo(req.td.ResourceSpans())
 				}
 				req.spans += items[0].spans
+				req.keys = append(req.keys, items[0].keys...)
 				items[0] = outItem{}
 				items = items[1:]
 			}
@@ -201,6 +216,7 @@ func (f *forwarder) send(req outItem, final bool) bool {
 				p.logger.Info("next consumer accepted released spans after retries",
 					zap.Int("spans", req.spans), zap.Int("retries", retries))
 			}
+			p.removeKeys(req.keys)
 			return final
 		}
 		p.tel.nextConsumerErrors.Add(context.Background(), 1)
@@ -208,6 +224,7 @@ func (f *forwarder) send(req outItem, final bool) bool {
 			p.tel.undelivered(context.Background(), reasonPermanent, req.spans)
 			p.logger.Error("next consumer refused released spans permanently; they are dropped",
 				zap.Int("spans", req.spans), zap.Error(err))
+			p.removeKeys(req.keys) // restoring them would only be refused again
 			return final
 		}
 		if f.outage.CompareAndSwap(false, true) {
@@ -217,7 +234,7 @@ func (f *forwarder) send(req outItem, final bool) bool {
 		if final {
 			if f.stopCtx.Err() != nil || !time.Now().Before(f.stopBy) {
 				p.tel.undelivered(context.Background(), reasonShutdown, req.spans)
-				p.logger.Error("next consumer still refused released spans when shutdown's time was up; they are dropped",
+				p.logger.Error("next consumer still refused released spans when shutdown's time was up; they are dropped (with storage: they stay in it and are restored on the next start)",
 					zap.Int("spans", req.spans), zap.Int("retries", retries), zap.Error(err))
 				return final
 			}

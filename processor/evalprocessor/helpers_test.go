@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -118,16 +119,23 @@ func newHarnessWith(t *testing.T, mut func(*Config), next consumer.Traces, logge
 	if prep != nil {
 		prep(p)
 	}
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	h.start(p, componenttest.NewNopHost())
+	return h
+}
+
+// start starts p on host (waiting for its ticker) and shuts it down, if
+// the test has not, at cleanup.
+func (h *harness) start(p *evalProcessor, host component.Host) {
+	h.t.Helper()
+	require.NoError(h.t, p.Start(context.Background(), host))
 	<-h.clk.got
 	h.p = p
-	t.Cleanup(func() {
+	h.t.Cleanup(func() {
 		if !h.ended {
-			require.NoError(t, p.Shutdown(context.Background()))
+			require.NoError(h.t, p.Shutdown(context.Background()))
 		}
-		require.NoError(t, h.tel.Shutdown(context.Background()))
+		require.NoError(h.t, h.tel.Shutdown(context.Background()))
 	})
-	return h
 }
 
 func (h *harness) shutdown(ctx context.Context) {

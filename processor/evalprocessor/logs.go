@@ -43,6 +43,12 @@ func (p *evalProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 		return p.forwardLogsSync(ctx, ld) // nothing held: as-is, zero copy
 	}
 	fwd, chunks := splitLogs(ld, dec)
+	if err := p.persistChunks(ctx, chunks); err != nil {
+		// Nothing of ld is held or forwarded: the sender retries it all.
+		p.lifeMu.RUnlock()
+		p.tel.logRecordsRefused.Add(ctx, int64(ld.LogRecordCount()))
+		return err
+	}
 	p.in <- chunks
 	p.lifeMu.RUnlock()
 	p.tel.logRecordsHeld.Add(ctx, int64(held))
@@ -204,6 +210,9 @@ func (c *chunk) addRecord(i int, rl plog.ResourceLogs, j int, sl plog.ScopeLogs,
 // ConsumeLogs).
 func (t *heldTrace) ingestLogs(c *chunk) {
 	t.logs = append(t.logs, c.ld)
+	if c.key != "" {
+		t.logKeys = append(t.logKeys, c.key)
+	}
 	t.records = append(t.records, c.records...)
 	t.logCount += c.count
 }
@@ -230,8 +239,8 @@ func (p *evalProcessor) forwardLogs(t *heldTrace, results plog.Logs, n int) {
 	if t.logCount > 0 {
 		p.tel.logRecordsReleased.Add(context.Background(), int64(t.logCount))
 	}
-	p.fwd.pushLogs(ld, t.logCount+n)
-	t.logs, t.records, t.logCount = nil, nil, 0
+	p.fwd.pushLogsHeld(ld, t.logCount+n, t.logKeys)
+	t.logs, t.records, t.logCount, t.logKeys = nil, nil, 0, nil
 }
 
 // resultLogsOn says whether results are also emitted as log records.

@@ -34,6 +34,14 @@ type heldTrace struct {
 	results  plog.Logs
 	resultN  int
 
+	// Durable holding (durable.go): the storage keys of the span chunks
+	// (keys) and log chunks (logKeys) held, and, for a trace restored
+	// from storage, the span ids it holds (a redelivered copy is dropped).
+	keys         []string
+	logKeys      []string
+	restored     map[pcommon.SpanID]struct{}
+	restoredLogs map[recordKey]struct{}
+
 	prev, next [2]*heldTrace
 	in         [2]bool
 }
@@ -103,19 +111,20 @@ type group struct {
 	pending int
 	td      ptrace.Traces
 	spans   int
+	keys    []string
 }
 
 // add gives the group one trace's spans (none: the trace leaves the group
 // and goes on by itself later).
-func (g *group) add(f *forwarder, td ptrace.Traces, spans int) {
+func (g *group) add(f *forwarder, td ptrace.Traces, spans int, keys []string) {
 	var out [2]outItem
 	n := 0
 	g.mu.Lock()
 	if spans > 0 {
 		if g.spans > 0 && g.spans+spans > maxRequestSpans {
-			out[n] = outItem{td: g.td, spans: g.spans}
+			out[n] = outItem{td: g.td, spans: g.spans, keys: g.keys}
 			n++
-			g.td, g.spans = ptrace.Traces{}, 0
+			g.td, g.spans, g.keys = ptrace.Traces{}, 0, nil
 		}
 		if g.spans == 0 {
 			g.td = td
@@ -123,16 +132,17 @@ func (g *group) add(f *forwarder, td ptrace.Traces, spans int) {
 			td.ResourceSpans().MoveAndAppendTo(g.td.ResourceSpans())
 		}
 		g.spans += spans
+		g.keys = append(g.keys, keys...)
 	}
 	g.pending--
 	if g.pending == 0 && g.spans > 0 {
-		out[n] = outItem{td: g.td, spans: g.spans}
+		out[n] = outItem{td: g.td, spans: g.spans, keys: g.keys}
 		n++
-		g.td, g.spans = ptrace.Traces{}, 0
+		g.td, g.spans, g.keys = ptrace.Traces{}, 0, nil
 	}
 	g.mu.Unlock()
 	for _, o := range out[:n] {
-		f.push(o.td, o.spans)
+		f.pushHeld(o.td, o.spans, o.keys)
 	}
 }
 
@@ -142,7 +152,14 @@ func (p *evalProcessor) loop(tick ticker) {
 	defer p.wg.Done()
 	defer close(p.jobs)
 	defer tick.Stop()
-	p.lists[0].idx, p.lists[1].idx = 0, 1
+	if old := p.restoredOld; len(old) > 0 {
+		// Restored from storage, but too old to hold again (durable.go).
+		p.restoredOld = nil
+		for _, t := range old {
+			p.unhold(t)
+		}
+		p.dispatch(old, p.clk.now(), false, reasonTooOld)
+	}
 	for {
 		select {
 		case chunks := <-p.in:
@@ -183,11 +200,11 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 				// Released between ConsumeTraces' routing and now: late.
 				if c.isLogs {
 					p.tel.logRecordsLate.Add(context.Background(), int64(c.count))
-					p.fwd.pushLogs(c.ld, c.count)
+					p.fwd.pushLogsHeld(c.ld, c.count, keysOf(c))
 					continue
 				}
 				p.tel.spansLate.Add(context.Background(), int64(c.spans))
-				p.fwd.push(c.td, c.spans)
+				p.fwd.pushHeld(c.td, c.spans, keysOf(c))
 				continue
 			}
 			t = &heldTrace{id: c.id}
@@ -199,18 +216,18 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 		}
 		t.lastSeen = now
 		if c.isLogs {
+			if n := t.dropRestoredLogs(c, false); n > 0 {
+				p.tel.recordsRedelivered.Add(context.Background(), int64(n))
+			}
 			t.ingestLogs(c)
 			continue
 		}
-		t.chunks = append(t.chunks, c.td)
-		if t.refs == nil {
-			t.refs = c.refs // the chunk is done with: no copy
-		} else {
-			t.refs = append(t.refs, c.refs...)
+		if t.restored != nil {
+			if n := t.dropRestored(c, false); n > 0 {
+				p.tel.spansRedelivered.Add(context.Background(), int64(n))
+			}
 		}
-		t.spans += c.spans
-		t.lastSeen = now
-		t.root = t.root || c.root
+		t.addChunk(c)
 		if t.root && p.cfg.RootGrace > 0 {
 			p.lists[1].moveToBack(t)
 		}
@@ -318,8 +335,9 @@ func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
 	p.tel.tracesHeld.Add(context.Background(), -1)
 	p.forwardLogs(t, t.results, t.resultN)
 	if len(t.chunks) == 0 {
+		p.removeKeys(t.keys) // chunks emptied by dropRestored
 		if g != nil {
-			g.add(p.fwd, ptrace.Traces{}, 0)
+			g.add(p.fwd, ptrace.Traces{}, 0, nil)
 		}
 		return
 	}
@@ -327,12 +345,13 @@ func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
 	for _, c := range t.chunks[1:] {
 		c.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
 	}
-	t.chunks, t.refs = nil, nil
+	keys := t.keys
+	t.chunks, t.refs, t.keys = nil, nil, nil
 	if g != nil {
-		g.add(p.fwd, td, t.spans)
+		g.add(p.fwd, td, t.spans, keys)
 		return
 	}
-	p.fwd.push(td, t.spans)
+	p.fwd.pushHeld(td, t.spans, keys)
 }
 
 // Who owns a trace's spans while it is scored.
@@ -457,7 +476,7 @@ func (p *evalProcessor) score(w *workerSlot, j job) bool {
 	async := s.async
 	s.mu.Unlock()
 	if async {
-		j.g.add(p.fwd, ptrace.Traces{}, 0)
+		j.g.add(p.fwd, ptrace.Traces{}, 0, nil)
 	}
 	return true
 }

@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +101,15 @@ type evalProcessor struct {
 	// sess is the sessions side (sessions.go); nil until Start.
 	sess *sessionState
 
+	// id is the component's id (the storage client is named after it).
+	id component.ID
+	// store persists held chunks (storage:, durable.go); nil without it.
+	store *durable
+	// restoredOld are restored traces too old to hold again; the loop
+	// forwards them unscored first thing.
+	restoredOld   []*heldTrace
+	storageLogged atomic.Bool
+
 	badInputLogged atomic.Bool
 	refusedLogged  atomic.Bool
 }
@@ -111,6 +121,7 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 	}
 	p := &evalProcessor{
 		cfg:     cfg,
+		id:      set.ID,
 		set:     set.TelemetrySettings,
 		logger:  set.Logger,
 		next:    next,
@@ -136,11 +147,16 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return err
 	}
+	if p.cfg.Storage != nil {
+		if p.store, err = openDurable(ctx, host, *p.cfg.Storage, p.id, p.clk.now); err != nil {
+			return err
+		}
+	}
 	if p.cfg.LateResults == engine.LateResultsSpan {
 		eng.SetLateResults(p.forwardLateResult)
 	}
 	if err := eng.Start(ctx, host); err != nil {
-		return err
+		return errors.Join(err, p.closeStore(ctx))
 	}
 	p.eng = eng
 	if p.scoreFn == nil {
@@ -154,9 +170,15 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	p.jobs = make(chan job, p.cfg.Workers)
 	p.stop = make(chan struct{})
 	p.runCtx, p.cancel = context.WithCancel(context.Background())
+	p.lists[0].idx, p.lists[1].idx = 0, 1
+	if p.store != nil {
+		if err := p.restore(ctx); err != nil {
+			return errors.Join(err, eng.Shutdown(ctx), p.closeStore(ctx))
+		}
+	}
 
 	if err := p.startSessions(); err != nil {
-		return errors.Join(err, eng.Shutdown(ctx))
+		return errors.Join(err, eng.Shutdown(ctx), p.closeStore(ctx))
 	}
 	tick := p.clk.newTicker(p.cfg.tickInterval())
 	p.slots = make(map[*workerSlot]struct{}, p.cfg.Workers)
@@ -205,6 +227,19 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	p.fwd.finish(ctx)
 	stopAfter()
 	p.cancel()
+	return errors.Join(err, p.closeStore(ctx))
+}
+
+// closeStore closes the storage client (what it holds stays for the next
+// start).
+func (p *evalProcessor) closeStore(ctx context.Context) error {
+	if p.store == nil {
+		return nil
+	}
+	err := p.store.client.Close(ctx)
+	if err != nil {
+		err = fmt.Errorf("storage: closing the client: %w", err)
+	}
 	return err
 }
 
@@ -233,6 +268,13 @@ func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) err
 		return p.forwardSync(ctx, td) // nothing held: as-is, zero copy
 	}
 	fwd, chunks := p.split(td, r)
+	if err := p.persistChunks(ctx, chunks); err != nil {
+		// Nothing of td is held or forwarded: the sender retries it all.
+		// Trace ids route marked held stay so; the retry joins them.
+		p.lifeMu.RUnlock()
+		p.tel.spansRefused.Add(ctx, int64(td.SpanCount()))
+		return err
+	}
 	p.in <- chunks
 	p.lifeMu.RUnlock()
 	if r.late > 0 {
@@ -445,6 +487,8 @@ type chunk struct {
 	id pcommon.TraceID
 	// isLogs: the chunk holds log records (logPart), not spans.
 	isLogs bool
+	// key is the chunk's storage key once persisted (durable.go).
+	key string
 	logPart
 
 	td    ptrace.Traces

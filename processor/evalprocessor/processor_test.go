@@ -87,6 +87,7 @@ func TestLoadConfig(t *testing.T) {
 						map[string]any{"name": "book_hotel", "arguments": map[string]any{"nights": 5}}}}},
 				{Type: "tool_error", Options: map[string]any{}},
 			},
+			Storage: &storageID,
 		}}},
 		{id: component.NewIDWithName(Type, "no_evaluators"), wantErr: "at least one evaluator"},
 		{id: component.NewIDWithName(Type, "negative_wait"), wantErr: "wait: -1s must not be negative"},

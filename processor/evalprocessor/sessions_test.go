@@ -49,15 +49,7 @@ func newSessionHarness(t *testing.T, mut func(*Config)) *sessionHarness {
 	require.NoError(t, err)
 	p.nextLogs = h.logs
 	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
-	<-h.clk.got
-	h.p = p
-	t.Cleanup(func() {
-		if !h.ended {
-			require.NoError(t, p.Shutdown(context.Background()))
-		}
-		require.NoError(t, h.tel.Shutdown(context.Background()))
-	})
+	h.start(p, componenttest.NewNopHost())
 	return h
 }
 

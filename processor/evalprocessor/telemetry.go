@@ -61,6 +61,7 @@ type telemetry struct {
 	spansRefused       metric.Int64Counter
 	spansUndelivered   metric.Int64Counter
 	decisionsForgotten metric.Int64Counter
+	storageTelemetry
 
 	reasonOpts map[string]metric.MeasurementOption
 
@@ -84,6 +85,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	}
 	var errs, err error
 	t.logTelemetry, err = newLogTelemetry(m)
+	errs = errors.Join(errs, err)
+	t.storageTelemetry, err = newStorageTelemetry(m)
 	errs = errors.Join(errs, err)
 	t.tracesHeld, err = m.Int64UpDownCounter(metricTracesHeld,
 		metric.WithDescription("GenAI traces held, waiting to be scored."), metric.WithUnit("{traces}"))
@@ -138,7 +141,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithUnit("{retries}"))
 	errs = errors.Join(errs, err)
 	t.spansRefused, err = m.Int64Counter(metricSpansRefused,
-		metric.WithDescription("Spans refused with a retryable error because the release backlog was full (back-pressure: the sender retries)."),
+		metric.WithDescription("Spans refused with a retryable error because the release backlog was full (back-pressure) or, with storage, persisting them failed: the sender retries."),
 		metric.WithUnit("{spans}"))
 	errs = errors.Join(errs, err)
 	t.spansUndelivered, err = m.Int64Counter(metricSpansUndelivered,
@@ -149,7 +152,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithDescription("Released trace ids forgotten before their retention ended because the memory of released ids was full; late spans of these traces would be held as new traces."),
 		metric.WithUnit("{traces}"))
 	errs = errors.Join(errs, err)
-	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput, reasonTimeout, reasonPermanent} {
+	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput, reasonTimeout, reasonPermanent, reasonTooOld} {
 		t.reasonOpts[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrReason, r)))
 	}
 	return t, errs

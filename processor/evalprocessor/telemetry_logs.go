@@ -41,7 +41,7 @@ func newLogTelemetry(m metric.Meter) (logTelemetry, error) {
 		metric.WithUnit("{records}"))
 	errs = errors.Join(errs, err)
 	t.logRecordsRefused, err = m.Int64Counter(metricLogRecordsRefused,
-		metric.WithDescription("Log records refused with a retryable error while released data waited for the next consumer (back-pressure)."),
+		metric.WithDescription("Log records refused with a retryable error while released data waited for the next consumer (back-pressure) or, with storage, persisting them failed."),
 		metric.WithUnit("{records}"))
 	errs = errors.Join(errs, err)
 	t.logRecordsUnjoined, err = m.Int64Counter(metricLogRecordsUnjoined,

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+const killConfig = `
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %[1]s
+extensions:
+  file_storage/eval:
+    directory: %[3]s
+    create_directory: true
+processors:
+  eval:
+    wait: 3s
+    storage: file_storage/eval
+    evaluators:
+      - type: tool_error
+exporters:
+  otlp_http:
+    endpoint: %[2]s
+    sending_queue:
+      enabled: false
+service:
+  extensions: [file_storage/eval]
+  telemetry:
+    logs:
+      level: info
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [eval]
+      exporters: [otlp_http]
+    logs:
+      receivers: [otlp]
+      processors: [eval]
+      exporters: [otlp_http]
+`
+
+// collectorProc is the built distribution running as a process of its own.
+type collectorProc struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // its exit, once done
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func runCollectorProc(t *testing.T, bin, config, health string) *collectorProc {
+	t.Helper()
+	cmd := exec.Command(bin, "--config", config)
+	p := &collectorProc{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	// Ready once the OTLP receiver answers.
+	waitFor(t, 60*time.Second, "collector listening", func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("collector exited while starting: %v\n%s", p.err, p.stderr)
+		default:
+		}
+		resp, err := http.Post(health, "application/x-protobuf", bytes.NewReader(emptyTraces()))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+func emptyTraces() []byte {
+	b, _ := ptraceotlp.NewExportRequest().MarshalProto()
+	return b
+}
+
+// killTrace is agent trace i: an invoke_agent root and three tool calls
+// (the last failed), split into two requests, and one GenAI content log
+// record.
+func killTrace(i int) (first, second ptrace.Traces, ld plog.Logs) {
+	id := pcommon.TraceID{0xd0, byte(i >> 8), byte(i), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+	span := func(td ptrace.Traces, n byte, name string, attrs map[string]any) {
+		if td.ResourceSpans().Len() == 0 {
+			rs := td.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr("service.name", "kill-test")
+			rs.ScopeSpans().AppendEmpty().Scope().SetName("kill-test")
+		}
+		s := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty()
+		s.SetTraceID(id)
+		s.SetSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, byte(i), n})
+		if n != 1 {
+			s.SetParentSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, byte(i), 1})
+		}
+		s.SetName(name)
+		now := time.Now()
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(now.Add(time.Millisecond)))
+		_ = s.Attributes().FromRaw(attrs)
+		if n == 4 {
+			s.Status().SetCode(ptrace.StatusCodeError)
+		}
+	}
+	tool := func(name string) map[string]any {
+		return map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+	}
+	first, second = ptrace.NewTraces(), ptrace.NewTraces()
+	span(first, 2, "execute_tool search", tool("search"))
+	span(first, 3, "execute_tool book", tool("book"))
+	span(second, 4, "execute_tool pay", tool("pay"))
+	span(second, 1, "invoke_agent travel", map[string]any{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel"})
+	ld = plog.NewLogs()
+	lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetTraceID(id)
+	lr.SetSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, byte(i), 2})
+	lr.Attributes().PutStr("event.name", "gen_ai.user.message")
+	lr.Body().SetEmptyMap().PutStr("content", fmt.Sprintf("run %d", i))
+	return first, second, ld
+}
+
+func post(url string, body []byte) error {
+	resp, err := http.Post(url, "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// The built distribution with `storage: file_storage/eval` is killed with
+// SIGKILL while it holds acknowledged spans and log records; restarted on
+// the same directory, it delivers every one of them, scored.
+func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the collector as a process")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "otelcol-evalbridge")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	be := &signalBackend{}
+	srv := httptest.NewServer(be)
+	defer srv.Close()
+	addr := freeAddr(t)
+	config := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(killConfig, addr, srv.URL, filepath.Join(dir, "storage"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + addr
+	c1 := runCollectorProc(t, bin, config, base+"/v1/traces")
+
+	const traces = 30
+	for i := 0; i < traces; i++ {
+		first, second, ld := killTrace(i)
+		for _, td := range []ptrace.Traces{first, second} {
+			b, _ := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+			if err := post(base+"/v1/traces", b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, _ := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+		if err := post(base+"/v1/logs", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every request above was acknowledged (200). Kill while they are held.
+	before := spanIDs(be)
+	if err := c1.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-c1.done
+	if len(before) == traces*4 {
+		t.Skip("the machine was so slow that every trace was released before the kill; nothing was held to lose")
+	}
+	t.Logf("at the kill: %d of %d spans had reached the backend", len(before), traces*4)
+
+	c2 := runCollectorProc(t, bin, config, base+"/v1/traces")
+	waitFor(t, 60*time.Second, "every acknowledged span at the backend", func() bool {
+		return len(spanIDs(be)) == traces*4
+	})
+	waitFor(t, 30*time.Second, "every acknowledged log record at the backend", func() bool {
+		return contentRecords(be) >= traces
+	})
+	if !strings.Contains(c2.stderr.String(), "restored held traces from storage") {
+		t.Errorf("no restore logged:\n%s", c2.stderr)
+	}
+	dups := 0
+	for _, n := range spanIDs(be) {
+		dups += n - 1
+	}
+	t.Logf("spans sent %d, lost 0, duplicates %d (released and in flight at the kill: at-least-once)", traces*4, dups)
+	for i := 0; i < traces; i++ {
+		first, _, _ := killTrace(i)
+		id := first.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID()
+		root, ok := be.spansOf(id.String())["invoke_agent travel "+pcommon.SpanID{0, 0, 0, 0, 0, 0, byte(i), 1}.String()]
+		if !ok {
+			t.Fatalf("trace %d: no root span", i)
+		}
+		if v, ok := root.Attributes().Get("eval.tool_error.status"); !ok || v.Str() != "failed" {
+			t.Errorf("trace %d: root not scored as failed: %v", i, root.Attributes().AsRaw())
+		}
+	}
+	if err := c2.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-c2.done
+	if c2.err != nil {
+		t.Errorf("collector exit after SIGINT: %v\n%s", c2.err, c2.stderr)
+	}
+}
+
+// spanIDs counts the spans the backend got, by trace and span id.
+func spanIDs(b *signalBackend) map[[24]byte]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[[24]byte]int{}
+	for _, td := range b.traces {
+		rss := td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			sss := rss.At(i).ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				spans := sss.At(j).Spans()
+				for k := 0; k < spans.Len(); k++ {
+					var key [24]byte
+					tid, sid := spans.At(k).TraceID(), spans.At(k).SpanID()
+					copy(key[:16], tid[:])
+					copy(key[16:], sid[:])
+					out[key]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// contentRecords counts the gen_ai.user.message records the backend got.
+func contentRecords(b *signalBackend) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, ld := range b.logs {
+		rls := ld.ResourceLogs()
+		for i := 0; i < rls.Len(); i++ {
+			sls := rls.At(i).ScopeLogs()
+			for j := 0; j < sls.Len(); j++ {
+				lrs := sls.At(j).LogRecords()
+				for k := 0; k < lrs.Len(); k++ {
+					if v, ok := lrs.At(k).Attributes().Get("event.name"); ok && v.Str() == "gen_ai.user.message" {
+						n++
+					}
+				}
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,312 @@
+package evalprocessor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/evalbridge/evalbridge/adapter"
+)
+
+var storageID = component.MustNewIDWithName("file_storage", "eval")
+
+// testStorage is contrib's real file_storage extension on a directory,
+// wrapped so a test can make its client fail writes (failWrites) or
+// simulate the process dying (dead: from then on nothing reaches the file).
+type testStorage struct {
+	storage.Extension
+	failWrites, dead atomic.Bool
+	stop             func()
+}
+
+type testClient struct {
+	storage.Client
+	storage.Walker
+	s *testStorage
+}
+
+func (c *testClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	if c.s.dead.Load() {
+		return nil // the process is gone: nothing it does reaches the file
+	}
+	if c.s.failWrites.Load() {
+		for _, op := range ops {
+			if op.Type == storage.Set {
+				return errors.New("disk full (test)")
+			}
+		}
+	}
+	return c.Client.Batch(ctx, ops...)
+}
+
+func (s *testStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
+	c, err := s.Extension.GetClient(ctx, kind, id, name)
+	if err != nil {
+		return nil, err
+	}
+	return &testClient{Client: c, Walker: c.(storage.Walker), s: s}, nil
+}
+
+// startFileStorage starts file_storage on dir; it is shut down at cleanup
+// (after the processors, which close their clients in Shutdown).
+func startFileStorage(t *testing.T, dir string) *testStorage { return startFileStorageB(t, dir) }
+
+func startFileStorageB(t testing.TB, dir string) *testStorage {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	var once sync.Once
+	stop := func() { once.Do(func() { require.NoError(t, ext.Shutdown(context.Background())) }) }
+	t.Cleanup(stop)
+	return &testStorage{Extension: ext.(storage.Extension), stop: stop}
+}
+
+type extHost struct {
+	component.Host
+	exts map[component.ID]component.Component
+}
+
+func (h extHost) GetExtensions() map[component.ID]component.Component { return h.exts }
+
+// durableHarness is a processor in a traces and a logs pipeline with
+// `storage: file_storage/eval`.
+type durableHarness struct {
+	*harness
+	logs *consumertest.LogsSink
+}
+
+// startDurable starts it with its fake clock set `later` after the usual
+// start time (a process started that much later).
+func startDurable(t *testing.T, st *testStorage, mut func(*Config), later time.Duration) *durableHarness {
+	t.Helper()
+	cfg := createDefaultConfig()
+	cfg.Wait = time.Second
+	cfg.Workers = 2
+	cfg.Evaluators = toolErrorOnly()
+	id := storageID
+	cfg.Storage = &id
+	if mut != nil {
+		mut(cfg)
+	}
+	require.NoError(t, cfg.Config.Validate())
+	h := &harness{t: t, sink: new(consumertest.TracesSink), clk: newFakeClock(), tel: componenttest.NewTelemetry(), cfg: cfg}
+	h.clk.t = h.clk.t.Add(later)
+	logs := new(consumertest.LogsSink)
+	set := processortest.NewNopSettings(Type)
+	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	p, err := newProcessor(set, cfg, h.sink, h.clk.clock())
+	require.NoError(t, err)
+	p.nextLogs = logs
+	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
+	h.start(p, host)
+	return &durableHarness{harness: h, logs: logs}
+}
+
+// storedKeys lists the keys the processor's storage holds.
+func (h *durableHarness) storedKeys() []string {
+	var keys []string
+	require.NoError(h.t, h.p.store.walker.Walk(context.Background(), func(k string, _ []byte) ([]*storage.Operation, error) {
+		keys = append(keys, k)
+		return nil, nil
+	}))
+	return keys
+}
+
+// spanCounts counts every span the sink got by (trace byte, span byte).
+func spanCounts(sink *consumertest.TracesSink) map[[2]byte]int {
+	out := map[[2]byte]int{}
+	for _, td := range sink.AllTraces() {
+		adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+			tr, s := r.Span.TraceID(), r.Span.SpanID()
+			out[[2]byte{tr[0], s[7]}]++
+		})
+	}
+	return out
+}
+
+// recordCount counts the log records the sink got that are not results.
+func recordCount(sink *consumertest.LogsSink) int {
+	n := 0
+	for _, ld := range sink.AllLogs() {
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, sl plog.ScopeLogs) {
+			if sl.Scope().Name() != scopeName {
+				n++
+			}
+		})
+	}
+	return n
+}
+
+// The process dies (nothing after the crash reaches the file) while two
+// traces and their content log records are held; a new processor on the
+// same file_storage directory restores them with a fresh wait, Kafka-style
+// redelivery of spans it holds is dropped while a new span joins, and every
+// span and record is forwarded and scored exactly once; storage is empty
+// afterwards.
+func TestDurableRestoreAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	st1 := startFileStorage(t, dir)
+	h1 := startDurable(t, st1, nil, 0)
+
+	b := newBatch()
+	agentTrace(b, 2, true) // 5 spans, one failed tool
+	h1.consume(b.td)
+	h1.consume(contentSpans(1)) // 3 spans
+	require.NoError(t, h1.p.ConsumeLogs(context.Background(), contentLogs(1)))
+	require.Equal(t, 1, recordCount(h1.logs), "the unrelated record goes on at once")
+	require.Len(t, h1.storedKeys(), 3, "one key per chunk: two span chunks, one log chunk")
+
+	// Crash: from here on nothing reaches the file. Shutdown only cleans
+	// up the goroutines; what it forwards went nowhere in a real crash.
+	st1.dead.Store(true)
+	h1.shutdown(context.Background())
+	st1.stop()
+
+	// The new process: a new file_storage on the same directory, a second later.
+	h2 := startDurable(t, startFileStorage(t, dir), nil, time.Second)
+	assert.Equal(t, int64(2), h2.counter(metricRestoredTraces))
+	assert.Equal(t, int64(8), h2.counter(metricRestoredSpans))
+	assert.Equal(t, int64(3), h2.counter(metricRestoredRecords))
+	assert.Equal(t, int64(2), h2.counter(metricTracesHeld))
+
+	// Redelivery: trace 1 again (all three spans already held), plus a new
+	// span of trace 1 in the same batch.
+	re := contentSpans(1)
+	extra := re.ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty()
+	re.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(2).CopyTo(extra)
+	extra.SetSpanID(sid(9))
+	h2.consume(re)
+	require.Eventually(t, func() bool { return h2.counter(metricSpansRedelivered) == 3 }, 10*time.Second, time.Millisecond)
+	// And its log records again: the three held ones are dropped, the
+	// unrelated one goes on at once (again: it was acknowledged before).
+	require.NoError(t, h2.p.ConsumeLogs(context.Background(), contentLogs(1)))
+	require.Eventually(t, func() bool { return h2.counter(metricRecordsRedelivered) == 3 }, 10*time.Second, time.Millisecond)
+
+	h2.clk.advance(2 * time.Second)
+	h2.waitSpans(9)
+	counts := spanCounts(h2.sink)
+	for k, n := range counts {
+		assert.Equal(t, 1, n, "span %v forwarded %d times", k, n)
+	}
+	assert.Len(t, counts, 9)
+	assert.Equal(t, "failed", strAttr(spansOf(h2.sink, 2)[1], "eval.tool_error.status"), "restored trace scored")
+	assert.Equal(t, "passed", strAttr(spansOf(h2.sink, 1)[1], "eval.tool_error.status"))
+	assert.Equal(t, int64(2), h2.counter(metricTracesScored))
+	held := 0
+	require.Eventually(t, func() bool { return recordCount(h2.logs) == 4 }, 10*time.Second, time.Millisecond)
+	for _, ld := range h2.logs.AllLogs() {
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, sl plog.ScopeLogs) {
+			if sl.Scope().Name() != scopeName && lr.TraceID() == tid(1) {
+				held++
+			}
+		})
+	}
+	assert.Equal(t, 3, held, "each held record of trace 1 once")
+	assert.Positive(t, h2.counter(metricResultRecords))
+
+	// Keys go once the next consumer has accepted the data.
+	require.Eventually(t, func() bool { return len(h2.storedKeys()) == 0 }, 10*time.Second, time.Millisecond,
+		"left in storage: %v", h2.storedKeys())
+	h2.shutdown(context.Background())
+}
+
+// A storage write failure refuses the whole batch with a retryable error:
+// nothing is held or forwarded (the retry brings it all), and it is counted.
+func TestDurableWriteFailureRefuses(t *testing.T) {
+	st := startFileStorage(t, t.TempDir())
+	h := startDurable(t, st, nil, 0)
+	st.failWrites.Store(true)
+
+	b := newBatch()
+	agentTrace(b, 1, false)
+	b.plain(7, 1, 0) // a trace without GenAI spans in the same batch
+	err := h.p.ConsumeTraces(context.Background(), b.td)
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err), "retryable")
+	err = h.p.ConsumeLogs(context.Background(), contentLogs(3))
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err))
+	assert.Equal(t, int64(2), h.counter(metricStorageErrors, attrOperation, storageOpWrite))
+	assert.Equal(t, int64(6), h.counter(metricSpansRefused))
+	assert.Equal(t, int64(4), h.counter(metricLogRecordsRefused))
+	assert.Zero(t, h.sink.SpanCount(), "nothing forwarded: the retry sends it all")
+
+	// The retry, once storage works again, is held, persisted and scored once.
+	st.failWrites.Store(false)
+	h.consume(b.td)
+	assert.Equal(t, 1, h.sink.SpanCount(), "the non-GenAI span goes on at once")
+	h.clk.advance(2 * time.Second)
+	h.waitSpans(6)
+	assert.Equal(t, "passed", strAttr(spansOf(h.sink, 1)[1], "eval.tool_error.status"))
+	require.Eventually(t, func() bool { return len(h.storedKeys()) == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// A restored trace older than the bound is forwarded unscored at once.
+func TestDurableRestoreTooOld(t *testing.T) {
+	dir := t.TempDir()
+	st := startFileStorage(t, dir)
+	h1 := startDurable(t, st, nil, 0)
+	b := newBatch()
+	agentTrace(b, 1, false)
+	h1.consume(b.td)
+	st.dead.Store(true)
+	h1.shutdown(context.Background())
+	st.stop()
+
+	// The second process starts two minutes later: past 10 x wait and the
+	// one-minute floor.
+	h2 := startDurable(t, startFileStorage(t, dir), nil, 2*time.Minute)
+	h2.waitSpans(5)
+	assert.Empty(t, strAttr(spansOf(h2.sink, 1)[1], "eval.tool_error.status"), "unscored")
+	assert.Equal(t, int64(5), h2.counter(metricSpansUnscored, attrReason, reasonTooOld))
+	require.Eventually(t, func() bool { return len(h2.storedKeys()) == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// Start fails clearly on an unknown extension or one that is not storage;
+// without `storage:` there is no store at all.
+func TestDurableStartErrors(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Evaluators = toolErrorOnly()
+	id := storageID
+	cfg.Storage = &id
+	p, err := newProcessor(processortest.NewNopSettings(Type), cfg, consumertest.NewNop(), nil)
+	require.NoError(t, err)
+	err = p.Start(context.Background(), componenttest.NewNopHost())
+	require.ErrorContains(t, err, `extension "file_storage/eval" is not configured`)
+
+	p, err = newProcessor(processortest.NewNopSettings(Type), cfg, consumertest.NewNop(), nil)
+	require.NoError(t, err)
+	notStorage := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: nopExtension{}}}
+	err = p.Start(context.Background(), notStorage)
+	require.ErrorContains(t, err, `extension "file_storage/eval" is not a storage extension`)
+
+	h := newHarness(t, nil, nil, nil)
+	assert.Nil(t, h.p.store)
+	td := ptrace.NewTraces()
+	h.consume(td)
+}
+
+type nopExtension struct{}
+
+func (nopExtension) Start(context.Context, component.Host) error { return nil }
+func (nopExtension) Shutdown(context.Context) error              { return nil }
