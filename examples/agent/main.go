@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -232,7 +233,7 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 			attribute.String("gen_ai.conversation.id", conversationID),
 			attribute.String("gen_ai.provider.name", provider),
 			attribute.String("gen_ai.request.model", model),
-			attribute.String("eval.expected.tool_calls", expectedToolCalls),
+			attribute.String(adapter.AttrExpectedToolCalls, expectedToolCalls),
 			attribute.String("demo.run", r.name),
 		))
 
