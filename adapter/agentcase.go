@@ -2,17 +2,19 @@ package adapter
 
 // An agent case is one agent run: the anchor span (the agent span, or,
 // without one, the trace's root) and the spans below it. agentCase builds
-// it in steps, each a helper below: members sorted into LLM calls, tool
-// spans and documents; the conversation; the tool calls; the tool
+// it in steps: members sorted into LLM calls, tool spans and documents;
+// then, each a helper below, the conversation; the tool calls; the tool
 // definitions; the metadata (model, provider, response, agent name,
 // conversation id); the usage; the problems; the expectations.
 
-// agentRun is an agent case's spans, sorted by kind, in time order.
+// agentRun is an agent case's spans, sorted by kind, in time order. The
+// anchor's data goes to the helpers beside it, not in it: escape analysis
+// is not field-sensitive, and what the helpers keep of the anchor would
+// move llms and tools to the heap.
 type agentRun struct {
 	anchor int
-	a      *spanData // the anchor span
-	llms   []int     // LLM call spans
-	tools  []int     // tool spans
+	llms   []int // LLM call spans
+	tools  []int // tool spans
 }
 
 func (t *trace) agentCase(anchor int, members []int) Case {
@@ -23,15 +25,36 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 		a = t.data(anchor)
 	}
 	c := t.baseCase(LevelAgent, anchor)
-	run := t.agentMembers(&c, anchor, a, members)
+	// The members sorted by kind, in time order. (Kept here, in local
+	// variables, not in a helper or in run's fields: the compiler keeps the
+	// appends of local slices that do not escape on the stack.)
+	var llms, tools []int
+	t.byTime(members)
+	for _, j := range members {
+		switch t.spans[j].kind {
+		case kindLLM:
+			t.need(j, partMeta)
+			llms = append(llms, j)
+		case kindTool:
+			t.need(j, partTool)
+			tools = append(tools, j)
+		case kindRetrieval:
+			c.Documents = append(c.Documents, t.need(j, partDocs).docs...)
+		default:
+			if t.full {
+				t.data(j)
+			}
+		}
+	}
+	run := agentRun{anchor: anchor, llms: llms, tools: tools}
 	c.LLMCalls = len(run.llms)
 	if !t.opts.SkipConversation {
 		t.agentConversation(&c, a, run.llms)
 	}
-	t.agentToolCalls(&c, run)
-	c.ToolDefinitions = t.agentToolDefinitions(run)
-	t.agentMetadata(&c, run)
-	t.agentUsage(&c, run)
+	t.agentToolCalls(&c, a, run)
+	c.ToolDefinitions = t.agentToolDefinitions(a, run)
+	t.agentMetadata(&c, a, run)
+	t.agentUsage(&c, a, run)
 	problems := appendUnique(nil, a.c.problems)
 	for _, j := range members {
 		problems = appendUnique(problems, t.spans[j].c.problems)
@@ -41,34 +64,10 @@ func (t *trace) agentCase(anchor int, members []int) Case {
 	return c
 }
 
-// agentMembers sorts the members into LLM calls and tool spans (in time
-// order) and collects the retrieved documents into c.
-func (t *trace) agentMembers(c *Case, anchor int, a *spanData, members []int) agentRun {
-	run := agentRun{anchor: anchor, a: a}
-	t.byTime(members)
-	for _, j := range members {
-		switch t.spans[j].kind {
-		case kindLLM:
-			t.need(j, partMeta)
-			run.llms = append(run.llms, j)
-		case kindTool:
-			t.need(j, partTool)
-			run.tools = append(run.tools, j)
-		case kindRetrieval:
-			c.Documents = append(c.Documents, t.need(j, partDocs).docs...)
-		default:
-			if t.full {
-				t.data(j)
-			}
-		}
-	}
-	return run
-}
-
 // agentToolCalls fills c.ToolCalls: the tool spans' calls, completed and
 // ordered by the model's requests where needed; without tool spans, the
 // calls the model requested, with the results found in tool messages.
-func (t *trace) agentToolCalls(c *Case, run agentRun) {
+func (t *trace) agentToolCalls(c *Case, a *spanData, run agentRun) {
 	if len(run.tools) == 0 {
 		for _, j := range run.llms {
 			c.ToolCalls = append(c.ToolCalls, requestedCalls(t.need(j, partOutput).output)...)
@@ -89,15 +88,15 @@ func (t *trace) agentToolCalls(c *Case, run agentRun) {
 	// the model's requests fill what tool spans lack and give the
 	// order of two or more calls (docs/tool-call-order.md)
 	if incomplete || len(run.tools) > 1 {
-		t.orderToolCalls(c.ToolCalls, run, incomplete)
+		t.orderToolCalls(c.ToolCalls, a.kind, run, incomplete)
 	}
 }
 
 // orderToolCalls matches the tool spans' calls with the model's requests,
 // fills what the spans lack from them and orders the calls as requested.
-func (t *trace) orderToolCalls(calls []ToolCall, run agentRun, incomplete bool) {
+func (t *trace) orderToolCalls(calls []ToolCall, anchorKind spanKind, run agentRun, incomplete bool) {
 	srcs := run.llms
-	if run.a.kind == kindLLM { // no agent span: the case is anchored on an LLM call
+	if anchorKind == kindLLM { // no agent span: the case is anchored on an LLM call
 		srcs = append([]int{run.anchor}, run.llms...)
 	}
 	var match []int
@@ -139,8 +138,8 @@ func (t *trace) quickMatch(calls []ToolCall, tools, srcs []int) []int {
 
 // agentToolDefinitions merges the tool definitions of the anchor, the LLM
 // calls and the tool spans.
-func (t *trace) agentToolDefinitions(run agentRun) []ToolDefinition {
-	defs := append([]ToolDefinition(nil), run.a.toolDefs...)
+func (t *trace) agentToolDefinitions(a *spanData, run agentRun) []ToolDefinition {
+	defs := append([]ToolDefinition(nil), a.toolDefs...)
 	for _, j := range run.llms {
 		for _, def := range t.need(j, partDefs).toolDefs {
 			defs = mergeDef(defs, def)
@@ -158,8 +157,8 @@ func (t *trace) agentToolDefinitions(run agentRun) []ToolDefinition {
 // else the first, resp. last LLM call's), the agent name and the
 // conversation id (the anchor's, else the LLM calls', else, for a case
 // not anchored on an agent span, the nearest agent ancestor's name).
-func (t *trace) agentMetadata(c *Case, run agentRun) {
-	a, llms := run.a, run.llms
+func (t *trace) agentMetadata(c *Case, a *spanData, run agentRun) {
+	llms := run.llms
 	c.Model, c.Provider = a.model, a.provider
 	if len(llms) > 0 {
 		first := &t.spans[llms[0]]
@@ -196,7 +195,7 @@ func (t *trace) agentMetadata(c *Case, run agentRun) {
 // agentUsage sums the LLM calls' own counts into the run's usage; the
 // agent span's counts count only when its LLM calls carry none. (Vercel AI
 // SDK 5 puts the last step's usage on its root span, not the run's.)
-func (t *trace) agentUsage(c *Case, run agentRun) {
+func (t *trace) agentUsage(c *Case, a *spanData, run agentRun) {
 	llmUsage := false
 	for _, j := range run.llms {
 		if u := t.spans[j].usage; u.HasInputTokens || u.HasOutputTokens || u.HasTotalTokens {
@@ -205,13 +204,13 @@ func (t *trace) agentUsage(c *Case, run agentRun) {
 		}
 	}
 	if !llmUsage {
-		c.Usage = run.a.usage
+		c.Usage = a.usage
 		return
 	}
 	for _, j := range run.llms {
 		if c.Usage.add(t.spans[j].usage) {
 			// Bad input like any other: a problem, on the run's span.
-			run.a.c.report("gen_ai.usage.*", "not a valid count: %s", usageOverflow)
+			a.c.report("gen_ai.usage.*", "not a valid count: %s", usageOverflow)
 		}
 	}
 }
