@@ -3,7 +3,8 @@ package adapter
 // The eval.* input attributes: what an instrumented application sets on a
 // span (or the trace's root span) to tell the evaluators what it expected.
 // The evaluators, the examples and the load generator name them through
-// these constants, so a key is spelled once (docs/genai-conventions.md).
+// these constants, so a key is spelled once (docs/evaluators.md says what
+// each evaluator reads).
 const (
 	// AttrExpectedToolCalls is a JSON array of expected calls, each a name
 	// or {"name", "arguments"} (ParseExpectedCalls).

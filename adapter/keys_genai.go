@@ -3,7 +3,7 @@ package adapter
 // OpenTelemetry GenAI semantic conventions (gen_ai.*), current and the
 // deprecated names instrumentations still send (gen_ai.prompt,
 // gen_ai.completion, gen_ai.content.*, gen_ai.system, the
-// prompt/completion token counts). See docs/genai-conventions.md.
+// prompt/completion token counts).
 // Each key is spelled here once; the readers name it by constant.
 const (
 	genAIPrefix                = "gen_ai."
