@@ -98,27 +98,27 @@ type recMeter struct {
 
 func (m *recMeter) Int64Counter(name string, opts ...metric.Int64CounterOption) (metric.Int64Counter, error) {
 	c := metric.NewInt64CounterConfig(opts...)
-	return &recInt64{r: m.r, i: m.r.register(name, "sum", "int", true, c.Unit(), c.Description(), nil)}, nil
+	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name, "sum", "int", true, c.Unit(), c.Description(), nil)}}, nil
 }
 
 func (m *recMeter) Int64UpDownCounter(name string, opts ...metric.Int64UpDownCounterOption) (metric.Int64UpDownCounter, error) {
 	c := metric.NewInt64UpDownCounterConfig(opts...)
-	return &recInt64{r: m.r, i: m.r.register(name, "sum", "int", false, c.Unit(), c.Description(), nil)}, nil
+	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name, "sum", "int", false, c.Unit(), c.Description(), nil)}}, nil
 }
 
 func (m *recMeter) Float64Counter(name string, opts ...metric.Float64CounterOption) (metric.Float64Counter, error) {
 	c := metric.NewFloat64CounterConfig(opts...)
-	return &recFloat64{r: m.r, i: m.r.register(name, "sum", "double", true, c.Unit(), c.Description(), nil)}, nil
+	return &recFloat64{recCore: recCore[float64]{r: m.r, i: m.r.register(name, "sum", "double", true, c.Unit(), c.Description(), nil)}}, nil
 }
 
 func (m *recMeter) Int64Histogram(name string, opts ...metric.Int64HistogramOption) (metric.Int64Histogram, error) {
 	c := metric.NewInt64HistogramConfig(opts...)
-	return &recInt64{r: m.r, i: m.r.register(name, "histogram", "int", false, c.Unit(), c.Description(), c.ExplicitBucketBoundaries())}, nil
+	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name, "histogram", "int", false, c.Unit(), c.Description(), c.ExplicitBucketBoundaries())}}, nil
 }
 
 func (m *recMeter) Float64Histogram(name string, opts ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
 	c := metric.NewFloat64HistogramConfig(opts...)
-	return &recFloat64{r: m.r, i: m.r.register(name, "histogram", "double", false, c.Unit(), c.Description(), c.ExplicitBucketBoundaries())}, nil
+	return &recFloat64{recCore: recCore[float64]{r: m.r, i: m.r.register(name, "histogram", "double", false, c.Unit(), c.Description(), c.ExplicitBucketBoundaries())}}, nil
 }
 
 func (m *recMeter) Int64ObservableGauge(name string, opts ...metric.Int64ObservableGaugeOption) (metric.Int64ObservableGauge, error) {
@@ -141,41 +141,35 @@ func (m *recMeter) RegisterCallback(f metric.Callback, _ ...metric.Observable) (
 	return noop.Registration{}, nil
 }
 
-// recInt64 records the attributes of an int instrument's measurements.
-type recInt64 struct {
-	noop.Int64Counter
-	noop.Int64UpDownCounter
-	noop.Int64Histogram
+// recCore records the attributes of a synchronous instrument's
+// measurements; recInt64 and recFloat64 give it the instrument interfaces.
+type recCore[N int64 | float64] struct {
 	r *Recorder
 	i *Instrument
 }
 
-func (c *recInt64) Add(_ context.Context, _ int64, opts ...metric.AddOption) {
+func (c recCore[N]) Add(_ context.Context, _ N, opts ...metric.AddOption) {
 	c.r.seen(c.i, metric.NewAddConfig(opts).Attributes())
 }
 
-func (c *recInt64) Record(_ context.Context, _ int64, opts ...metric.RecordOption) {
+func (c recCore[N]) Record(_ context.Context, _ N, opts ...metric.RecordOption) {
 	c.r.seen(c.i, metric.NewRecordConfig(opts).Attributes())
 }
 
-func (c *recInt64) Enabled(context.Context) bool { return true }
+func (c recCore[N]) Enabled(context.Context) bool { return true }
+
+type recInt64 struct {
+	embedded.Int64Counter
+	embedded.Int64UpDownCounter
+	embedded.Int64Histogram
+	recCore[int64]
+}
 
 type recFloat64 struct {
-	noop.Float64Counter
-	noop.Float64Histogram
-	r *Recorder
-	i *Instrument
+	embedded.Float64Counter
+	embedded.Float64Histogram
+	recCore[float64]
 }
-
-func (c *recFloat64) Add(_ context.Context, _ float64, opts ...metric.AddOption) {
-	c.r.seen(c.i, metric.NewAddConfig(opts).Attributes())
-}
-
-func (c *recFloat64) Record(_ context.Context, _ float64, opts ...metric.RecordOption) {
-	c.r.seen(c.i, metric.NewRecordConfig(opts).Attributes())
-}
-
-func (c *recFloat64) Enabled(context.Context) bool { return true }
 
 type recInt64Gauge struct {
 	noop.Int64ObservableGauge
