@@ -86,24 +86,24 @@ const (
 // length and first byte rule out almost every other key.
 func kindSlot(k string) int {
 	switch len(k) {
-	case len("gen_ai.operation.name"):
-		if k[0] == 'g' && k == "gen_ai.operation.name" {
+	case len(genAIOperationName):
+		if k[0] == 'g' && k == genAIOperationName {
 			return slotOperation
 		}
-	case len("openinference.span.kind"):
-		if k[0] == 'o' && k == "openinference.span.kind" {
+	case len(oiSpanKind):
+		if k[0] == 'o' && k == oiSpanKind {
 			return slotOIKind
 		}
-	case len("llm.request.type"):
-		if k[0] == 'l' && k == "llm.request.type" {
+	case len(olLLMRequestType):
+		if k[0] == 'l' && k == olLLMRequestType {
 			return slotOLRequest
 		}
-	case len("traceloop.span.kind"):
-		if k[0] == 't' && k == "traceloop.span.kind" {
+	case len(olSpanKind):
+		if k[0] == 't' && k == olSpanKind {
 			return slotOLKind
 		}
-	case len("ai.operationId"):
-		if k[0] == 'a' && k == "ai.operationId" {
+	case len(aiOperationID):
+		if k[0] == 'a' && k == aiOperationID {
 			return slotVercelOp
 		}
 	}
@@ -200,16 +200,16 @@ func classify(span ptrace.Span, isRoot bool) spanKind {
 }
 
 func vercelKind(name string) spanKind {
-	if !strings.HasPrefix(name, "ai.") {
+	if !strings.HasPrefix(name, aiPrefix) {
 		return kindOther
 	}
 	switch name {
-	case "ai.generateText.doGenerate", "ai.streamText.doStream",
-		"ai.generateObject.doGenerate", "ai.streamObject.doStream":
+	case aiOpGenerateTextDoGenerate, aiOpStreamTextDoStream,
+		aiOpGenerateObjectDoGenerate, aiOpStreamObjectDoStream:
 		return kindLLM
-	case "ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject":
+	case aiOpGenerateText, aiOpStreamText, aiOpGenerateObject, aiOpStreamObject:
 		return kindAgent
-	case "ai.toolCall":
+	case aiOpToolCall:
 		return kindTool
 	}
 	return kindOther

@@ -110,7 +110,7 @@ func (d *spanData) readLangChainIDs(attrs pcommon.Map, p parts) {
 		return m
 	}
 	if p&partInput != 0 && missingIDs(d.input) {
-		if m := raw("input.value"); m != nil {
+		if m := raw(oiInputValue); m != nil {
 			var lc []any
 			for _, batch := range asList(m["messages"]) {
 				lc = append(lc, asList(batch)...)
@@ -119,7 +119,7 @@ func (d *spanData) readLangChainIDs(attrs pcommon.Map, p parts) {
 		}
 	}
 	if p&partOutput != 0 && missingIDs(d.output) {
-		if m := raw("output.value"); m != nil {
+		if m := raw(oiOutputValue); m != nil {
 			var lc []any
 			for _, batch := range asList(m["generations"]) {
 				for _, g := range asList(batch) {

@@ -176,7 +176,7 @@ func (d *spanData) events() []eventView {
 	return out
 }
 
-func hasGenAIPrefix(s string) bool { return len(s) > 7 && s[:7] == "gen_ai." }
+func hasGenAIPrefix(s string) bool { return len(s) > 7 && s[:7] == genAIPrefix }
 
 // readDetails fills what the span's attributes lacked from its joined
 // gen_ai.client.inference.operation.details records: input and output
@@ -193,17 +193,17 @@ func (d *spanData) readDetails(in, out bool) {
 		}
 		attrs := lr.Attributes()
 		if in && len(d.input) == 0 {
-			if v, ok := c.attrValue(attrs, "gen_ai.input.messages"); ok {
+			if v, ok := c.attrValue(attrs, genAIInputMessages); ok {
 				d.input = c.parseMessages(EventOperationDetails+" gen_ai.input.messages", v, "user")
 			}
 		}
 		if in && d.system == "" {
-			if v, ok := c.attrValue(attrs, "gen_ai.system_instructions"); ok {
+			if v, ok := c.attrValue(attrs, genAISystemInstructions); ok {
 				d.system = c.systemInstructions(v)
 			}
 		}
 		if out && len(d.output) == 0 {
-			if v, ok := c.attrValue(attrs, "gen_ai.output.messages"); ok {
+			if v, ok := c.attrValue(attrs, genAIOutputMessages); ok {
 				d.output = c.parseMessages(EventOperationDetails+" gen_ai.output.messages", v, "assistant")
 			}
 		}

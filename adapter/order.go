@@ -128,7 +128,7 @@ func (t *trace) quickRequests(llms []int) (calls []ToolCall, ok bool) {
 			continue
 		}
 		var ok bool
-		if calls, ok = quickOTelCalls(strAttr(d.ref.Span.Attributes(), "gen_ai.output.messages"), calls); !ok {
+		if calls, ok = quickOTelCalls(strAttr(d.ref.Span.Attributes(), genAIOutputMessages), calls); !ok {
 			return nil, false
 		}
 	}

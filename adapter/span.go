@@ -64,13 +64,13 @@ func (d *spanData) duration() time.Duration {
 
 // flattened prefixes read in a single pass over the attributes.
 var flatPrefixes = [...]string{
-	"llm.input_messages.",
-	"llm.output_messages.",
-	"llm.tools.",
-	"retrieval.documents.",
-	"gen_ai.prompt.",
-	"gen_ai.completion.",
-	"llm.request.functions.",
+	oiLLMInputMessagesPrefix,
+	oiLLMOutputMessagesPrefix,
+	oiLLMToolsPrefix,
+	oiRetrievalDocumentsPrefix,
+	olGenAIPromptPrefix,
+	olGenAICompletionPrefix,
+	olLLMRequestFunctionsPrefix,
 }
 
 const (
@@ -108,7 +108,7 @@ func convFlat(p parts) uint8 {
 func (d *spanData) flatten(attrs pcommon.Map, mask uint8) [len(flatPrefixes)]map[string]any {
 	var trees [len(flatPrefixes)]map[string]any
 	attrs.Range(func(k string, v pcommon.Value) bool {
-		if !strings.HasPrefix(k, "llm.") && !strings.HasPrefix(k, "gen_ai.") && !strings.HasPrefix(k, "retrieval.") {
+		if !strings.HasPrefix(k, oiLLMPrefix) && !strings.HasPrefix(k, genAIPrefix) && !strings.HasPrefix(k, oiRetrievalPrefix) {
 			return true
 		}
 		for i, p := range flatPrefixes {
@@ -226,8 +226,8 @@ func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 		return
 	}
 	if rest := partConv &^ d.done; rest != 0 {
-		if !(p&partInput != 0 && len(d.input) == 0 && has(attrs, "input.value")) &&
-			!(p&partOutput != 0 && len(d.output) == 0 && has(attrs, "output.value")) {
+		if !(p&partInput != 0 && len(d.input) == 0 && has(attrs, oiInputValue)) &&
+			!(p&partOutput != 0 && len(d.output) == 0 && has(attrs, oiOutputValue)) {
 			return
 		}
 		d.done |= rest
@@ -238,21 +238,21 @@ func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 
 func (d *spanData) readMeta(attrs pcommon.Map) {
 	c := &d.c
-	d.model = c.firstString(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model", "ai.model.id")
-	d.provider = c.firstString(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system", "ai.model.provider")
+	d.model = c.firstString(attrs, genAIResponseModel, genAIRequestModel, oiLLMModelName, aiResponseModel, aiModelID)
+	d.provider = c.firstString(attrs, genAIProviderName, genAISystem, oiLLMProvider, oiLLMSystem, aiModelProvider)
 	if d.provider == "" && d.kind == kindLLM {
 		d.provider = d.lcProvider(attrs)
 	}
 	d.provider = normProvider(d.provider)
-	d.responseID = c.firstString(attrs, "gen_ai.response.id", "ai.response.id")
+	d.responseID = c.firstString(attrs, genAIResponseID, aiResponseID)
 	d.conversation = c.firstString(attrs, ConversationIDKeys...)
-	d.agentName = c.firstString(attrs, "gen_ai.agent.name", "agent.name")
+	d.agentName = c.firstString(attrs, genAIAgentName, "agent.name")
 	if d.agentName == "" && d.kind == kindAgent {
-		d.agentName = c.firstString(attrs, "traceloop.entity.name", "ai.telemetry.functionId")
+		d.agentName = c.firstString(attrs, olEntityName, aiTelemetryFunctionID)
 		if d.agentName == "" {
 			if n, ok := strings.CutPrefix(d.ref.Span.Name(), "invoke_agent "); ok {
 				d.agentName = n
-			} else if has(attrs, "openinference.span.kind") {
+			} else if has(attrs, oiSpanKind) {
 				// openinference-core's traceAgent names the span after the
 				// agent and writes no agent.name.
 				d.agentName = d.ref.Span.Name()
@@ -286,12 +286,12 @@ func (d *spanData) readRawIO(attrs pcommon.Map) {
 		return
 	}
 	c := &d.c
-	if v, ok := c.attrValue(attrs, "input.value"); ok {
+	if v, ok := c.attrValue(attrs, oiInputValue); ok {
 		if _, isStr := v.(string); !isStr {
 			d.input = c.parseMessagesQuiet([]any{v})
 		}
 	}
-	if v, ok := c.attrValue(attrs, "output.value"); ok {
+	if v, ok := c.attrValue(attrs, oiOutputValue); ok {
 		if _, isStr := v.(string); !isStr {
 			d.output = c.parseMessagesQuiet([]any{v})
 		} else if s := v.(string); s != "" {
@@ -314,9 +314,9 @@ func (d *spanData) readUsage(attrs pcommon.Map) {
 		}
 		return 0, false
 	}
-	u.InputTokens, u.HasInputTokens = first("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "ai.usage.inputTokens", "ai.usage.promptTokens")
-	u.OutputTokens, u.HasOutputTokens = first("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "ai.usage.outputTokens", "ai.usage.completionTokens")
-	u.TotalTokens, u.HasTotalTokens = first("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total", "ai.usage.totalTokens")
+	u.InputTokens, u.HasInputTokens = first(genAIUsageInputTokens, genAIUsagePromptTokens, oiLLMTokenCountPrompt, aiUsageInputTokens, aiUsagePromptTokens)
+	u.OutputTokens, u.HasOutputTokens = first(genAIUsageOutputTokens, genAIUsageCompletionTokens, oiLLMTokenCountCompletion, aiUsageOutputTokens, aiUsageCompletionTokens)
+	u.TotalTokens, u.HasTotalTokens = first(genAIUsageTotalTokens, olLLMUsageTotalTokens, oiLLMTokenCountTotal, aiUsageTotalTokens)
 }
 
 // readConversation reads the sides of the conversation in p (partInput:
@@ -327,48 +327,48 @@ func (d *spanData) readConversation(attrs pcommon.Map, trees [len(flatPrefixes)]
 	in, out := p&partInput != 0, p&partOutput != 0
 	// OTel GenAI
 	if in {
-		if v, ok := c.attrValue(attrs, "gen_ai.input.messages"); ok {
-			d.input = c.parseMessages("gen_ai.input.messages", v, "user")
+		if v, ok := c.attrValue(attrs, genAIInputMessages); ok {
+			d.input = c.parseMessages(genAIInputMessages, v, "user")
 		}
 	}
 	if out {
-		if v, ok := c.attrValue(attrs, "gen_ai.output.messages"); ok {
-			d.output = c.parseMessages("gen_ai.output.messages", v, "assistant")
+		if v, ok := c.attrValue(attrs, genAIOutputMessages); ok {
+			d.output = c.parseMessages(genAIOutputMessages, v, "assistant")
 		}
 	}
 	if in {
-		if v, ok := c.attrValue(attrs, "gen_ai.system_instructions"); ok {
+		if v, ok := c.attrValue(attrs, genAISystemInstructions); ok {
 			d.system = c.systemInstructions(v)
 		}
 	}
 	// OpenInference flattened
 	if in && len(d.input) == 0 && trees[flatOIInput] != nil {
-		d.input = c.flatMessages("llm.input_messages", trees[flatOIInput], "user")
+		d.input = c.flatMessages(oiLLMInputMessages, trees[flatOIInput], "user")
 	}
 	if out && len(d.output) == 0 && trees[flatOIOutput] != nil {
-		d.output = c.flatMessages("llm.output_messages", trees[flatOIOutput], "assistant")
+		d.output = c.flatMessages(oiLLMOutputMessages, trees[flatOIOutput], "assistant")
 	}
 	if d.kind == kindLLM && (trees[flatOIInput] != nil || trees[flatOIOutput] != nil) {
 		d.readLangChainIDs(attrs, p)
 	}
 	// OpenLLMetry flattened
 	if in && len(d.input) == 0 && trees[flatOLPrompt] != nil {
-		d.input = c.flatMessages("gen_ai.prompt", trees[flatOLPrompt], "user")
+		d.input = c.flatMessages(genAIPrompt, trees[flatOLPrompt], "user")
 	}
 	if out && len(d.output) == 0 && trees[flatOLCompletion] != nil {
-		d.output = c.flatMessages("gen_ai.completion", trees[flatOLCompletion], "assistant")
+		d.output = c.flatMessages(genAICompletion, trees[flatOLCompletion], "assistant")
 	}
 	// Vercel AI SDK
 	if in && len(d.input) == 0 {
-		if v, ok := c.attrValue(attrs, "ai.prompt.messages"); ok {
-			d.input = c.parseMessages("ai.prompt.messages", v, "user")
+		if v, ok := c.attrValue(attrs, aiPromptMessages); ok {
+			d.input = c.parseMessages(aiPromptMessages, v, "user")
 		}
 	}
 	if out && len(d.output) == 0 && d.kind == kindLLM {
-		text := c.attrString(attrs, "ai.response.text")
+		text := c.attrString(attrs, aiResponseText)
 		var calls []ToolCall
-		if v, ok := c.attrValue(attrs, "ai.response.toolCalls"); ok {
-			calls = c.parseToolCalls("ai.response.toolCalls", v)
+		if v, ok := c.attrValue(attrs, aiResponseToolCalls); ok {
+			calls = c.parseToolCalls(aiResponseToolCalls, v)
 		}
 		if text != "" || len(calls) > 0 {
 			d.output = []Message{{Role: "assistant", Content: text, ToolCalls: calls}}
@@ -458,13 +458,13 @@ func (c *spanCtx) flatMessages(attr string, tree map[string]any, defaultRole str
 // eventNames of the older OTel GenAI forms.
 func eventRole(name string) string {
 	switch name {
-	case "gen_ai.system.message":
+	case EventSystemMessage:
 		return "system"
-	case "gen_ai.user.message":
+	case EventUserMessage:
 		return "user"
-	case "gen_ai.assistant.message":
+	case EventAssistantMessage:
 		return "assistant"
-	case "gen_ai.tool.message":
+	case EventToolMessage:
 		return "tool"
 	}
 	return ""
@@ -481,32 +481,32 @@ func (d *spanData) readEvents(wantIn, wantOut bool) (in, out []Message) {
 	var choices []choice
 	for _, ev := range d.events() {
 		name, attrs := ev.name, ev.attrs
-		if !strings.HasPrefix(name, "gen_ai.") {
+		if !strings.HasPrefix(name, genAIPrefix) {
 			continue
 		}
 		switch name {
-		case "gen_ai.content.prompt", "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
+		case genAIContentPrompt, EventSystemMessage, EventUserMessage, EventAssistantMessage, EventToolMessage:
 			if !wantIn {
 				continue
 			}
-		case "gen_ai.content.completion", "gen_ai.choice":
+		case genAIContentCompletion, EventChoice:
 			if !wantOut {
 				continue
 			}
 		}
 		switch name {
-		case "gen_ai.content.prompt":
-			if v, ok := c.attrValue(attrs, "gen_ai.prompt"); ok {
-				in = append(in, c.parseMessages("gen_ai.prompt", v, "user")...)
+		case genAIContentPrompt:
+			if v, ok := c.attrValue(attrs, genAIPrompt); ok {
+				in = append(in, c.parseMessages(genAIPrompt, v, "user")...)
 			}
-		case "gen_ai.content.completion":
-			if v, ok := c.attrValue(attrs, "gen_ai.completion"); ok {
-				out = append(out, c.parseMessages("gen_ai.completion", v, "assistant")...)
+		case genAIContentCompletion:
+			if v, ok := c.attrValue(attrs, genAICompletion); ok {
+				out = append(out, c.parseMessages(genAICompletion, v, "assistant")...)
 			}
-		case "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
+		case EventSystemMessage, EventUserMessage, EventAssistantMessage, EventToolMessage:
 			body := d.eventBody(ev, name)
 			in = append(in, c.parseMessage(name, body, eventRole(name))...)
-		case "gen_ai.choice":
+		case EventChoice:
 			body := d.eventBody(ev, name)
 			idx := len(choices)
 			switch n := body["index"].(type) {
@@ -555,7 +555,7 @@ func (d *spanData) eventBody(ev eventView, name string) map[string]any {
 	body := make(map[string]any, attrs.Len())
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		switch k {
-		case "gen_ai.system", "gen_ai.provider.name", "event.name":
+		case genAISystem, genAIProviderName, "event.name":
 			return true
 		case "tool_calls", "message":
 			if x, ok := c.valueOf(name+"."+k, v); ok {
@@ -670,16 +670,16 @@ func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees [len(flatPrefixe
 			sharedDefs.put(raw, defs)
 		}
 	}
-	list("gen_ai.tool.definitions")
-	list("ai.prompt.tools")
+	list(genAIToolDefinitions)
+	list(aiPromptTools)
 	for _, it := range indexed(trees[flatOITools]) {
 		if js := path(it, "tool", "json_schema"); js != nil {
-			add("llm.tools.tool.json_schema", js, "")
+			add(oiLLMToolsToolJSONSchema, js, "")
 		}
 	}
 	for _, it := range indexed(trees[flatOLFunctions]) {
 		if m, ok := it.(map[string]any); ok {
-			add("llm.request.functions", m, "")
+			add(olLLMRequestFunctions, m, "")
 		}
 	}
 }
@@ -733,7 +733,7 @@ func mergeDef(defs []ToolDefinition, def ToolDefinition) []ToolDefinition {
 // readOwnIO reads an agent span's own input and output text.
 func (d *spanData) readOwnIO(attrs pcommon.Map) {
 	c := &d.c
-	for _, k := range []string{"input.value", "traceloop.entity.input", "ai.prompt"} {
+	for _, k := range []string{oiInputValue, olEntityInput, aiPrompt} {
 		if v, ok := c.attrValue(attrs, k); ok {
 			if s := c.plainText(k, v, false, 0); s != "" {
 				d.ownInput = s
@@ -741,7 +741,7 @@ func (d *spanData) readOwnIO(attrs pcommon.Map) {
 			}
 		}
 	}
-	for _, k := range []string{"output.value", "traceloop.entity.output", "ai.response.text"} {
+	for _, k := range []string{oiOutputValue, olEntityOutput, aiResponseText} {
 		if v, ok := c.attrValue(attrs, k); ok {
 			if s := c.plainText(k, v, true, 0); s != "" {
 				d.ownOutput = s
@@ -756,9 +756,9 @@ func (d *spanData) readToolSpan(attrs pcommon.Map) {
 	c := &d.c
 	span := d.ref.Span
 	call := ToolCall{SpanID: span.SpanID(), Duration: d.duration()}
-	call.Name = c.firstString(attrs, "gen_ai.tool.name", "tool.name", "ai.toolCall.name", "tool_call.function.name")
-	if call.Name == "" && strAttr(attrs, "traceloop.span.kind") == "tool" {
-		call.Name = c.attrString(attrs, "traceloop.entity.name")
+	call.Name = c.firstString(attrs, genAIToolName, oiToolName, aiToolCallName, oiToolCallFunctionName)
+	if call.Name == "" && strAttr(attrs, olSpanKind) == "tool" {
+		call.Name = c.attrString(attrs, olEntityName)
 	}
 	if call.Name == "" {
 		name := span.Name()
@@ -767,28 +767,28 @@ func (d *spanData) readToolSpan(attrs pcommon.Map) {
 		}
 		call.Name = c.fixString("name", strings.TrimSuffix(name, ".tool"))
 	}
-	call.ID = c.firstString(attrs, "gen_ai.tool.call.id", "tool_call.id", "ai.toolCall.id", "tool.id")
+	call.ID = c.firstString(attrs, genAIToolCallID, oiToolCallID, aiToolCallID, oiToolID)
 
 	// arguments
 	switch {
-	case has(attrs, "gen_ai.tool.call.arguments"):
-		d.toolArgs(attrs, &call, "gen_ai.tool.call.arguments", false)
-	case has(attrs, "ai.toolCall.args"):
-		d.toolArgs(attrs, &call, "ai.toolCall.args", false)
-	case has(attrs, "ai.toolCall.input"):
-		d.toolArgs(attrs, &call, "ai.toolCall.input", false)
-	case has(attrs, "tool_call.function.arguments"):
-		d.toolArgs(attrs, &call, "tool_call.function.arguments", false)
-	case has(attrs, "traceloop.entity.input"):
-		d.toolArgs(attrs, &call, "traceloop.entity.input", true)
-	case has(attrs, "input.value"):
-		d.toolArgs(attrs, &call, "input.value", false)
+	case has(attrs, genAIToolCallArguments):
+		d.toolArgs(attrs, &call, genAIToolCallArguments, false)
+	case has(attrs, aiToolCallArgs):
+		d.toolArgs(attrs, &call, aiToolCallArgs, false)
+	case has(attrs, aiToolCallInput):
+		d.toolArgs(attrs, &call, aiToolCallInput, false)
+	case has(attrs, oiToolCallFunctionArguments):
+		d.toolArgs(attrs, &call, oiToolCallFunctionArguments, false)
+	case has(attrs, olEntityInput):
+		d.toolArgs(attrs, &call, olEntityInput, true)
+	case has(attrs, oiInputValue):
+		d.toolArgs(attrs, &call, oiInputValue, false)
 	}
 	// result
 	for _, k := range []struct {
 		key    string
 		unwrap bool
-	}{{"gen_ai.tool.call.result", false}, {"ai.toolCall.result", true}, {"ai.toolCall.output", true}, {"traceloop.entity.output", true}, {"output.value", false}} {
+	}{{genAIToolCallResult, false}, {aiToolCallResult, true}, {aiToolCallOutput, true}, {olEntityOutput, true}, {oiOutputValue, false}} {
 		v, ok := attrs.Get(k.key)
 		if !ok {
 			continue
@@ -796,7 +796,7 @@ func (d *spanData) readToolSpan(attrs pcommon.Map) {
 		call.HasResult = true
 		if v.Type() == pcommon.ValueTypeStr {
 			s := v.Str()
-			if k.key == "output.value" && strings.Contains(s, `"lc"`) {
+			if k.key == oiOutputValue && strings.Contains(s, `"lc"`) {
 				if x, ok := c.decodeJSON(k.key, s); ok && lcToolMessage(x, &call) {
 					call.Result = c.fixString(k.key, call.Result)
 					break
@@ -835,9 +835,9 @@ func (d *spanData) readToolSpan(attrs pcommon.Map) {
 	}
 	d.call = call
 	// the tool span's own description and schema
-	def := ToolDefinition{Name: call.Name, Description: c.firstString(attrs, "gen_ai.tool.description", "tool.description")}
-	if v, ok := attrs.Get("tool.parameters"); ok {
-		if val, ok := c.valueOf("tool.parameters", v); ok {
+	def := ToolDefinition{Name: call.Name, Description: c.firstString(attrs, genAIToolDescription, oiToolDescription)}
+	if v, ok := attrs.Get(oiToolParameters); ok {
+		if val, ok := c.valueOf(oiToolParameters, v); ok {
 			if m, ok := val.(map[string]any); ok {
 				def.Parameters = m
 				if v.Type() == pcommon.ValueTypeStr {
@@ -922,17 +922,17 @@ func (d *spanData) readDocuments(attrs pcommon.Map, tree map[string]any) {
 		}
 		d.docs = append(d.docs, doc)
 	}
-	if v, ok := c.attrValue(attrs, "gen_ai.retrieval.documents"); ok {
+	if v, ok := c.attrValue(attrs, genAIRetrievalDocuments); ok {
 		if arr, ok := v.([]any); ok {
 			for _, it := range arr {
-				add("gen_ai.retrieval.documents", it)
+				add(genAIRetrievalDocuments, it)
 			}
 		} else {
-			c.report("gen_ai.retrieval.documents", "want an array, got %s", typeName(v))
+			c.report(genAIRetrievalDocuments, "want an array, got %s", typeName(v))
 		}
 	}
 	for _, it := range indexed(tree) {
-		add("retrieval.documents", it)
+		add(oiRetrievalDocuments, it)
 	}
 }
 
@@ -944,15 +944,15 @@ func (c *spanCtx) systemInstructions(v any) string {
 	case []any:
 		var parts []string
 		for _, p := range t {
-			if s, _, _ := c.parsePart("gen_ai.system_instructions", p); s != "" {
+			if s, _, _ := c.parsePart(genAISystemInstructions, p); s != "" {
 				parts = append(parts, s)
 			}
 		}
 		return strings.Join(parts, "\n")
 	case map[string]any:
-		s, _, _ := c.parsePart("gen_ai.system_instructions", t)
+		s, _, _ := c.parsePart(genAISystemInstructions, t)
 		return s
 	}
-	c.report("gen_ai.system_instructions", "want parts or a string, got %s", typeName(v))
+	c.report(genAISystemInstructions, "want parts or a string, got %s", typeName(v))
 	return ""
 }

@@ -14,12 +14,12 @@ import (
 // An agent case takes its own span's id, else its nearest agent ancestor's,
 // else one of its LLM spans' (docs/sessions.md).
 var ConversationIDKeys = []string{
-	"gen_ai.conversation.id",
-	"session.id",
-	"ai.telemetry.metadata.sessionId",
-	"traceloop.association.properties.session_id",
-	"traceloop.association.properties.conversation_id",
-	"traceloop.association.properties.chat_id",
+	genAIConversationID,
+	oiSessionID,
+	aiTelemetryMetadataSessionID,
+	olAssociationSessionID,
+	olAssociationConversationID,
+	olAssociationChatID,
 	"langfuse.session.id",
 }
 

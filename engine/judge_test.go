@@ -135,13 +135,13 @@ func TestJudgeEngineFailedStartReleasesEveryJudge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tel.GetMetric("otelcol_evalbridge_judge_budget_remaining"); err != nil {
+	if _, err := tel.GetMetric("otelcol_processor_eval_judge_budget_remaining"); err != nil {
 		t.Fatalf("before Start the budget gauge is registered: %v", err)
 	}
 	if err := e.Start(context.Background(), componenttest.NewNopHost()); err == nil {
 		t.Fatal("Start succeeded with a missing ca_file")
 	}
-	if m, err := tel.GetMetric("otelcol_evalbridge_judge_budget_remaining"); err == nil {
+	if m, err := tel.GetMetric("otelcol_processor_eval_judge_budget_remaining"); err == nil {
 		t.Fatalf("after a failed Start the budget gauge is still reported: %+v", m)
 	}
 }
@@ -159,7 +159,7 @@ func TestJudgeEngineFailedNewReleasesJudges(t *testing.T) {
 	if _, err := New(&cfg, tel.NewTelemetrySettings()); err == nil {
 		t.Fatal("New accepted an unknown evaluator type")
 	}
-	if m, err := tel.GetMetric("otelcol_evalbridge_judge_budget_remaining"); err == nil {
+	if m, err := tel.GetMetric("otelcol_processor_eval_judge_budget_remaining"); err == nil {
 		t.Fatalf("after a failed New the budget gauge is still reported: %+v", m)
 	}
 }

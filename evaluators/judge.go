@@ -294,7 +294,7 @@ func groundingContext(c *adapter.Case, cfg []string, limit int) ([]string, strin
 	var from string
 	switch {
 	case c.Expected.HasContext && len(c.Expected.Context) > 0:
-		src, from = c.Expected.Context, "eval.context"
+		src, from = c.Expected.Context, adapter.AttrContext
 	case len(c.Documents) > 0:
 		for _, d := range c.Documents {
 			if d.Content != "" {

@@ -117,7 +117,7 @@ func (e expectedOption) parse() (calls []adapter.ExpectedCall, ok bool, err erro
 // expectation picks the case's expected tool calls, else the configured ones.
 func expectation(c *adapter.Case, cfg []adapter.ExpectedCall, hasCfg bool) ([]adapter.ExpectedCall, string, bool) {
 	if c.Expected.HasToolCalls {
-		return c.Expected.ToolCalls, "eval.expected.tool_calls", true
+		return c.Expected.ToolCalls, adapter.AttrExpectedToolCalls, true
 	}
 	if hasCfg {
 		return cfg, "the evaluator's `expected` option", true
@@ -125,7 +125,7 @@ func expectation(c *adapter.Case, cfg []adapter.ExpectedCall, hasCfg bool) ([]ad
 	return nil, "", false
 }
 
-const noExpectation = "no expected tool calls: set the span attribute eval.expected.tool_calls or the evaluator's `expected` option"
+const noExpectation = "no expected tool calls: set the span attribute " + adapter.AttrExpectedToolCalls + " or the evaluator's `expected` option"
 
 // plural returns "1 call" / "2 calls".
 func plural(n int, word string) string {

@@ -128,7 +128,7 @@ func (r *remote) MaxConcurrency() int { return r.o.MaxConcurrency }
 // Start builds the HTTP client with the host's extensions (auth).
 func (r *remote) Start(ctx context.Context, host component.Host) error {
 	requests, err := r.set.MeterProvider.Meter("github.com/evalbridge/evalbridge/evaluators").Int64Counter(
-		"otelcol_evalbridge_remote_evaluator_requests",
+		"otelcol_processor_eval_remote_requests",
 		metric.WithDescription("Requests to remote evaluators by outcome (ok, skipped, retry, error, timeout, canceled)."),
 		metric.WithUnit("{request}"))
 	if err != nil {

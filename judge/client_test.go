@@ -284,13 +284,13 @@ func TestJudgeCacheHits(t *testing.T) {
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("%d requests, want 1 (two cache hits)", n)
 	}
-	if v := sumMetric(t, tel, "otelcol_evalbridge_judge_cache_hits"); v != 2 {
+	if v := sumMetric(t, tel, "otelcol_processor_eval_judge_cache_hits"); v != 2 {
 		t.Errorf("cache hits metric %v, want 2", v)
 	}
-	if v := sumMetric(t, tel, "otelcol_evalbridge_judge_requests"); v != 1 {
+	if v := sumMetric(t, tel, "otelcol_processor_eval_judge_requests"); v != 1 {
 		t.Errorf("requests metric %v, want 1", v)
 	}
-	if v := sumMetric(t, tel, "otelcol_evalbridge_judge_tokens"); v != 15 {
+	if v := sumMetric(t, tel, "otelcol_processor_eval_judge_tokens"); v != 15 {
 		t.Errorf("tokens metric %v, want 15", v)
 	}
 }

@@ -15,11 +15,11 @@ const scopeName = "github.com/evalbridge/evalbridge/judge"
 
 // telemetry is the judge client's own metrics:
 //
-//	otelcol_evalbridge_judge_requests          {judge, outcome}  ok, error, retry, timeout, canceled, rate_limited, budget_exhausted
-//	otelcol_evalbridge_judge_request_duration  {judge}           seconds per HTTP attempt
-//	otelcol_evalbridge_judge_tokens            {judge, type}     input, output (as the judge reported them)
-//	otelcol_evalbridge_judge_cache_hits        {judge}
-//	otelcol_evalbridge_judge_budget_remaining  {judge, window}   hour, day (only for configured windows)
+//	otelcol_processor_eval_judge_requests          {judge, outcome}  ok, error, retry, timeout, canceled, rate_limited, budget_exhausted
+//	otelcol_processor_eval_judge_request_duration  {judge}           seconds per HTTP attempt
+//	otelcol_processor_eval_judge_tokens            {judge, type}     input, output (as the judge reported them)
+//	otelcol_processor_eval_judge_cache_hits        {judge}
+//	otelcol_processor_eval_judge_budget_remaining  {judge, window}   hour, day (only for configured windows)
 type telemetry struct {
 	judge    attribute.KeyValue
 	requests metric.Int64Counter
@@ -37,20 +37,20 @@ func newTelemetry(name string, set component.TelemetrySettings, b *budget, now f
 	m := mp.Meter(scopeName)
 	t := &telemetry{judge: attribute.String("judge", name)}
 	var errs, err error
-	t.requests, err = m.Int64Counter("otelcol_evalbridge_judge_requests",
+	t.requests, err = m.Int64Counter("otelcol_processor_eval_judge_requests",
 		metric.WithDescription("Judge requests by outcome."), metric.WithUnit("{request}"))
 	errs = errors.Join(errs, err)
-	t.duration, err = m.Float64Histogram("otelcol_evalbridge_judge_request_duration",
+	t.duration, err = m.Float64Histogram("otelcol_processor_eval_judge_request_duration",
 		metric.WithDescription("Duration of one HTTP attempt to the judge."), metric.WithUnit("s"))
 	errs = errors.Join(errs, err)
-	t.tokensC, err = m.Int64Counter("otelcol_evalbridge_judge_tokens",
+	t.tokensC, err = m.Int64Counter("otelcol_processor_eval_judge_tokens",
 		metric.WithDescription("Tokens the judge reported, by type (input, output)."), metric.WithUnit("{token}"))
 	errs = errors.Join(errs, err)
-	t.hits, err = m.Int64Counter("otelcol_evalbridge_judge_cache_hits",
+	t.hits, err = m.Int64Counter("otelcol_processor_eval_judge_cache_hits",
 		metric.WithDescription("Judge calls answered from the verdict cache."), metric.WithUnit("{request}"))
 	errs = errors.Join(errs, err)
 	if b.enabled() {
-		g, gerr := m.Int64ObservableGauge("otelcol_evalbridge_judge_budget_remaining",
+		g, gerr := m.Int64ObservableGauge("otelcol_processor_eval_judge_budget_remaining",
 			metric.WithDescription("Tokens left in the judge's rolling budget window."), metric.WithUnit("{token}"))
 		errs = errors.Join(errs, gerr)
 		if gerr == nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -225,7 +226,7 @@ func (b *builder) agentRun(o agentOpts) ptrace.Span {
 	ra.PutStr("gen_ai.provider.name", "openai")
 	ra.PutStr("gen_ai.request.model", "gpt-4o")
 	if o.expected != "" {
-		ra.PutStr("eval.expected.tool_calls", o.expected)
+		ra.PutStr(adapter.AttrExpectedToolCalls, o.expected)
 	}
 	// The prompt differs per run so a judge's cache does not answer for it.
 	ra.PutStr("gen_ai.input.messages", fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"Book me a flight to Lisbon and a hotel (request %d)."}]}]`, b.trace))

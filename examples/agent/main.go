@@ -21,11 +21,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.38.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -226,13 +228,13 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(t),
 		trace.WithAttributes(
-			attribute.String("gen_ai.operation.name", "invoke_agent"),
-			attribute.String("gen_ai.agent.name", agentName),
-			attribute.String("gen_ai.agent.id", "agt_travel_01"),
-			attribute.String("gen_ai.conversation.id", conversationID),
-			attribute.String("gen_ai.provider.name", provider),
-			attribute.String("gen_ai.request.model", model),
-			attribute.String("eval.expected.tool_calls", expectedToolCalls),
+			semconv.GenAIOperationNameKey.String("invoke_agent"),
+			semconv.GenAIAgentNameKey.String(agentName),
+			semconv.GenAIAgentIDKey.String("agt_travel_01"),
+			semconv.GenAIConversationIDKey.String(conversationID),
+			semconv.GenAIProviderNameKey.String(provider),
+			semconv.GenAIRequestModelKey.String(model),
+			attribute.String(adapter.AttrExpectedToolCalls, expectedToolCalls),
 			attribute.String("demo.run", r.name),
 		))
 
@@ -245,20 +247,20 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 			trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(clock),
 			trace.WithAttributes(
-				attribute.String("gen_ai.operation.name", "chat"),
-				attribute.String("gen_ai.provider.name", provider),
-				attribute.String("gen_ai.request.model", model),
-				attribute.String("gen_ai.response.model", model+"-2024-08-06"),
-				attribute.String("gen_ai.response.id", fmt.Sprintf("chatcmpl-%s-%d", r.name, i)),
-				attribute.StringSlice("gen_ai.response.finish_reasons", []string{finish}),
-				attribute.String("gen_ai.conversation.id", conversationID),
-				attribute.String("gen_ai.system_instructions", mustJSON([]map[string]any{{"type": "text", "content": systemPrompt}})),
-				attribute.String("gen_ai.tool.definitions", mustJSON(toolDefinitions)),
-				attribute.String("gen_ai.input.messages", mustJSON(conv)),
-				attribute.String("gen_ai.output.messages", mustJSON([]message{out})),
-				attribute.Int("gen_ai.usage.input_tokens", inputTokens),
-				attribute.Int("gen_ai.usage.output_tokens", 24+len(out.Parts)*8),
-				attribute.String("server.address", "api.openai.com"),
+				semconv.GenAIOperationNameKey.String("chat"),
+				semconv.GenAIProviderNameKey.String(provider),
+				semconv.GenAIRequestModelKey.String(model),
+				semconv.GenAIResponseModelKey.String(model+"-2024-08-06"),
+				semconv.GenAIResponseIDKey.String(fmt.Sprintf("chatcmpl-%s-%d", r.name, i)),
+				semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{finish}),
+				semconv.GenAIConversationIDKey.String(conversationID),
+				semconv.GenAISystemInstructionsKey.String(mustJSON([]map[string]any{{"type": "text", "content": systemPrompt}})),
+				semconv.GenAIToolDefinitionsKey.String(mustJSON(toolDefinitions)),
+				semconv.GenAIInputMessagesKey.String(mustJSON(conv)),
+				semconv.GenAIOutputMessagesKey.String(mustJSON([]message{out})),
+				semconv.GenAIUsageInputTokensKey.Int(inputTokens),
+				semconv.GenAIUsageOutputTokensKey.Int(24+len(out.Parts)*8),
+				semconv.ServerAddressKey.String("api.openai.com"),
 			))
 		clock = clock.Add(850 * time.Millisecond)
 		span.End(trace.WithTimestamp(clock))
@@ -279,15 +281,15 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 			trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithTimestamp(clock),
 			trace.WithAttributes(
-				attribute.String("gen_ai.operation.name", "execute_tool"),
-				attribute.String("gen_ai.tool.name", s.tool),
-				attribute.String("gen_ai.tool.type", "function"),
-				attribute.String("gen_ai.tool.call.id", callID),
-				attribute.String("gen_ai.tool.call.arguments", args),
-				attribute.String("gen_ai.tool.call.result", s.result),
+				semconv.GenAIOperationNameKey.String("execute_tool"),
+				semconv.GenAIToolNameKey.String(s.tool),
+				semconv.GenAIToolTypeKey.String("function"),
+				semconv.GenAIToolCallIDKey.String(callID),
+				semconv.GenAIToolCallArgumentsKey.String(args),
+				semconv.GenAIToolCallResultKey.String(s.result),
 			))
 		if s.err != "" {
-			span.SetAttributes(attribute.String("error.type", "ToolError"))
+			span.SetAttributes(semconv.ErrorTypeKey.String("ToolError"))
 			span.SetStatus(codes.Error, s.err)
 		}
 		clock = clock.Add(120 * time.Millisecond)
@@ -301,8 +303,8 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 		Parts: []map[string]any{{"type": "text", "content": r.answer}}}, "stop", len(r.steps)+1)
 
 	agent.SetAttributes(
-		attribute.String("gen_ai.input.messages", mustJSON(conv[:1])),
-		attribute.String("gen_ai.output.messages", mustJSON([]message{{Role: "assistant", FinishReason: "stop",
+		semconv.GenAIInputMessagesKey.String(mustJSON(conv[:1])),
+		semconv.GenAIOutputMessagesKey.String(mustJSON([]message{{Role: "assistant", FinishReason: "stop",
 			Parts: []map[string]any{{"type": "text", "content": r.answer}}}})),
 	)
 	agent.End(trace.WithTimestamp(clock.Add(3 * time.Millisecond)))

@@ -49,7 +49,7 @@ func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
-	tel, err := newTelemetry(set.TelemetrySettings, set.ID)
+	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func newMonitors(cfg *Config, set exporter.Settings, now func() time.Time) (*mon
 		if mc.MaxGroups > 0 {
 			maxGroups = mc.MaxGroups
 		}
-		m := newMonitor(mc, maxGroups, cfg.TraceURL, inst.forMonitor(set.ID, mc.Name), set.Logger)
+		m := newMonitor(mc, maxGroups, cfg.TraceURL, inst.forMonitor(mc.Name), set.Logger)
 		ms.list = append(ms.list, m)
 		ms.byName[mc.Name] = m
 		ms.tick = min(ms.tick, m.width)

@@ -1,5 +1,7 @@
 package webhookexporter
 
+//go:generate go run ../../internal/telemetrydoc/mdgen
+
 import (
 	"context"
 	"errors"
@@ -23,13 +25,15 @@ type telemetry struct {
 	alertsSent       metric.Int64Counter
 	alertsSuppressed metric.Int64Counter
 	sendFailures     metric.Int64Counter
-	attrs            metric.MeasurementOption
 }
 
-func newTelemetry(set component.TelemetrySettings, id component.ID) (*telemetry, error) {
+// newTelemetry registers the exporter's counters. They carry no attribute
+// naming the exporter: the collector's service identifies the component
+// (otel.component.id) on its telemetry itself.
+func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	m := set.MeterProvider.Meter(scopeName)
 	var errs, err error
-	t := &telemetry{attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("exporter", id.String())))}
+	t := &telemetry{}
 	t.alertsSent, err = m.Int64Counter("otelcol_exporter_webhook_alerts_sent",
 		metric.WithDescription("Failed-evaluation alerts delivered to the webhook."), metric.WithUnit("{alerts}"))
 	errs = errors.Join(errs, err)
@@ -44,18 +48,18 @@ func newTelemetry(set component.TelemetrySettings, id component.ID) (*telemetry,
 
 func (t *telemetry) sent(ctx context.Context, n int) {
 	if n > 0 {
-		t.alertsSent.Add(ctx, int64(n), t.attrs)
+		t.alertsSent.Add(ctx, int64(n))
 	}
 }
 
 func (t *telemetry) suppressed(ctx context.Context, n int) {
 	if n > 0 {
-		t.alertsSuppressed.Add(ctx, int64(n), t.attrs)
+		t.alertsSuppressed.Add(ctx, int64(n))
 	}
 }
 
 func (t *telemetry) failed(ctx context.Context, kind string) {
-	t.sendFailures.Add(ctx, 1, t.attrs, metric.WithAttributes(attribute.String("kind", kind)))
+	t.sendFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
 }
 
 // Monitor verdicts, the `verdict` attribute of
@@ -117,8 +121,8 @@ type monitorTelemetry struct {
 	resolved metric.MeasurementOption
 }
 
-func (i *monitorInstruments) forMonitor(id component.ID, name string) *monitorTelemetry {
-	base := []attribute.KeyValue{attribute.String("exporter", id.String()), attribute.String("monitor", name)}
+func (i *monitorInstruments) forMonitor(name string) *monitorTelemetry {
+	base := []attribute.KeyValue{attribute.String("monitor", name)}
 	with := func(k, v string) metric.MeasurementOption {
 		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), attribute.String(k, v))...))
 	}

@@ -1,5 +1,7 @@
 package evalprocessor
 
+//go:generate go run ../../internal/telemetrydoc/mdgen
+
 import (
 	"context"
 	"errors"
@@ -11,7 +13,9 @@ import (
 	"github.com/evalbridge/evalbridge/evaluators"
 )
 
-// Metric names, as mdatagen would produce them (see documentation.md).
+// Metric names, as mdatagen would produce them. metadata.yaml declares
+// them (and documentation.md is generated from it); telemetry_metadata_test.go
+// checks that every instrument registered matches its declaration.
 const (
 	scopeName = "github.com/evalbridge/evalbridge/processor/evalprocessor"
 

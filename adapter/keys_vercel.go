@@ -1,0 +1,40 @@
+package adapter
+
+// Vercel AI SDK telemetry: ai.* attributes and the ai.* span names
+// (operation ids) of its calls (aiOp*).
+// Each key is spelled here once; the readers name it by constant.
+const (
+	aiPrefix                     = "ai."
+	aiOpGenerateObject           = "ai.generateObject"
+	aiOpGenerateObjectDoGenerate = "ai.generateObject.doGenerate"
+	aiOpGenerateText             = "ai.generateText"
+	aiOpGenerateTextDoGenerate   = "ai.generateText.doGenerate"
+	aiModelID                    = "ai.model.id"
+	aiModelProvider              = "ai.model.provider"
+	aiOperationID                = "ai.operationId"
+	aiPrompt                     = "ai.prompt"
+	aiPromptMessages             = "ai.prompt.messages"
+	aiPromptTools                = "ai.prompt.tools"
+	aiResponseID                 = "ai.response.id"
+	aiResponseModel              = "ai.response.model"
+	aiResponseText               = "ai.response.text"
+	aiResponseToolCalls          = "ai.response.toolCalls"
+	aiOpStreamObject             = "ai.streamObject"
+	aiOpStreamObjectDoStream     = "ai.streamObject.doStream"
+	aiOpStreamText               = "ai.streamText"
+	aiOpStreamTextDoStream       = "ai.streamText.doStream"
+	aiTelemetryFunctionID        = "ai.telemetry.functionId"
+	aiTelemetryMetadataSessionID = "ai.telemetry.metadata.sessionId"
+	aiOpToolCall                 = "ai.toolCall"
+	aiToolCallArgs               = "ai.toolCall.args"
+	aiToolCallID                 = "ai.toolCall.id"
+	aiToolCallInput              = "ai.toolCall.input"
+	aiToolCallName               = "ai.toolCall.name"
+	aiToolCallOutput             = "ai.toolCall.output"
+	aiToolCallResult             = "ai.toolCall.result"
+	aiUsageCompletionTokens      = "ai.usage.completionTokens"
+	aiUsageInputTokens           = "ai.usage.inputTokens"
+	aiUsageOutputTokens          = "ai.usage.outputTokens"
+	aiUsagePromptTokens          = "ai.usage.promptTokens"
+	aiUsageTotalTokens           = "ai.usage.totalTokens"
+)

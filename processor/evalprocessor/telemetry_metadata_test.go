@@ -1,0 +1,95 @@
+package evalprocessor
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
+	"github.com/evalbridge/evalbridge/judge"
+	"github.com/evalbridge/evalbridge/judge/judgetest"
+)
+
+// Every instrument the processor registers (its own, the judges' and the
+// remote evaluators', which it registers through its meter provider) is
+// declared in metadata.yaml with the same name, unit, description, type
+// and buckets, and records only the attributes declared there; every
+// declared instrument is registered. The configuration turns on every
+// optional part: a judge with a budget, a remote evaluator, sessions, logs.
+func TestTelemetryMatchesMetadata(t *testing.T) {
+	md, err := telemetrydoc.Load("metadata.yaml")
+	require.NoError(t, err)
+
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		return judgetest.Reply{Content: `{"score": 0.9, "reason": "fine"}`}
+	})
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"score": 1, "passed": true}`))
+	}))
+	defer remote.Close()
+
+	cfg := createDefaultConfig()
+	cfg.Wait = time.Second
+	cfg.Workers = 2
+	cfg.Sessions.Idle = time.Minute
+	jc := judge.NewDefaultConfig()
+	jc.Endpoint = srv.Endpoint()
+	jc.Model = "judge"
+	jc.Budget.TokensPerHour = 1_000_000
+	jc.Budget.TokensPerDay = 10_000_000
+	cfg.Judges = map[string]judge.Config{"default": jc}
+	cfg.Evaluators = []evaluators.Config{
+		{Type: "tool_error"},
+		{Type: "llm_judge", Name: "helpful", Judge: "default", Options: map[string]any{"criteria": "Is the answer helpful?"}},
+		{Type: "remote", Name: "far", Options: map[string]any{"endpoint": remote.URL}},
+		{Type: "tool_error", Name: "session_errors", Case: adapter.LevelSession},
+	}
+	require.NoError(t, cfg.Config.Validate())
+
+	rec := telemetrydoc.NewRecorder()
+	set := processortest.NewNopSettings(Type)
+	set.TelemetrySettings.MeterProvider = rec
+	clk := newFakeClock()
+	sink := new(consumertest.TracesSink)
+	p, err := newProcessor(set, cfg, sink, clk.clock())
+	require.NoError(t, err)
+	p.nextLogs = new(consumertest.LogsSink)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	<-clk.got
+	b := newBatch()
+	agentTrace(b, 1, true)
+	agentTrace(b, 2, false)
+	require.NoError(t, p.ConsumeTraces(context.Background(), b.td))
+	clk.advance(2 * time.Second)
+	require.Eventually(t, func() bool { return sink.SpanCount() > 0 }, 30*time.Second, 5*time.Millisecond)
+	require.NoError(t, p.Shutdown(context.Background()))
+	rec.Collect()
+
+	// The HTTP clients' own instrumentation (http.client.*) is theirs,
+	// not the component's.
+	var insts []telemetrydoc.Instrument
+	for _, i := range rec.Instruments() {
+		if !strings.HasPrefix(i.Name, "otelcol_") {
+			continue
+		}
+		insts = append(insts, i)
+		require.True(t, strings.HasPrefix(i.Name, "otelcol_processor_eval_"), "%s is outside the processor's family", i.Name)
+	}
+	problems := telemetrydoc.Compare(md, insts, false)
+	require.Empty(t, problems, "metadata.yaml and the registered instruments disagree:\n%s", strings.Join(problems, "\n"))
+}
+
+// documentation.md is what `go generate` makes of metadata.yaml.
+func TestDocumentationIsGenerated(t *testing.T) {
+	require.NoError(t, telemetrydoc.CheckDocumentation("."))
+}
