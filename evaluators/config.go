@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -35,6 +36,34 @@ type Config struct {
 
 var namePattern = regexp.MustCompile(`^[a-z0-9_]+$`)
 
+// reservedNames are the instance names whose eval.<name>.* keys would share
+// a namespace with a key the processor writes or reads for itself (contract
+// section 16; the keys are listed in docs/evaluators.md). A name cannot hold a
+// dot, so only the first segment after `eval.` can collide. Each entry says
+// which key it would collide with, for the validation error.
+var reservedNames = map[string]string{
+	"failed":            "eval.failed (the names that failed on a span)",
+	"expected":          "eval.expected.* (the expectations read from the span)",
+	"tasks":             "eval.tasks (an expectation read from the span)",
+	"constraints":       "eval.constraints (an expectation read from the span)",
+	"conversation_goal": "eval.conversation_goal (an expectation read from the span)",
+	"context":           "eval.context (an expectation read from the span)",
+	"session":           "eval.session.* (written on evaluate_session spans)",
+	"late":              "eval.late (written on spans scored after their trace was released)",
+	"target":            "eval.target.span_name (written with late results)",
+	"generated":         "eval.generated (marks the spans evalbridge creates)",
+}
+
+// ReservedNames lists the instance names that validation rejects, sorted.
+func ReservedNames() []string {
+	out := make([]string, 0, len(reservedNames))
+	for n := range reservedNames {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // InstanceName is the configured name, or the type when none is given.
 func (c *Config) InstanceName() string {
 	if c.Name != "" {
@@ -56,6 +85,10 @@ func (c *Config) Validate() error {
 	name := c.InstanceName()
 	if !namePattern.MatchString(name) {
 		return fmt.Errorf("evaluator %q: name must match [a-z0-9_]+", name)
+	}
+	if key, ok := reservedNames[name]; ok {
+		return fmt.Errorf("evaluator %q: name is reserved: its results eval.%s.* would collide with %s; give the instance another `name`",
+			name, name, key)
 	}
 	// Written as !(in range) so that NaN (YAML `.nan`) is out of range too.
 	if c.Threshold != nil && !(*c.Threshold >= 0 && *c.Threshold <= 1) {
