@@ -64,7 +64,7 @@ func goldenCases() []struct {
 	}
 	full := &adapter.Case{
 		Level: adapter.LevelAgent, Input: "Book me a flight from London to Paris on 1 May.",
-		Output: "Booked AF1081 (booking B42) with a vegetarian meal. Paris is the capital of France.",
+		Output:   "Booked AF1081 (booking B42) with a vegetarian meal. Paris is the capital of France.",
 		Messages: msgs, SystemInstructions: "You are a travel agent.", ToolCalls: calls, ToolDefinitions: defs,
 		Documents: []adapter.Document{{ID: "d1", Content: "AF1081 leaves LHR at 09:00 for CDG."}, {ID: "d2", Content: "Paris is the capital of France."}},
 		Expected: adapter.Expectations{
