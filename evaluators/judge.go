@@ -110,7 +110,7 @@ Answer with exactly one JSON object and nothing else, of this form:
 // message, the span content in one JSON data block in the user message.
 // encoding/json escapes <, > and & inside strings, so span content cannot
 // close the block.
-func prompt(task, replyFormat string, fields []field) ([]judge.Message, error) {
+func prompt(p judgePrompt, fields []field) ([]judge.Message, error) {
 	var buf bytes.Buffer
 	buf.WriteString("{\n")
 	for i, f := range fields {
@@ -130,7 +130,7 @@ func prompt(task, replyFormat string, fields []field) ([]judge.Message, error) {
 	}
 	buf.WriteString("}")
 	return []judge.Message{
-		{Role: "system", Content: judgeSystemPreamble + strings.TrimSpace(task) + judgeSystemRules + replyFormat},
+		{Role: "system", Content: judgeSystemPreamble + strings.TrimSpace(p.task) + judgeSystemRules + p.format},
 		{Role: "user", Content: "Evaluate the data below by the criteria in your instructions.\n<data>\n" + buf.String() +
 			"\n</data>\nReply with the JSON object only."},
 	}, nil
@@ -139,13 +139,13 @@ func prompt(task, replyFormat string, fields []field) ([]judge.Message, error) {
 // ask sends one question and decodes the reply into out. On failure it
 // returns the result to report: skipped when the budget is spent, timeout
 // when the evaluation's deadline passed, else error.
-func (b judgeBase) ask(ctx context.Context, task, replyFormat string, fields []field, out any) *Result {
+func (b judgeBase) ask(ctx context.Context, p judgePrompt, fields []field, out any) *Result {
 	j, err := b.client()
 	if err != nil {
 		r := Errored("%v", err)
 		return &r
 	}
-	msgs, err := prompt(task, replyFormat, fields)
+	msgs, err := prompt(p, fields)
 	if err != nil {
 		r := Errored("%v", err)
 		return &r
