@@ -5,63 +5,12 @@ import (
 	"fmt"
 	"strings"
 
-	"go.opentelemetry.io/collector/confmap"
-
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
 // Judge evaluators of agent runs: task_completion, tool_argument_hallucination,
 // tool_argument_accuracy, tool_call_necessity, step_faithfulness,
 // plan_quality, trajectory_efficiency, agent_memory.
-
-type agentOptions struct {
-	// Tasks and Constraints (task_completion) when the spans carry no
-	// eval.tasks / eval.constraints.
-	Tasks       []string `mapstructure:"tasks"`
-	Constraints string   `mapstructure:"constraints"`
-	// Context (agent_memory) when the spans carry no eval.context.
-	Context []string `mapstructure:"context"`
-	// Goal (conversation_completeness) when the spans carry no eval.conversation_goal.
-	Goal string `mapstructure:"goal"`
-	// MaxCalls bounds the calls sent to the judge (tool_argument_*).
-	MaxCalls int `mapstructure:"max_calls"`
-}
-
-type agentJudge struct {
-	judgeBase
-	o   agentOptions
-	run func(e *agentJudge, ctx context.Context, c *adapter.Case) Result
-}
-
-func (e *agentJudge) Evaluate(ctx context.Context, c *adapter.Case) Result { return e.run(e, ctx, c) }
-
-// newAgent accepts only the options in allowed.
-func newAgent(run func(*agentJudge, context.Context, *adapter.Case) Result, defaultMaxCalls int, allowed ...string) func(*confmap.Conf, Deps) (Evaluator, error) {
-	return func(opts *confmap.Conf, deps Deps) (Evaluator, error) {
-		if opts != nil {
-			for _, k := range opts.AllKeys() {
-				top, _, _ := strings.Cut(k, confmap.KeyDelimiter)
-				if !containsString(allowed, top) {
-					if len(allowed) == 0 {
-						return nil, fmt.Errorf("unknown option `%s` (this type has no options)", top)
-					}
-					return nil, fmt.Errorf("unknown option `%s` (known options: %s)", top, strings.Join(allowed, ", "))
-				}
-			}
-		}
-		var o agentOptions
-		if err := decodeOptions(opts, &o); err != nil {
-			return nil, err
-		}
-		if o.MaxCalls < 0 {
-			return nil, fmt.Errorf("option `max_calls`: %d must be positive", o.MaxCalls)
-		}
-		if o.MaxCalls == 0 {
-			o.MaxCalls = defaultMaxCalls
-		}
-		return &agentJudge{judgeBase: newJudgeBase(deps), o: o, run: run}, nil
-	}
-}
 
 // perStep asks one yes/no question about each of the first max calls and
 // scores ok / judged. what names the property ("grounded", "necessary" …).
@@ -130,7 +79,7 @@ func runToolArgHallucination(e *agentJudge, ctx context.Context, c *adapter.Case
 	if conv := conversationData(c, e.limit(), false); len(conv) > 0 {
 		extra = append(extra, field{"conversation", conv})
 	}
-	return e.perStep(ctx, c, e.o.MaxCalls, toolArgHallucinationPrompt, "grounded", true, extra...)
+	return e.perStep(ctx, c, e.o.toolArguments.MaxCalls, toolArgHallucinationPrompt, "grounded", true, extra...)
 }
 
 // tool_argument_accuracy: the first max_calls (8) calls whose arguments are
@@ -146,7 +95,7 @@ func runToolArgAccuracy(e *agentJudge, ctx context.Context, c *adapter.Case) Res
 	if defs := toolDefsData(c, e.limit()); len(defs) > 0 {
 		extra = append(extra, field{"tool_definitions", defs})
 	}
-	return e.perStep(ctx, c, e.o.MaxCalls, toolArgAccuracyPrompt, "correct", false, extra...)
+	return e.perStep(ctx, c, e.o.toolArguments.MaxCalls, toolArgAccuracyPrompt, "correct", false, extra...)
 }
 
 // tool_call_necessity: necessary calls / calls; an empty trace passes.
@@ -261,8 +210,8 @@ func runAgentMemory(e *agentJudge, ctx context.Context, c *adapter.Case) Result 
 	switch {
 	case c.Expected.HasContext && len(c.Expected.Context) > 0:
 		facts = c.Expected.Context
-	case len(e.o.Context) > 0:
-		facts = e.o.Context
+	case len(e.o.agentMemory.Context) > 0:
+		facts = e.o.agentMemory.Context
 	default:
 		return Skipped("no prior context: set eval.context (what the agent should remember) or the evaluator's `context` option")
 	}
@@ -323,11 +272,11 @@ func runAgentMemory(e *agentJudge, ctx context.Context, c *adapter.Case) Result 
 // grounded) averaged, and 0 when the agent failed or errored.
 func runTaskCompletion(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
 	limit := e.limit()
-	tasks := e.o.Tasks
+	tasks := e.o.taskCompletion.Tasks
 	if c.Expected.HasTasks {
 		tasks = c.Expected.Tasks
 	}
-	constraints := e.o.Constraints
+	constraints := e.o.taskCompletion.Constraints
 	if c.Expected.Constraints != "" {
 		constraints = c.Expected.Constraints
 	}

@@ -8,6 +8,16 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
+// conversationCompletenessOptions: Goal when the spans carry no
+// eval.conversation_goal.
+type conversationCompletenessOptions struct {
+	Goal string `mapstructure:"goal"`
+}
+
+func conversationCompletenessOpts(o *agentOptions) any {
+	return &o.conversationCompleteness
+}
+
 // Judge evaluators of a conversation (the case's messages, with the final
 // output as the last assistant turn): knowledge_retention,
 // conversation_completeness, turn_relevancy.
@@ -116,7 +126,7 @@ func runConversationCompleteness(e *agentJudge, ctx context.Context, c *adapter.
 	}
 	goal := c.Expected.ConversationGoal
 	if goal == "" {
-		goal = e.o.Goal
+		goal = e.o.conversationCompleteness.Goal
 	}
 	var fields []field
 	if goal != "" {

@@ -32,6 +32,9 @@ func decodeOptions(opts *confmap.Conf, out any) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		if len(known) == 0 {
+			return fmt.Errorf("unknown option %s (this type has no options)", quoteList(unknown))
+		}
 		return fmt.Errorf("unknown option %s (known options: %s)", quoteList(unknown), strings.Join(known, ", "))
 	}
 	if err := opts.Unmarshal(out); err != nil {

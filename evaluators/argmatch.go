@@ -1,3 +1,7 @@
+// The argument matcher (`arguments:`, `tool_arguments:`): whether an actual
+// call's arguments match an expected call's, and why not. The alignment of
+// whole call sequences is in alignment.go.
+
 package evaluators
 
 import (
