@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 	"github.com/evalbridge/evalbridge/judge"
 )
 
@@ -256,11 +257,8 @@ func clipText(s string, n int) string {
 	if n <= 0 || len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return fmt.Sprintf("%s… [truncated: %d more bytes]", s[:cut], len(s)-cut)
+	cut := textutil.Truncate(s, n)
+	return fmt.Sprintf("%s… [truncated: %d more bytes]", cut, len(s)-len(cut))
 }
 
 // judgeReason joins a summary with the judge's own words, bounded.

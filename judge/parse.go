@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 // thinkBlock is the reasoning some models (DeepSeek-R1, Qwen3 …) print
@@ -54,13 +56,4 @@ func DecodeReply(content string, out any) error {
 	return nil
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clip(s string, n int) string { return textutil.Ellipsis(s, n) }
