@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/httpretry"
 	"github.com/evalbridge/evalbridge/judge"
 )
 
@@ -290,7 +291,7 @@ func (r *remote) attempt(ctx context.Context, hc *http.Client, body []byte) (_ *
 		err := fmt.Errorf("HTTP %d from the remote evaluator: %s", resp.StatusCode, r.redact(clipText(strings.TrimSpace(string(data)), 300)))
 		retry, after := judge.RetryableStatus(resp.StatusCode)
 		if after {
-			retryAfter = judge.ParseRetryAfter(resp.Header.Get("Retry-After"), r.now())
+			retryAfter = httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), r.now())
 		}
 		return nil, retryAfter, retry, err
 	}

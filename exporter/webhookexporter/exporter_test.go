@@ -254,16 +254,6 @@ func TestThrottleHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-func TestRetryAfterParsing(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	assert.Equal(t, 7*time.Second, retryAfter("7", now))
-	assert.Equal(t, time.Duration(0), retryAfter("", now))
-	assert.Equal(t, time.Duration(0), retryAfter("-3", now))
-	assert.Equal(t, time.Duration(0), retryAfter("soon", now))
-	assert.Equal(t, 30*time.Second, retryAfter(now.Add(30*time.Second).Format(http.TimeFormat), now))
-	assert.Equal(t, time.Duration(0), retryAfter(now.Add(-time.Minute).Format(http.TimeFormat), now))
-}
-
 func TestPermanent4xx(t *testing.T) {
 	body := `{"error":"unknown channel"}` + strings.Repeat("x", 1000)
 	rec := newRecorder(t, statusBody(http.StatusBadRequest, body))
