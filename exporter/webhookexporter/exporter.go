@@ -213,8 +213,9 @@ func (e *webhookExporter) send(ctx context.Context, body []byte) error {
 		return statusErr
 	default:
 		e.tel.failed(ctx, failurePermanent)
-		e.logger.Error("Webhook endpoint rejected alerts; not retrying",
-			zap.Int("status", code), zap.String("body", excerpt))
+		// Not logged here: exporterhelper logs every error it is handed
+		// ("Exporting failed. Rejecting data."), and statusErr carries the
+		// status and the bounded body excerpt.
 		return consumererror.NewPermanent(statusErr)
 	}
 }
