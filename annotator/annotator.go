@@ -1,5 +1,5 @@
 // Package annotator writes evaluation results back onto spans as `eval.*`
-// attributes and `gen_ai.evaluation.result` span events (contract section 4).
+// attributes and `gen_ai.evaluation.result` span events (docs/contract.md §4).
 package annotator
 
 import (

@@ -1,5 +1,5 @@
 // Package engine is what the `eval` processor and `evalctl` share: the
-// configuration (contract section 5) and the scoring of one trace — adapt its
+// configuration (docs/contract.md §5) and the scoring of one trace — adapt its
 // spans into cases, run the evaluators that apply, and write the results back.
 // Both front ends call the same code, so they agree on every score.
 package engine
@@ -43,7 +43,7 @@ type Config struct {
 	// (docs/logs.md). evalctl reads and ignores it.
 	ResultLogRecords bool `mapstructure:"result_log_records"`
 	// Sessions bounds the conversations kept for `case: session`
-	// evaluators (contract section 14, docs/sessions.md). It validates
+	// evaluators (docs/contract.md §14, docs/sessions.md). It validates
 	// itself (confmap.Validate walks into it).
 	Sessions sessions.Config `mapstructure:"sessions"`
 	// MaxPendingJudgeTasks bounds the judge evaluations waiting for a
@@ -55,7 +55,7 @@ type Config struct {
 	_ struct{}
 }
 
-// NewDefaultConfig returns the defaults of contract section 5.
+// NewDefaultConfig returns the defaults of docs/contract.md §5.
 func NewDefaultConfig() Config {
 	return Config{
 		Wait:      5 * time.Second,

@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-// Argument matching modes (contract section 6, `arguments:`).
+// Argument matching modes (docs/contract.md §6, `arguments:`).
 const (
 	ArgsExact    = "exact"
 	ArgsSubset   = "subset"
@@ -97,7 +97,7 @@ func newArgMatcher(o *ArgumentOptions, base *argMatcher, option string) (*argMat
 // A nil map is an empty object.
 //
 // An empty expected object expects a call without arguments in every mode
-// but ignore (contract section 6: "`arguments: {}` expects none"), so under
+// but ignore (docs/contract.md §6: "`arguments: {}` expects none"), so under
 // subset and fuzzy, where expected keys ⊆ actual keys would hold vacuously,
 // `{}` still differs from an omitted `arguments` (which matches anything and
 // never reaches the matcher).

@@ -13,7 +13,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// Config is one entry of `evaluators:` (contract section 5). Common keys are
+// Config is one entry of `evaluators:` (docs/contract.md §5). Common keys are
 // fields; everything else is the type's own options, decoded strictly by the
 // type so that an unknown option is an error naming the evaluator.
 type Config struct {
@@ -37,8 +37,8 @@ type Config struct {
 var namePattern = regexp.MustCompile(`^[a-z0-9_]+$`)
 
 // reservedNames are the instance names whose eval.<name>.* keys would share
-// a namespace with a key the processor writes or reads for itself (contract
-// section 16; the keys are listed in docs/evaluators.md). A name cannot hold a
+// a namespace with a key the processor writes or reads for itself (docs/contract.md
+// §16; the keys are listed in docs/evaluators.md). A name cannot hold a
 // dot, so only the first segment after `eval.` can collide. Each entry says
 // which key it would collide with, for the validation error.
 var reservedNames = map[string]string{

@@ -12,7 +12,7 @@ import (
 )
 
 // llm_judge: the user's own criteria, scored by the judge on score_range and
-// normalised to [0,1] (contract section 10).
+// normalised to [0,1] (docs/contract.md §10).
 
 type llmJudgeOptions struct {
 	Criteria   string    `mapstructure:"criteria"`

@@ -97,7 +97,7 @@ func TestJudgeEvaluatorsNeedJudge(t *testing.T) {
 			t.Errorf("%s without judge: err = %v", f.Type, err)
 		}
 	}
-	if n != 20 { // contract section 6 lists 20 judge types
+	if n != 20 { // docs/contract.md §6 lists 20 judge types
 		t.Errorf("%d types need a judge, want 20", n)
 	}
 }

@@ -45,7 +45,7 @@ type Factory struct {
 	// adapter copies only when some evaluator needs them.
 	NeedsAttributes bool
 	// Sessions says the type can score a whole conversation (`case:
-	// session`, contract section 14): it reads the case's turns, messages,
+	// session`, docs/contract.md §14): it reads the case's turns, messages,
 	// tool calls or usage, which a session case fills from all its turns.
 	Sessions bool
 	// ToolCalls says the evaluator compares the case's tool calls (and the
@@ -56,7 +56,7 @@ type Factory struct {
 	New func(opts *confmap.Conf, deps Deps) (Evaluator, error)
 }
 
-// registry lists every evaluator type (contract section 6,
+// registry lists every evaluator type (docs/contract.md §6,
 // docs/evaluators.md), keyed by `type`, each line naming the file that
 // implements it. This is the one catalogue: there is no other registration.
 var registry = index(

@@ -28,7 +28,7 @@ import (
 	"github.com/evalbridge/evalbridge/judge"
 )
 
-// `type: remote` (contract section 15): the user's own check behind an HTTP
+// `type: remote` (docs/contract.md §15): the user's own check behind an HTTP
 // endpoint, in any language. Each case is POSTed as
 // {"evaluator": "<name>", "case": {…}} (the fields of caseView, free text
 // clipped to max_field_bytes as in judge prompts); the reply is

@@ -11,7 +11,7 @@ import (
 	"github.com/evalbridge/evalbridge/sessions"
 )
 
-// Contract section 16 (docs/evaluators.md): an instance may not be named
+// docs/contract.md §16 (docs/evaluators.md): an instance may not be named
 // after a key of the contract, and the error names the evaluator and the key.
 func TestReservedNamesRejected(t *testing.T) {
 	for _, name := range []string{"failed", "expected", "tasks", "constraints", "conversation_goal",
@@ -48,7 +48,7 @@ func TestReservedNamesCoverEveryKey(t *testing.T) {
 		engine.AttrLate, engine.AttrTargetSpanName,
 		sessions.AttrTurns, sessions.AttrTurnsDropped,
 		adapter.AttrGenerated,
-		// The expectations (contract section 3) the adapter reads.
+		// The expectations (docs/contract.md §3) the adapter reads.
 		"eval.expected.tool_calls", "eval.expected.output", "eval.expected.documents",
 		"eval.tasks", "eval.constraints", "eval.conversation_goal", "eval.context",
 	}

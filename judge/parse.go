@@ -15,8 +15,8 @@ import (
 // before their answer; a JSON object in it is not the verdict.
 var thinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
 
-// ExtractJSON returns the first JSON object in a reply's content (contract
-// section 10): prose and code fences around it are ignored. Errors quote at
+// ExtractJSON returns the first JSON object in a reply's content (docs/contract.md
+// §10): prose and code fences around it are ignored. Errors quote at
 // most a short excerpt of the content; Client.Complete returns content
 // already redacted, so the excerpt holds no key.
 func ExtractJSON(content string) (json.RawMessage, error) {

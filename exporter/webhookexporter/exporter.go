@@ -24,7 +24,7 @@ import (
 	"github.com/evalbridge/evalbridge/internal/httpretry"
 )
 
-// Signature headers (contract section 9).
+// Signature headers (docs/contract.md §9).
 const (
 	HeaderTimestamp = "X-Evalbridge-Timestamp"
 	HeaderSignature = "X-Evalbridge-Signature"
