@@ -277,7 +277,7 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-func sortedKeys(m map[string]any) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -55,14 +54,7 @@ var reservedNames = map[string]string{
 }
 
 // ReservedNames lists the instance names that validation rejects, sorted.
-func ReservedNames() []string {
-	out := make([]string, 0, len(reservedNames))
-	for n := range reservedNames {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func ReservedNames() []string { return sortedKeys(reservedNames) }
 
 // InstanceName is the configured name, or the type when none is given.
 func (c *Config) InstanceName() string {

@@ -1,8 +1,6 @@
 package evaluators
 
 import (
-	"sort"
-
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.uber.org/zap"
@@ -139,11 +137,4 @@ func SessionTypes() []string {
 }
 
 // Types lists the registered types, sorted.
-func Types() []string {
-	out := make([]string, 0, len(registry))
-	for t := range registry {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
-}
+func Types() []string { return sortedKeys(registry) }
