@@ -243,6 +243,8 @@ func (t *tracesExporter) enqueue(ctx context.Context, ps []pending) {
 		ps[i].undo()
 		ps[i].m.tel.enqueueFailed()
 	}
-	t.logger.Error("Monitor notifications not queued; the next evaluation retries them",
-		zap.Int("notifications", len(ps)), zap.Error(err))
+	// exporterhelper has logged the error at Error; this says only that
+	// nothing is lost.
+	t.logger.Info("Monitor notifications not queued; the next evaluation retries them",
+		zap.Int("notifications", len(ps)))
 }
