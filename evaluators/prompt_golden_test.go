@@ -32,8 +32,8 @@ func (j *recordingJudge) Complete(_ context.Context, msgs []judge.Message) (stri
 func (j *recordingJudge) MaxFieldBytes() int { return 8192 }
 
 // goldenCases are the fixed cases every judge type is asked about: one with
-// every expectation set, one with none (the prompts that differ by what the
-// span carries), and a three-turn conversation.
+// every expectation set and a conversation, one with none, one with tasks
+// only: the prompts differ by what the span carries.
 func goldenCases() []struct {
 	name string
 	c    *adapter.Case
@@ -78,10 +78,14 @@ func goldenCases() []struct {
 		Level: adapter.LevelAgent, Input: "Book me a flight from London to Paris on 1 May.",
 		Output: "Booked AF1081 (booking B42).", ToolCalls: calls,
 	}
+	// tasks: tasks but no constraints, no context (task_completion asks
+	// without constraints_honoured).
+	tasks := *bare
+	tasks.Expected = adapter.Expectations{Tasks: []string{"book a flight"}, HasTasks: true}
 	return []struct {
 		name string
 		c    *adapter.Case
-	}{{"full", full}, {"bare", bare}}
+	}{{"full", full}, {"bare", bare}, {"tasks", &tasks}}
 }
 
 // goldenOptions are the options a type needs to run at all.
