@@ -171,15 +171,7 @@ type Instance struct {
 // agent run makes, far below what would let one trace hold a worker.
 const DefaultMaxToolCalls = 1000
 
-func toolCallTypes() []string {
-	var out []string
-	for _, t := range Types() {
-		if registry[t].ToolCalls {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+func toolCallTypes() []string { return typesWhere(func(f Factory) bool { return f.ToolCalls }) }
 
 // Build turns validated configs into instances.
 func Build(cfgs []Config, deps Deps) ([]*Instance, error) {

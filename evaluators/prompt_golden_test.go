@@ -94,14 +94,12 @@ var goldenOptions = map[string]map[string]any{
 	"agent_memory": {"context": []any{"Ada is vegetarian."}},
 }
 
+// judgeTypes are the types that may ask a judge: the judge types and the
+// reliability types (their optional judge checks).
 func judgeTypes() []string {
-	var out []string
-	for _, t := range Types() {
-		if registry[t].NeedsJudge || t == "tool_name_reliability" || t == "tool_description_reliability" {
-			out = append(out, t)
-		}
-	}
-	return out
+	return typesWhere(func(f Factory) bool {
+		return f.NeedsJudge || f.Type == "tool_name_reliability" || f.Type == "tool_description_reliability"
+	})
 }
 
 func renderPrompts(t *testing.T, typ string) string {

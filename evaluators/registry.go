@@ -126,10 +126,13 @@ func Lookup(typ string) (Factory, bool) {
 }
 
 // SessionTypes lists the types that accept `case: session`, sorted.
-func SessionTypes() []string {
+func SessionTypes() []string { return typesWhere(func(f Factory) bool { return f.Sessions }) }
+
+// typesWhere lists the types whose factory keep accepts, sorted.
+func typesWhere(keep func(Factory) bool) []string {
 	var out []string
 	for _, t := range Types() {
-		if registry[t].Sessions {
+		if keep(registry[t]) {
 			out = append(out, t)
 		}
 	}
