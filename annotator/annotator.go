@@ -1,17 +1,17 @@
 // Package annotator writes evaluation results back onto spans as `eval.*`
-// attributes and `gen_ai.evaluation.result` span events (contract section 4).
+// attributes and `gen_ai.evaluation.result` span events (docs/contract.md §4).
 package annotator
 
 import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 // Attribute and event names.
@@ -168,13 +168,5 @@ func addFailed(attrs pcommon.Map, names []string) {
 }
 
 // Truncate cuts s to at most max bytes without splitting a UTF-8 sequence.
-func Truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+// It is kept for callers of this package; the rule is textutil.Truncate.
+func Truncate(s string, max int) string { return textutil.Truncate(s, max) }

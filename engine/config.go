@@ -1,5 +1,5 @@
 // Package engine is what the `eval` processor and `evalctl` share: the
-// configuration (contract section 5) and the scoring of one trace — adapt its
+// configuration (docs/contract.md §5) and the scoring of one trace — adapt its
 // spans into cases, run the evaluators that apply, and write the results back.
 // Both front ends call the same code, so they agree on every score.
 package engine
@@ -51,7 +51,7 @@ type Config struct {
 	// across runs); nil: holding is in memory only.
 	Storage *component.ID `mapstructure:"storage"`
 	// Sessions bounds the conversations kept for `case: session`
-	// evaluators (contract section 14, docs/sessions.md). It validates
+	// evaluators (docs/contract.md §14, docs/sessions.md). It validates
 	// itself (confmap.Validate walks into it).
 	Sessions sessions.Config `mapstructure:"sessions"`
 	// MaxPendingJudgeTasks bounds the judge evaluations waiting for a
@@ -63,7 +63,7 @@ type Config struct {
 	_ struct{}
 }
 
-// NewDefaultConfig returns the defaults of contract section 5.
+// NewDefaultConfig returns the defaults of docs/contract.md §5.
 func NewDefaultConfig() Config {
 	return Config{
 		Wait:      5 * time.Second,

@@ -161,9 +161,11 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 // Start starts the judge clients and the evaluators that hold clients
 // (remote; see evaluators.Lifecycle): it builds their HTTP clients from
 // confighttp, so auth extensions of the host apply. Without either it does
-// nothing. When a client fails to start, the engine is shut down (every
-// client, started or not, releases what New registered): a collector does not
-// call Shutdown on a component whose Start failed.
+// nothing. When a client fails to start, the engine shuts itself down (every
+// client, started or not, releases what New registered), so that no caller
+// has to: evalctl and tests do not call Shutdown after a failed Start. A
+// collector (v0.165) does (otelcol shuts the service down when Start fails),
+// and Shutdown is safe twice.
 func (e *Engine) Start(ctx context.Context, host component.Host) error {
 	for _, name := range sortedJudgeNames(e.judges) {
 		if err := e.judges[name].Start(ctx, host); err != nil {

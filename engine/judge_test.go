@@ -114,8 +114,8 @@ func TestJudgeEngineShutdownWithoutStart(t *testing.T) {
 }
 
 // A judge that cannot start (bad TLS file) must not leave the other judges'
-// metric callbacks registered: the collector never calls Shutdown after a
-// failed Start.
+// metric callbacks registered, even for a host that does not call Shutdown
+// after a failed Start (evalctl; a collector does, and Shutdown is safe twice).
 func TestJudgeEngineFailedStartReleasesEveryJudge(t *testing.T) {
 	tel := componenttest.NewTelemetry()
 	defer func() { _ = tel.Shutdown(context.Background()) }()

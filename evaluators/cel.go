@@ -23,7 +23,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// `type: cel` (contract section 15): a CEL expression over `case`, compiled
+// `type: cel` (docs/contract.md §15): a CEL expression over `case`, compiled
 // and type-checked once at config time, run where the deterministic
 // evaluators run. CEL is the expression language of Kubernetes admission
 // policies and Envoy: no loops beyond bounded macros, no I/O, and a cost

@@ -139,7 +139,7 @@ func TestCELSaysWhatItReads(t *testing.T) {
 	}
 }
 
-// A session case (contract section 14) shows its turns to the expression.
+// A session case (docs/contract.md §14) shows its turns to the expression.
 func TestCELSeesSessionTurns(t *testing.T) {
 	c := &adapter.Case{Level: adapter.LevelSession, Turns: []adapter.Turn{
 		{Input: "Find a flight to Lisbon", Output: "TP 541 found", LLMCalls: 2,

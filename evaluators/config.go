@@ -12,7 +12,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// Config is one entry of `evaluators:` (contract section 5). Common keys are
+// Config is one entry of `evaluators:` (docs/contract.md §5). Common keys are
 // fields; everything else is the type's own options, decoded strictly by the
 // type so that an unknown option is an error naming the evaluator.
 type Config struct {
@@ -35,6 +35,27 @@ type Config struct {
 
 var namePattern = regexp.MustCompile(`^[a-z0-9_]+$`)
 
+// reservedNames are the instance names whose eval.<name>.* keys would share
+// a namespace with a key the processor writes or reads for itself (docs/contract.md
+// §16; the keys are listed in docs/evaluators.md). A name cannot hold a
+// dot, so only the first segment after `eval.` can collide. Each entry says
+// which key it would collide with, for the validation error.
+var reservedNames = map[string]string{
+	"failed":            "eval.failed (the names that failed on a span)",
+	"expected":          "eval.expected.* (the expectations read from the span)",
+	"tasks":             "eval.tasks (an expectation read from the span)",
+	"constraints":       "eval.constraints (an expectation read from the span)",
+	"conversation_goal": "eval.conversation_goal (an expectation read from the span)",
+	"context":           "eval.context (an expectation read from the span)",
+	"session":           "eval.session.* (written on evaluate_session spans)",
+	"late":              "eval.late (written on spans scored after their trace was released)",
+	"target":            "eval.target.span_name (written with late results)",
+	"generated":         "eval.generated (marks the spans evalbridge creates)",
+}
+
+// ReservedNames lists the instance names that validation rejects, sorted.
+func ReservedNames() []string { return sortedKeys(reservedNames) }
+
 // InstanceName is the configured name, or the type when none is given.
 func (c *Config) InstanceName() string {
 	if c.Name != "" {
@@ -56,6 +77,10 @@ func (c *Config) Validate() error {
 	name := c.InstanceName()
 	if !namePattern.MatchString(name) {
 		return fmt.Errorf("evaluator %q: name must match [a-z0-9_]+", name)
+	}
+	if key, ok := reservedNames[name]; ok {
+		return fmt.Errorf("evaluator %q: name is reserved: its results eval.%s.* would collide with %s; give the instance another `name`",
+			name, name, key)
 	}
 	// Written as !(in range) so that NaN (YAML `.nan`) is out of range too.
 	if c.Threshold != nil && !(*c.Threshold >= 0 && *c.Threshold <= 1) {
@@ -146,15 +171,7 @@ type Instance struct {
 // agent run makes, far below what would let one trace hold a worker.
 const DefaultMaxToolCalls = 1000
 
-func toolCallTypes() []string {
-	var out []string
-	for _, t := range Types() {
-		if registry[t].ToolCalls {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+func toolCallTypes() []string { return typesWhere(func(f Factory) bool { return f.ToolCalls }) }
 
 // Build turns validated configs into instances.
 func Build(cfgs []Config, deps Deps) ([]*Instance, error) {

@@ -9,7 +9,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// The tests in this file walk contract section 6 item by item: every mode
+// The tests in this file walk docs/contract.md §6 item by item: every mode
 // of every evaluator that compares calls with an expectation, the argument
 // matcher's rules, and the option spellings of the table.
 
@@ -50,7 +50,7 @@ func withOpts(base map[string]any, kv ...any) map[string]any {
 	return out
 }
 
-// Contract section 6: "nothing expected and nothing called -> 1; calls made
+// docs/contract.md §6: "nothing expected and nothing called -> 1; calls made
 // when [] was expected -> 0; calls expected and none made -> 0; no
 // expectation at all -> skipped", for every evaluator and mode, with the
 // expectation on the span and in the `expected` option.
@@ -401,7 +401,7 @@ func TestContractRetrievalMatch(t *testing.T) {
 	}
 }
 
-// Section 5: `name` defaults to the type, matches [a-z0-9_]+ and is unique;
+// docs/contract.md §5: `name` defaults to the type, matches [a-z0-9_]+ and is unique;
 // the threshold defaults per type.
 func TestContractNamesAndThresholds(t *testing.T) {
 	cfgs := []Config{{Type: "tool_call_accuracy"}, {Type: "retrieval_recall", Name: "recall_2"}}
@@ -425,7 +425,7 @@ func TestContractNamesAndThresholds(t *testing.T) {
 	}
 }
 
-// Section 3: expectations from the case's span, else the evaluator's own
+// docs/contract.md §3: expectations from the case's span, else the evaluator's own
 // config — for outputs and documents too.
 func TestContractExpectationsFromConfig(t *testing.T) {
 	out := func(output string, expected any) *adapter.Case {

@@ -6,7 +6,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// The custom evaluators (`cel` and `remote`, contract section 15) see the
+// The custom evaluators (`cel` and `remote`, docs/contract.md §15) see the
 // same `case`: the CEL expression as a declared type, the remote endpoint as
 // JSON. caseView builds it once in plain maps and lists, so both read the
 // same field names and the JSON a user's server gets is what a CEL
@@ -72,7 +72,7 @@ func caseField(c *adapter.Case, name string, limit int) any {
 	case "conversation_id":
 		return c.ConversationID
 	case "turns":
-		// A session case's turns, oldest first (contract section 14); an
+		// A session case's turns, oldest first (docs/contract.md §14); an
 		// llm or agent case has none.
 		turns := make([]any, 0, len(c.Turns))
 		for i := range c.Turns {

@@ -11,7 +11,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// Status is the outcome of one evaluation (contract section 4).
+// Status is the outcome of one evaluation (docs/contract.md §4).
 type Status string
 
 const (

@@ -9,7 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/collector/confmap"
+
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 	"github.com/evalbridge/evalbridge/judge"
 )
 
@@ -22,44 +25,65 @@ type Judge interface {
 	MaxFieldBytes() int
 }
 
-// The judge evaluators register themselves here rather than in registry.go's
-// list, so the two families can change without touching each other's lines.
-func init() {
-	for _, f := range judgeFactories {
-		if _, dup := registry[f.Type]; dup {
-			panic("evaluators: duplicate type " + f.Type)
-		}
-		f.NeedsJudge = true
-		registry[f.Type] = f
-	}
+// Each agent and conversation judge type has its own options; agentOptions
+// holds them all so that one run function signature serves every type, and
+// newAgent decodes a type's options strictly into its own part.
+type agentOptions struct {
+	taskCompletion           taskCompletionOptions
+	toolArguments            toolArgumentsOptions
+	agentMemory              agentMemoryOptions
+	conversationCompleteness conversationCompletenessOptions
 }
 
-// judgeFactories lists every judge evaluator (contract section 6).
-var judgeFactories = []Factory{
-	{Type: "llm_judge", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newLLMJudge},
-	// Answers and retrieval (judge_rag.go).
-	{Type: "faithfulness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newRAG(runFaithfulness)},
-	{Type: "hallucination", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newRAG(runHallucination)},
-	{Type: "answer_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newRAG(runAnswerRelevancy)},
-	{Type: "contextual_relevance", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, New: newRAG(runContextualRelevance)},
-	{Type: "contextual_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, New: newRAG(runContextualPrecision)},
-	{Type: "contextual_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, New: newRAG(runContextualRecall)},
-	// Safety (judge_safety.go).
-	{Type: "toxicity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newSafety(toxicityCategories, "toxic")},
-	{Type: "bias", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newSafety(biasCategories, "biased")},
-	// Agent runs (judge_agent.go).
-	{Type: "task_completion", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runTaskCompletion, 0, "tasks", "constraints")},
-	{Type: "tool_argument_hallucination", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newAgent(runToolArgHallucination, 20, "max_calls")},
-	{Type: "tool_argument_accuracy", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newAgent(runToolArgAccuracy, 8, "max_calls")},
-	{Type: "tool_call_necessity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newAgent(runToolCallNecessity, 0)},
-	{Type: "step_faithfulness", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, New: newAgent(runStepFaithfulness, 0)},
-	{Type: "plan_quality", DefaultThreshold: 0.6, DefaultLevel: adapter.LevelAgent, New: newAgent(runPlanQuality, 0)},
-	{Type: "trajectory_efficiency", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, New: newAgent(runTrajectoryEfficiency, 0)},
-	{Type: "agent_memory", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runAgentMemory, 0, "context")},
-	// Conversations (judge_conversation.go).
-	{Type: "knowledge_retention", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runKnowledgeRetention, 0)},
-	{Type: "conversation_completeness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runConversationCompleteness, 0, "goal")},
-	{Type: "turn_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, Sessions: true, New: newAgent(runTurnRelevancy, 0)},
+// taskCompletionOptions are task_completion's tasks and constraints when
+// the spans carry no eval.tasks / eval.constraints.
+type taskCompletionOptions struct {
+	Tasks       []string `mapstructure:"tasks"`
+	Constraints string   `mapstructure:"constraints"`
+}
+
+// toolArgumentsOptions (tool_argument_hallucination, tool_argument_accuracy):
+// MaxCalls bounds the calls sent to the judge.
+type toolArgumentsOptions struct {
+	MaxCalls int `mapstructure:"max_calls"`
+}
+
+// agentMemoryOptions: Context when the spans carry no eval.context.
+type agentMemoryOptions struct {
+	Context []string `mapstructure:"context"`
+}
+
+// noOptions is the options struct of the types that take none.
+func noOptions(*agentOptions) any { return &struct{}{} }
+
+func taskCompletionOpts(o *agentOptions) any { return &o.taskCompletion }
+func toolArgumentsOpts(o *agentOptions) any  { return &o.toolArguments }
+func agentMemoryOpts(o *agentOptions) any    { return &o.agentMemory }
+
+type agentJudge struct {
+	judgeBase
+	o   agentOptions
+	run func(e *agentJudge, ctx context.Context, c *adapter.Case) Result
+}
+
+func (e *agentJudge) Evaluate(ctx context.Context, c *adapter.Case) Result { return e.run(e, ctx, c) }
+
+// newAgent builds a judge of agent runs or conversations; options selects
+// the type's own options struct, which decodeOptions fills strictly.
+func newAgent(run func(*agentJudge, context.Context, *adapter.Case) Result, defaultMaxCalls int, options func(*agentOptions) any) func(*confmap.Conf, Deps) (Evaluator, error) {
+	return func(opts *confmap.Conf, deps Deps) (Evaluator, error) {
+		var o agentOptions
+		if err := decodeOptions(opts, options(&o)); err != nil {
+			return nil, err
+		}
+		if o.toolArguments.MaxCalls < 0 {
+			return nil, fmt.Errorf("option `max_calls`: %d must be positive", o.toolArguments.MaxCalls)
+		}
+		if o.toolArguments.MaxCalls == 0 {
+			o.toolArguments.MaxCalls = defaultMaxCalls
+		}
+		return &agentJudge{judgeBase: newJudgeBase(deps), o: o, run: run}, nil
+	}
 }
 
 // judgeBase is embedded by every judge evaluator: it finds the instance's
@@ -110,7 +134,7 @@ Answer with exactly one JSON object and nothing else, of this form:
 // message, the span content in one JSON data block in the user message.
 // encoding/json escapes <, > and & inside strings, so span content cannot
 // close the block.
-func prompt(task, replyFormat string, fields []field) ([]judge.Message, error) {
+func prompt(p judgePrompt, fields []field) ([]judge.Message, error) {
 	var buf bytes.Buffer
 	buf.WriteString("{\n")
 	for i, f := range fields {
@@ -130,7 +154,7 @@ func prompt(task, replyFormat string, fields []field) ([]judge.Message, error) {
 	}
 	buf.WriteString("}")
 	return []judge.Message{
-		{Role: "system", Content: judgeSystemPreamble + strings.TrimSpace(task) + judgeSystemRules + replyFormat},
+		{Role: "system", Content: judgeSystemPreamble + strings.TrimSpace(p.task) + judgeSystemRules + p.format},
 		{Role: "user", Content: "Evaluate the data below by the criteria in your instructions.\n<data>\n" + buf.String() +
 			"\n</data>\nReply with the JSON object only."},
 	}, nil
@@ -139,13 +163,13 @@ func prompt(task, replyFormat string, fields []field) ([]judge.Message, error) {
 // ask sends one question and decodes the reply into out. On failure it
 // returns the result to report: skipped when the budget is spent, timeout
 // when the evaluation's deadline passed, else error.
-func (b judgeBase) ask(ctx context.Context, task, replyFormat string, fields []field, out any) *Result {
+func (b judgeBase) ask(ctx context.Context, p judgePrompt, fields []field, out any) *Result {
 	j, err := b.client()
 	if err != nil {
 		r := Errored("%v", err)
 		return &r
 	}
-	msgs, err := prompt(task, replyFormat, fields)
+	msgs, err := prompt(p, fields)
 	if err != nil {
 		r := Errored("%v", err)
 		return &r
@@ -233,11 +257,8 @@ func clipText(s string, n int) string {
 	if n <= 0 || len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return fmt.Sprintf("%s… [truncated: %d more bytes]", s[:cut], len(s)-cut)
+	cut := textutil.Truncate(s, n)
+	return fmt.Sprintf("%s… [truncated: %d more bytes]", cut, len(s)-len(cut))
 }
 
 // judgeReason joins a summary with the judge's own words, bounded.

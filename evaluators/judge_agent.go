@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.opentelemetry.io/collector/confmap"
-
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
@@ -14,72 +12,9 @@ import (
 // tool_argument_accuracy, tool_call_necessity, step_faithfulness,
 // plan_quality, trajectory_efficiency, agent_memory.
 
-type agentOptions struct {
-	// Tasks and Constraints (task_completion) when the spans carry no
-	// eval.tasks / eval.constraints.
-	Tasks       []string `mapstructure:"tasks"`
-	Constraints string   `mapstructure:"constraints"`
-	// Context (agent_memory) when the spans carry no eval.context.
-	Context []string `mapstructure:"context"`
-	// Goal (conversation_completeness) when the spans carry no eval.conversation_goal.
-	Goal string `mapstructure:"goal"`
-	// MaxCalls bounds the calls sent to the judge (tool_argument_*).
-	MaxCalls int `mapstructure:"max_calls"`
-}
-
-type agentJudge struct {
-	judgeBase
-	o   agentOptions
-	run func(e *agentJudge, ctx context.Context, c *adapter.Case) Result
-}
-
-func (e *agentJudge) Evaluate(ctx context.Context, c *adapter.Case) Result { return e.run(e, ctx, c) }
-
-// newAgent accepts only the options in allowed.
-func newAgent(run func(*agentJudge, context.Context, *adapter.Case) Result, defaultMaxCalls int, allowed ...string) func(*confmap.Conf, Deps) (Evaluator, error) {
-	return func(opts *confmap.Conf, deps Deps) (Evaluator, error) {
-		if opts != nil {
-			for _, k := range opts.AllKeys() {
-				top, _, _ := strings.Cut(k, confmap.KeyDelimiter)
-				if !containsString(allowed, top) {
-					if len(allowed) == 0 {
-						return nil, fmt.Errorf("unknown option `%s` (this type has no options)", top)
-					}
-					return nil, fmt.Errorf("unknown option `%s` (known options: %s)", top, strings.Join(allowed, ", "))
-				}
-			}
-		}
-		var o agentOptions
-		if err := decodeOptions(opts, &o); err != nil {
-			return nil, err
-		}
-		if o.MaxCalls < 0 {
-			return nil, fmt.Errorf("option `max_calls`: %d must be positive", o.MaxCalls)
-		}
-		if o.MaxCalls == 0 {
-			o.MaxCalls = defaultMaxCalls
-		}
-		return &agentJudge{judgeBase: newJudgeBase(deps), o: o, run: run}, nil
-	}
-}
-
-// stepVerdict is a per-call verdict keyed by the call's step number.
-type stepVerdict struct {
-	Step   num    `json:"step"`
-	OK     flag   `json:"ok"`
-	Reason string `json:"reason"`
-}
-
-type stepsReply struct {
-	Steps  []stepVerdict `json:"steps"`
-	Reason string        `json:"reason"`
-}
-
-const stepsFormat = `{"steps": [{"step": <number>, "ok": true | false, "reason": "<short, when not ok>"}], "reason": "<one sentence>"}`
-
 // perStep asks one yes/no question about each of the first max calls and
 // scores ok / judged. what names the property ("grounded", "necessary" …).
-func (e *agentJudge) perStep(ctx context.Context, c *adapter.Case, max int, task, what string, withResults bool, extra ...field) Result {
+func (e *agentJudge) perStep(ctx context.Context, c *adapter.Case, max int, p judgePrompt, what string, withResults bool, extra ...field) Result {
 	limit := e.limit()
 	calls := c.ToolCalls
 	if max > 0 && len(calls) > max {
@@ -89,7 +24,7 @@ func (e *agentJudge) perStep(ctx context.Context, c *adapter.Case, max int, task
 	fields = append(fields, extra...)
 	fields = append(fields, field{"tool_calls", toolCallsData(calls, limit, withResults)})
 	var reply stepsReply
-	if r := e.ask(ctx, task, stepsFormat, fields, &reply); r != nil {
+	if r := e.ask(ctx, p, fields, &reply); r != nil {
 		return *r
 	}
 	byIdx, err := verdictsByIndex(reply.Steps, func(v stepVerdict) num { return v.Step }, len(calls), "step")
@@ -140,14 +75,11 @@ func runToolArgHallucination(e *agentJudge, ctx context.Context, c *adapter.Case
 	if len(c.ToolCalls) == 0 {
 		return Scored(1, "no tool calls, so no argument could be hallucinated", map[string]float64{"calls": 0})
 	}
-	task := "For each tool call, decide whether every argument value is grounded: stated or clearly implied by the user's " +
-		"input, the conversation, or the results of earlier tool calls (ok: true). A value the agent invented " +
-		"(an id, date, name, number or email nobody gave) is a hallucination (ok: false; name the argument in reason)."
 	var extra []field
 	if conv := conversationData(c, e.limit(), false); len(conv) > 0 {
 		extra = append(extra, field{"conversation", conv})
 	}
-	return e.perStep(ctx, c, e.o.MaxCalls, task, "grounded", true, extra...)
+	return e.perStep(ctx, c, e.o.toolArguments.MaxCalls, toolArgHallucinationPrompt, "grounded", true, extra...)
 }
 
 // tool_argument_accuracy: the first max_calls (8) calls whose arguments are
@@ -159,13 +91,11 @@ func runToolArgAccuracy(e *agentJudge, ctx context.Context, c *adapter.Case) Res
 	if len(c.ToolCalls) == 0 {
 		return Scored(1, "no tool calls to judge", map[string]float64{"calls": 0})
 	}
-	task := "For each tool call, decide whether its arguments are correct: right values for what the user asked, the right " +
-		"types and formats for the tool's definition, nothing required missing (ok: true or false)."
 	var extra []field
 	if defs := toolDefsData(c, e.limit()); len(defs) > 0 {
 		extra = append(extra, field{"tool_definitions", defs})
 	}
-	return e.perStep(ctx, c, e.o.MaxCalls, task, "correct", false, extra...)
+	return e.perStep(ctx, c, e.o.toolArguments.MaxCalls, toolArgAccuracyPrompt, "correct", false, extra...)
 }
 
 // tool_call_necessity: necessary calls / calls; an empty trace passes.
@@ -176,9 +106,7 @@ func runToolCallNecessity(e *agentJudge, ctx context.Context, c *adapter.Case) R
 	if r := needInput(c, "tool_call_necessity"); r != nil {
 		return *r
 	}
-	task := "For each tool call, decide whether it was necessary to fulfil the user's request (ok: true), or unnecessary: " +
-		"redundant with an earlier call, irrelevant to the request, or answerable without a tool (ok: false)."
-	return e.perStep(ctx, c, 0, task, "necessary", true)
+	return e.perStep(ctx, c, 0, toolCallNecessityPrompt, "necessary", true)
 }
 
 // step_faithfulness: steps consistent with the user's request and with what
@@ -190,14 +118,11 @@ func runStepFaithfulness(e *agentJudge, ctx context.Context, c *adapter.Case) Re
 	if len(c.ToolCalls) == 0 {
 		return Skipped("no steps (tool calls) to judge")
 	}
-	task := "For each step (tool call), decide whether it is faithful: it follows from the user's request and the system " +
-		"instructions, and it is consistent with the results of the earlier steps (it does not ignore or contradict them). " +
-		"ok: true or false."
 	var extra []field
 	if c.SystemInstructions != "" {
 		extra = append(extra, field{"system_instructions", clipText(c.SystemInstructions, e.limit())})
 	}
-	return e.perStep(ctx, c, 0, task, "faithful", true, extra...)
+	return e.perStep(ctx, c, 0, stepFaithfulnessPrompt, "faithful", true, extra...)
 }
 
 // plan_quality: the agent's plan (its intermediate messages and the
@@ -212,22 +137,13 @@ func runPlanQuality(e *agentJudge, ctx context.Context, c *adapter.Case) Result 
 	if len(c.ToolCalls) == 0 && len(notes) == 0 {
 		return Skipped("no plan or steps (tool calls, intermediate assistant messages) to judge")
 	}
-	task := "Rate the quality of the agent's plan for the user's request, as shown by its stated plan or reasoning and the " +
-		"sequence of tool calls, on three scales from 1 (worst) to 5 (best): completeness (covers every part of the " +
-		"request), logical_order (steps in a sensible order, dependencies first), efficiency (no unnecessary steps)."
-	format := `{"completeness": <1-5>, "logical_order": <1-5>, "efficiency": <1-5>, "reason": "<one sentence>"}`
 	fields := []field{{"input", clipText(c.Input, limit)}}
 	if len(notes) > 0 {
 		fields = append(fields, field{"agent_messages", notes})
 	}
 	fields = append(fields, field{"tool_calls", toolCallsData(c.ToolCalls, limit, false)})
-	var reply struct {
-		Completeness num    `json:"completeness"`
-		LogicalOrder num    `json:"logical_order"`
-		Efficiency   num    `json:"efficiency"`
-		Reason       string `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	var reply planQualityReply
+	if r := e.ask(ctx, planQualityPrompt, fields, &reply); r != nil {
 		return *r
 	}
 	return rubric(reply.Reason, []rubricItem{{"completeness", reply.Completeness}, {"logical_order", reply.LogicalOrder}, {"efficiency", reply.Efficiency}})
@@ -245,20 +161,12 @@ func runTrajectoryEfficiency(e *agentJudge, ctx context.Context, c *adapter.Case
 	if n == 0 {
 		return Skipped("no steps (tool calls) to judge")
 	}
-	task := "Judge the efficiency of the agent's trajectory for the user's request. List the step numbers that were " +
-		"redundant (repeated, unnecessary, or a detour), and, among the steps marked errored, those the agent did not " +
-		"recover from (it did not retry sensibly or work around the error)."
-	format := `{"redundant_steps": [<step numbers>], "unrecovered_errors": [<step numbers>], "reason": "<one sentence>"}`
 	fields := []field{{"input", clipText(c.Input, e.limit())}, {"tool_calls", toolCallsData(c.ToolCalls, e.limit(), true)}}
 	if c.Output != "" {
 		fields = append(fields, field{"output", clipText(c.Output, e.limit())})
 	}
-	var reply struct {
-		Redundant   []num  `json:"redundant_steps"`
-		Unrecovered []num  `json:"unrecovered_errors"`
-		Reason      string `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	var reply trajectoryReply
+	if r := e.ask(ctx, trajectoryEfficiencyPrompt, fields, &reply); r != nil {
 		return *r
 	}
 	wasted := map[int]bool{}
@@ -302,8 +210,8 @@ func runAgentMemory(e *agentJudge, ctx context.Context, c *adapter.Case) Result 
 	switch {
 	case c.Expected.HasContext && len(c.Expected.Context) > 0:
 		facts = c.Expected.Context
-	case len(e.o.Context) > 0:
-		facts = e.o.Context
+	case len(e.o.agentMemory.Context) > 0:
+		facts = e.o.agentMemory.Context
 	default:
 		return Skipped("no prior context: set eval.context (what the agent should remember) or the evaluator's `context` option")
 	}
@@ -317,30 +225,16 @@ func runAgentMemory(e *agentJudge, ctx context.Context, c *adapter.Case) Result 
 	for i, f := range facts {
 		data[i] = map[string]any{"fact": i + 1, "text": clipText(f, limit)}
 	}
-	task := "The prior context lists facts the agent should remember from earlier sessions. For each fact decide: " +
-		"\"used\" (the agent's actions or answer apply it correctly), \"ignored\" (relevant to this request but not applied, " +
-		"e.g. the agent asked for it again), \"contradicted\" (the agent acted against it), or \"not_relevant\" to this request."
-	format := `{"facts": [{"fact": <number>, "verdict": "used" | "ignored" | "contradicted" | "not_relevant"}], "reason": "<one sentence>"}`
 	fields := []field{{"prior_context", data}, {"input", clipText(c.Input, limit)}}
 	if len(c.ToolCalls) > 0 {
 		fields = append(fields, field{"tool_calls", toolCallsData(c.ToolCalls, limit, false)})
 	}
 	fields = append(fields, field{"output", clipText(c.Output, limit)})
-	var reply struct {
-		Facts []struct {
-			Fact    num   `json:"fact"`
-			Verdict label `json:"verdict"`
-		} `json:"facts"`
-		Reason string `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	var reply factsReply
+	if r := e.ask(ctx, agentMemoryPrompt, fields, &reply); r != nil {
 		return *r
 	}
-	type fv = struct {
-		Fact    num   `json:"fact"`
-		Verdict label `json:"verdict"`
-	}
-	byIdx, err := verdictsByIndex(reply.Facts, func(v fv) num { return v.Fact }, len(facts), "fact")
+	byIdx, err := verdictsByIndex(reply.Facts, func(v factVerdict) num { return v.Fact }, len(facts), "fact")
 	if err != nil {
 		return Errored("%v", err)
 	}
@@ -378,11 +272,11 @@ func runAgentMemory(e *agentJudge, ctx context.Context, c *adapter.Case) Result 
 // grounded) averaged, and 0 when the agent failed or errored.
 func runTaskCompletion(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
 	limit := e.limit()
-	tasks := e.o.Tasks
+	tasks := e.o.taskCompletion.Tasks
 	if c.Expected.HasTasks {
 		tasks = c.Expected.Tasks
 	}
-	constraints := e.o.Constraints
+	constraints := e.o.taskCompletion.Constraints
 	if c.Expected.Constraints != "" {
 		constraints = c.Expected.Constraints
 	}
@@ -409,27 +303,15 @@ func runTaskCompletion(e *agentJudge, ctx context.Context, c *adapter.Case) Resu
 	fields = append(fields, field{"tool_calls", toolCallsData(c.ToolCalls, limit, true)}, field{"output", clipText(c.Output, limit)})
 
 	if len(tasks) > 0 {
-		task := "Decide for each task whether the agent completed it, judging by its tool calls and their results and its final " +
-			"output (claims of success not backed by the tool results do not count)."
-		format := `{"tasks": [{"task": <number>, "completed": true | false, "reason": "<short>"}], "reason": "<one sentence>"}`
+		p := taskCompletionTasksPrompt
 		if constraints != "" {
-			task += " Also decide whether the agent honoured all the constraints."
-			format = `{"tasks": [{"task": <number>, "completed": true | false, "reason": "<short>"}], "constraints_honoured": true | false, "reason": "<one sentence>"}`
+			p = taskCompletionConstraintsPrompt
 		}
-		type tv = struct {
-			Task      num    `json:"task"`
-			Completed flag   `json:"completed"`
-			Reason    string `json:"reason"`
-		}
-		var reply struct {
-			Tasks       []tv   `json:"tasks"`
-			Constraints flag   `json:"constraints_honoured"`
-			Reason      string `json:"reason"`
-		}
-		if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+		var reply tasksReply
+		if r := e.ask(ctx, p, fields, &reply); r != nil {
 			return *r
 		}
-		byIdx, err := verdictsByIndex(reply.Tasks, func(v tv) num { return v.Task }, len(tasks), "task")
+		byIdx, err := verdictsByIndex(reply.Tasks, func(v taskVerdict) num { return v.Task }, len(tasks), "task")
 		if err != nil {
 			return Errored("%v", err)
 		}
@@ -461,19 +343,8 @@ func runTaskCompletion(e *agentJudge, ctx context.Context, c *adapter.Case) Resu
 		return Scored(score, judgeReason(summary, reply.Reason), m)
 	}
 
-	task := "Judge whether the agent completed the user's request. Answer four questions from its tool calls, their " +
-		"results and its final output: accomplished (did it do what was asked?), complete (did it address every part?), " +
-		"grounded (is what it reports backed by the tool results, not invented?), failed_or_errored (did the run fail, " +
-		"hit errors it did not recover from, give up, or only claim success?)."
-	format := `{"accomplished": true | false, "complete": true | false, "grounded": true | false, "failed_or_errored": true | false, "reason": "<one sentence>"}`
-	var reply struct {
-		Accomplished flag   `json:"accomplished"`
-		Complete     flag   `json:"complete"`
-		Grounded     flag   `json:"grounded"`
-		Failed       flag   `json:"failed_or_errored"`
-		Reason       string `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	var reply completionReply
+	if r := e.ask(ctx, taskCompletionPrompt, fields, &reply); r != nil {
 		return *r
 	}
 	for name, f := range map[string]flag{"accomplished": reply.Accomplished, "complete": reply.Complete, "grounded": reply.Grounded, "failed_or_errored": reply.Failed} {

@@ -8,6 +8,16 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
+// conversationCompletenessOptions: Goal when the spans carry no
+// eval.conversation_goal.
+type conversationCompletenessOptions struct {
+	Goal string `mapstructure:"goal"`
+}
+
+func conversationCompletenessOpts(o *agentOptions) any {
+	return &o.conversationCompleteness
+}
+
 // Judge evaluators of a conversation (the case's messages, with the final
 // output as the last assistant turn): knowledge_retention,
 // conversation_completeness, turn_relevancy.
@@ -49,14 +59,8 @@ func assistantTurns(turns []turnData) []int {
 	return out
 }
 
-type turnVerdict struct {
-	Turn   num    `json:"turn"`
-	OK     flag   `json:"ok"`
-	Reason string `json:"reason"`
-}
-
 // perTurn asks a yes/no question about each assistant turn; ok / turns.
-func (e *agentJudge) perTurn(ctx context.Context, c *adapter.Case, typ, task, what string, extra ...field) Result {
+func (e *agentJudge) perTurn(ctx context.Context, c *adapter.Case, typ string, p judgePrompt, what string, extra ...field) Result {
 	turns := conversationData(c, e.limit(), true)
 	asst := assistantTurns(turns)
 	users := len(turns) - len(asst)
@@ -64,13 +68,9 @@ func (e *agentJudge) perTurn(ctx context.Context, c *adapter.Case, typ, task, wh
 		return Skipped("%s needs a conversation with user and assistant turns; this case has %s and %s",
 			typ, plural(users, "user turn"), plural(len(asst), "assistant turn"))
 	}
-	format := `{"turns": [{"turn": <assistant turn number>, "ok": true | false, "reason": "<short, when not ok>"}], "reason": "<one sentence>"}`
 	fields := append(extra, field{"conversation", turns})
-	var reply struct {
-		Turns  []turnVerdict `json:"turns"`
-		Reason string        `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	var reply turnsReply
+	if r := e.ask(ctx, p, fields, &reply); r != nil {
 		return *r
 	}
 	byTurn := map[int]turnVerdict{}
@@ -107,17 +107,13 @@ func (e *agentJudge) perTurn(ctx context.Context, c *adapter.Case, typ, task, wh
 // knowledge_retention: assistant turns that do not forget what the user said
 // earlier / assistant turns.
 func runKnowledgeRetention(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
-	task := "For each assistant turn, decide whether it retains the information the user gave in earlier turns (ok: true), " +
-		"or forgets it: asks again for something already given, or contradicts or ignores it (ok: false)."
-	return e.perTurn(ctx, c, "knowledge_retention", task, "retaining")
+	return e.perTurn(ctx, c, "knowledge_retention", knowledgeRetentionPrompt, "retaining")
 }
 
 // turn_relevancy: assistant turns relevant to the conversation so far /
 // assistant turns.
 func runTurnRelevancy(e *agentJudge, ctx context.Context, c *adapter.Case) Result {
-	task := "For each assistant turn, decide whether it is relevant to the user's latest message and the conversation so " +
-		"far (ok: true), or off-topic, evasive or answering something else (ok: false)."
-	return e.perTurn(ctx, c, "turn_relevancy", task, "relevant")
+	return e.perTurn(ctx, c, "turn_relevancy", turnRelevancyPrompt, "relevant")
 }
 
 // conversation_completeness: user intentions satisfied / intentions; the
@@ -130,27 +126,15 @@ func runConversationCompleteness(e *agentJudge, ctx context.Context, c *adapter.
 	}
 	goal := c.Expected.ConversationGoal
 	if goal == "" {
-		goal = e.o.Goal
+		goal = e.o.conversationCompleteness.Goal
 	}
-	task := "List what the user wanted from this conversation (their intentions, at most 10"
-	if goal != "" {
-		task += "; the stated goal must be the first intention"
-	}
-	task += ") and decide for each whether the assistant satisfied it by the end of the conversation."
-	format := `{"intentions": [{"intention": "<short>", "satisfied": true | false}], "reason": "<one sentence>"}`
 	var fields []field
 	if goal != "" {
 		fields = append(fields, field{"conversation_goal", clipText(goal, e.limit())})
 	}
 	fields = append(fields, field{"conversation", turns})
-	var reply struct {
-		Intentions []struct {
-			Intention string `json:"intention"`
-			Satisfied flag   `json:"satisfied"`
-		} `json:"intentions"`
-		Reason string `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	var reply intentionsReply
+	if r := e.ask(ctx, conversationCompletenessPrompt(goal != ""), fields, &reply); r != nil {
 		return *r
 	}
 	total := len(reply.Intentions)

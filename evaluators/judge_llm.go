@@ -12,7 +12,7 @@ import (
 )
 
 // llm_judge: the user's own criteria, scored by the judge on score_range and
-// normalised to [0,1] (contract section 10).
+// normalised to [0,1] (docs/contract.md §10).
 
 type llmJudgeOptions struct {
 	Criteria   string    `mapstructure:"criteria"`
@@ -94,15 +94,8 @@ func (e *llmJudge) Evaluate(ctx context.Context, c *adapter.Case) Result {
 			fields = append(fields, field{"tool_calls", toolCallsData(c.ToolCalls, limit, true)})
 		}
 	}
-	task := fmt.Sprintf("Score the data against these criteria, written by the operator of the system:\n<criteria>\n%s\n</criteria>\n"+
-		"Give a score from %s (worst) to %s (best); use intermediate values for partial success.",
-		strings.TrimSpace(e.criteria), fmtNum(e.lo), fmtNum(e.hi))
-	format := fmt.Sprintf(`{"score": <number from %s to %s>, "reason": "<one or two sentences>"}`, fmtNum(e.lo), fmtNum(e.hi))
-	var reply struct {
-		Score  num    `json:"score"`
-		Reason string `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	var reply scoreReply
+	if r := e.ask(ctx, llmJudgePrompt(e.criteria, e.lo, e.hi), fields, &reply); r != nil {
 		return *r
 	}
 	if !reply.Score.ok {

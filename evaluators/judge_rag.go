@@ -45,11 +45,6 @@ type claim struct {
 	Verdict label  `json:"verdict"`
 }
 
-type claimsReply struct {
-	Claims []claim `json:"claims"`
-	Reason string  `json:"reason"`
-}
-
 // countClaims tallies verdicts; a verdict outside the known ones counts as
 // the last (the unfavourable) one.
 func countClaims(claims []claim, known ...string) (map[string]int, map[string][]string) {
@@ -86,14 +81,9 @@ func runFaithfulness(e *ragJudge, ctx context.Context, c *adapter.Case) Result {
 	if len(docs) == 0 {
 		return Skipped(noContext)
 	}
-	task := "Check whether the output is faithful to the context. List every factual claim the output makes " +
-		"(at most 30, each as a short sentence). For each claim give a verdict: \"supported\" when the context states " +
-		"or clearly implies it, \"contradicted\" when the context says otherwise, \"unsupported\" when the context does not say. " +
-		"Judge only against the context, not your own knowledge."
-	format := `{"claims": [{"claim": "<claim>", "verdict": "supported" | "contradicted" | "unsupported"}], "reason": "<one sentence>"}`
 	var reply claimsReply
 	fields := []field{{"context", docs}, {"output", clipText(c.Output, limit)}}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	if r := e.ask(ctx, faithfulnessPrompt, fields, &reply); r != nil {
 		return *r
 	}
 	if len(reply.Claims) == 0 {
@@ -133,27 +123,20 @@ func runHallucination(e *ragJudge, ctx context.Context, c *adapter.Case) Result 
 		return Skipped("no output (the final assistant text) to check")
 	}
 	docs, from := groundingContext(c, e.context, limit)
-	var task string
+	p := hallucinationPrompt
 	fields := []field{}
 	if len(docs) > 0 {
-		task = "Find hallucinations in the output. List every factual claim the output makes (at most 30). For each give a " +
-			"verdict: \"supported\" when the context supports it, \"contradicted\" when the context says otherwise, " +
-			"\"fabricated\" when it is not in the context and is presented as fact (invented names, numbers, sources, URLs, quotations)."
 		fields = append(fields, field{"context", docs})
 	} else {
 		from = "no context (internal consistency and invented references only)"
-		task = "Find hallucinations in the output. There is no reference context: list every factual claim the output makes " +
-			"(at most 30) and give a verdict: \"contradicted\" when it contradicts another part of the output or the input, " +
-			"\"fabricated\" when it is an invented reference, source, URL, quotation, or a specific detail presented as fact " +
-			"that is implausible or unverifiable, else \"supported\"."
+		p = hallucinationNoContextPrompt
 	}
 	if c.Input != "" {
 		fields = append(fields, field{"input", clipText(c.Input, limit)})
 	}
 	fields = append(fields, field{"output", clipText(c.Output, limit)})
-	format := `{"claims": [{"claim": "<claim>", "verdict": "supported" | "contradicted" | "fabricated"}], "reason": "<one sentence>"}`
 	var reply claimsReply
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	if r := e.ask(ctx, p, fields, &reply); r != nil {
 		return *r
 	}
 	if len(reply.Claims) == 0 {
@@ -171,17 +154,8 @@ func runAnswerRelevancy(e *ragJudge, ctx context.Context, c *adapter.Case) Resul
 	if strings.TrimSpace(c.Input) == "" || strings.TrimSpace(c.Output) == "" {
 		return Skipped("answer_relevancy needs the user's input and the final output; this case lacks %s", missingIO(c))
 	}
-	task := "Rate how relevant the output is as an answer to the input, on three scales from 1 (worst) to 5 (best): " +
-		"directness (does it answer the question asked), completeness (does it address every part of the question), " +
-		"focus (does it stay on topic without irrelevant content)."
-	format := `{"directness": <1-5>, "completeness": <1-5>, "focus": <1-5>, "reason": "<one sentence>"}`
-	var reply struct {
-		Directness   num    `json:"directness"`
-		Completeness num    `json:"completeness"`
-		Focus        num    `json:"focus"`
-		Reason       string `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, []field{{"input", clipText(c.Input, limit)}, {"output", clipText(c.Output, limit)}}, &reply); r != nil {
+	var reply answerRelevancyReply
+	if r := e.ask(ctx, answerRelevancyPrompt, []field{{"input", clipText(c.Input, limit)}, {"output", clipText(c.Output, limit)}}, &reply); r != nil {
 		return *r
 	}
 	return rubric(reply.Reason, []rubricItem{{"directness", reply.Directness}, {"completeness", reply.Completeness}, {"focus", reply.Focus}})
@@ -254,11 +228,6 @@ func chunksOf(c *adapter.Case, cfg []string, limit int) ([]chunkData, string) {
 	return out, from
 }
 
-type chunkVerdict struct {
-	Chunk   num   `json:"chunk"`
-	Verdict label `json:"verdict"`
-}
-
 // verdictsByIndex maps the judge's per-item verdicts to items 1..n; every
 // item must have one.
 func verdictsByIndex[T any](list []T, idx func(T) num, n int, what string) (map[int]T, error) {
@@ -289,14 +258,8 @@ func runContextualRelevance(e *ragJudge, ctx context.Context, c *adapter.Case) R
 	if len(chunks) == 0 {
 		return noChunks
 	}
-	task := "For each context chunk, judge whether it is relevant to answering the input: \"relevant\", " +
-		"\"partially_relevant\" (some useful information among unrelated text) or \"irrelevant\"."
-	format := `{"chunks": [{"chunk": <number>, "verdict": "relevant" | "partially_relevant" | "irrelevant"}], "reason": "<one sentence>"}`
-	var reply struct {
-		Chunks []chunkVerdict `json:"chunks"`
-		Reason string         `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, []field{{"input", clipText(c.Input, limit)}, {"context_chunks", chunks}}, &reply); r != nil {
+	var reply chunksReply
+	if r := e.ask(ctx, contextualRelevancePrompt, []field{{"input", clipText(c.Input, limit)}, {"context_chunks", chunks}}, &reply); r != nil {
 		return *r
 	}
 	byIdx, err := verdictsByIndex(reply.Chunks, func(v chunkVerdict) num { return v.Chunk }, len(chunks), "chunk")
@@ -350,19 +313,13 @@ func runContextualPrecision(e *ragJudge, ctx context.Context, c *adapter.Case) R
 	if skip != nil {
 		return *skip
 	}
-	task := "For each context chunk, in the order given, decide whether it was useful for arriving at the expected output " +
-		"as an answer to the input: \"yes\" or \"no\"."
-	format := `{"chunks": [{"chunk": <number>, "verdict": "yes" | "no"}], "reason": "<one sentence>"}`
 	fields := []field{}
 	if c.Input != "" {
 		fields = append(fields, field{"input", clipText(c.Input, limit)})
 	}
 	fields = append(fields, field{"expected_output", clipText(exp, limit)}, field{"context_chunks", chunks})
-	var reply struct {
-		Chunks []chunkVerdict `json:"chunks"`
-		Reason string         `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, fields, &reply); r != nil {
+	var reply chunksReply
+	if r := e.ask(ctx, contextualPrecisionPrompt, fields, &reply); r != nil {
 		return *r
 	}
 	byIdx, err := verdictsByIndex(reply.Chunks, func(v chunkVerdict) num { return v.Chunk }, len(chunks), "chunk")
@@ -394,17 +351,8 @@ func runContextualRecall(e *ragJudge, ctx context.Context, c *adapter.Case) Resu
 	if skip != nil {
 		return *skip
 	}
-	task := "Split the expected output into its individual statements (at most 30). For each, decide whether it can be " +
-		"attributed to the context chunks: \"yes\" or \"no\"."
-	format := `{"statements": [{"statement": "<statement>", "attributable": "yes" | "no"}], "reason": "<one sentence>"}`
-	var reply struct {
-		Statements []struct {
-			Statement    string `json:"statement"`
-			Attributable flag   `json:"attributable"`
-		} `json:"statements"`
-		Reason string `json:"reason"`
-	}
-	if r := e.ask(ctx, task, format, []field{{"expected_output", clipText(exp, limit)}, {"context_chunks", chunks}}, &reply); r != nil {
+	var reply statementsReply
+	if r := e.ask(ctx, contextualRecallPrompt, []field{{"expected_output", clipText(exp, limit)}, {"context_chunks", chunks}}, &reply); r != nil {
 		return *r
 	}
 	total := len(reply.Statements)

@@ -85,10 +85,46 @@ func qa(input, output string) *adapter.Case {
 }
 
 func TestJudgeEvaluatorsNeedJudge(t *testing.T) {
-	for _, f := range judgeFactories {
+	n := 0
+	for _, typ := range Types() {
+		f, _ := Lookup(typ)
+		if !f.NeedsJudge {
+			continue
+		}
+		n++
 		cfg := Config{Type: f.Type}
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "needs `judge`") {
 			t.Errorf("%s without judge: err = %v", f.Type, err)
+		}
+	}
+	if n != 20 { // docs/contract.md §6 lists 20 judge types
+		t.Errorf("%d types need a judge, want 20", n)
+	}
+}
+
+// Each agent and conversation judge type decodes only its own options.
+func TestJudgeAgentOptionsPerType(t *testing.T) {
+	for _, tc := range []struct {
+		typ  string
+		opts map[string]any
+		err  string
+	}{
+		{"task_completion", obj("tasks", []any{"book"}, "constraints", "cheap"), ""},
+		{"task_completion", obj("max_calls", 3), "unknown option `max_calls` (known options: constraints, tasks)"},
+		{"tool_argument_accuracy", obj("max_calls", 3), ""},
+		{"tool_argument_accuracy", obj("max_calls", -1), "must be positive"},
+		{"agent_memory", obj("context", []any{"a fact"}), ""},
+		{"agent_memory", obj("goal", "x"), "unknown option `goal`"},
+		{"conversation_completeness", obj("goal", "a booking"), ""},
+		{"knowledge_retention", obj("goal", "x"), "unknown option `goal` (this type has no options)"},
+		{"plan_quality", obj("tasks", []any{"x"}), "(this type has no options)"},
+	} {
+		err := (&Config{Type: tc.typ, Judge: "default", Options: tc.opts}).Validate()
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s %v: %v", tc.typ, tc.opts, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s %v: err = %v, want %q", tc.typ, tc.opts, err, tc.err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 // decodeOptions decodes a type's options strictly into out (a pointer to a
@@ -32,6 +33,9 @@ func decodeOptions(opts *confmap.Conf, out any) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		if len(known) == 0 {
+			return fmt.Errorf("unknown option %s (this type has no options)", quoteList(unknown))
+		}
 		return fmt.Errorf("unknown option %s (known options: %s)", quoteList(unknown), strings.Join(known, ", "))
 	}
 	if err := opts.Unmarshal(out); err != nil {
@@ -136,15 +140,4 @@ func plural(n int, word string) string {
 }
 
 // truncate shortens s to at most n bytes (on a rune boundary) with an ellipsis.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+func truncate(s string, n int) string { return textutil.Ellipsis(s, n) }

@@ -20,7 +20,7 @@ const noExpectedOutput = "no expected output: set the span attribute eval.expect
 
 // expectedOutputOption is the evaluator's own expected output, used when
 // neither the case's span nor the root span carries eval.expected.output
-// (contract section 3). `expected` is the name the tool-call evaluators use;
+// (docs/contract.md §3). `expected` is the name the tool-call evaluators use;
 // `expected_output` names the attribute it stands for. Either takes a string
 // (a string holding JSON means that JSON value, as for the attribute) or a
 // YAML value.

@@ -1,8 +1,6 @@
 package evaluators
 
 import (
-	"sort"
-
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.uber.org/zap"
@@ -45,7 +43,7 @@ type Factory struct {
 	// adapter copies only when some evaluator needs them.
 	NeedsAttributes bool
 	// Sessions says the type can score a whole conversation (`case:
-	// session`, contract section 14): it reads the case's turns, messages,
+	// session`, docs/contract.md §14): it reads the case's turns, messages,
 	// tool calls or usage, which a session case fills from all its turns.
 	Sessions bool
 	// ToolCalls says the evaluator compares the case's tool calls (and the
@@ -56,34 +54,58 @@ type Factory struct {
 	New func(opts *confmap.Conf, deps Deps) (Evaluator, error)
 }
 
-// registry lists every evaluator type, keyed by `type`. Each family file
-// defines its factories; they are listed here so the catalogue is in one place.
+// registry lists every evaluator type (docs/contract.md §6,
+// docs/evaluators.md), keyed by `type`, each line naming the file that
+// implements it. This is the one catalogue: there is no other registration.
 var registry = index(
 	// Tool calls compared with an expectation (toolcalls.go).
-	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCorrectness},
-	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolTrajectory},
-	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallAccuracy},
+	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCorrectness},    // toolcalls.go
+	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolTrajectory},      // toolcalls.go
+	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallAccuracy}, // toolcalls.go
 	// Calls on their own.
-	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallValidity},
-	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolError},
-	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolEfficiency},
+	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallValidity},            // validity.go
+	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolError},           // toolerror.go
+	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolEfficiency}, // efficiency.go
 	// Tool definitions (reliability.go).
-	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolNameReliability},
-	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolDescriptionReliability},
+	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolNameReliability},               // reliability.go
+	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolDescriptionReliability}, // reliability.go
 	// Final output (output.go).
-	Factory{Type: "exact_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newExactMatch},
-	Factory{Type: "regex", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newRegex},
-	Factory{Type: "structural_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newStructuralMatch},
+	Factory{Type: "exact_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newExactMatch},           // output.go
+	Factory{Type: "regex", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newRegex},                      // output.go
+	Factory{Type: "structural_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newStructuralMatch}, // output.go
 	// Retrieval (retrieval.go).
-	Factory{Type: "retrieval_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(false)},
-	Factory{Type: "retrieval_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(true)},
+	Factory{Type: "retrieval_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(false)}, // retrieval.go
+	Factory{Type: "retrieval_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(true)},     // retrieval.go
 	// Limits (limits.go).
-	Factory{Type: "latency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newLatency},
-	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newTokenUsage},
+	Factory{Type: "latency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newLatency},        // limits.go
+	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newTokenUsage}, // limits.go
 	// Custom: the user's own checks, as a CEL expression (cel.go) or an
 	// HTTP endpoint (remote.go).
-	Factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Sessions: true, New: newCEL},
-	Factory{Type: "remote", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Async: true, Sessions: true, New: newRemote},
+	Factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Sessions: true, New: newCEL},                    // cel.go
+	Factory{Type: "remote", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Async: true, Sessions: true, New: newRemote}, // remote.go
+	// With a judge (judge.go is their common base): an answer against the
+	// operator's criteria, answers and retrieval, safety, agent runs and
+	// conversations.
+	Factory{Type: "llm_judge", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newLLMJudge},                                                                            // judge_llm.go
+	Factory{Type: "faithfulness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runFaithfulness)},                                                                             // judge_rag.go
+	Factory{Type: "hallucination", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runHallucination)},                                                                           // judge_rag.go
+	Factory{Type: "answer_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runAnswerRelevancy)},                                                                      // judge_rag.go
+	Factory{Type: "contextual_relevance", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualRelevance)},                                                              // judge_rag.go
+	Factory{Type: "contextual_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualPrecision)},                                                              // judge_rag.go
+	Factory{Type: "contextual_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualRecall)},                                                                    // judge_rag.go
+	Factory{Type: "toxicity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newSafety(toxicityCategories, "toxic")},                                                                  // judge_safety.go
+	Factory{Type: "bias", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newSafety(biasCategories, "biased")},                                                                         // judge_safety.go
+	Factory{Type: "task_completion", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runTaskCompletion, 0, taskCompletionOpts)},                               // judge_agent.go
+	Factory{Type: "tool_argument_hallucination", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolArgHallucination, 20, toolArgumentsOpts)},                             // judge_agent.go
+	Factory{Type: "tool_argument_accuracy", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolArgAccuracy, 8, toolArgumentsOpts)},                                        // judge_agent.go
+	Factory{Type: "tool_call_necessity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolCallNecessity, 0, noOptions)},                                                 // judge_agent.go
+	Factory{Type: "step_faithfulness", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runStepFaithfulness, 0, noOptions)},                                                    // judge_agent.go
+	Factory{Type: "plan_quality", DefaultThreshold: 0.6, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runPlanQuality, 0, noOptions)},                                                              // judge_agent.go
+	Factory{Type: "trajectory_efficiency", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runTrajectoryEfficiency, 0, noOptions)},                                            // judge_agent.go
+	Factory{Type: "agent_memory", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runAgentMemory, 0, agentMemoryOpts)},                                        // judge_agent.go
+	Factory{Type: "knowledge_retention", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runKnowledgeRetention, 0, noOptions)},                                // judge_conversation.go
+	Factory{Type: "conversation_completeness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runConversationCompleteness, 0, conversationCompletenessOpts)}, // judge_conversation.go
+	Factory{Type: "turn_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runTurnRelevancy, 0, noOptions)},                                          // judge_conversation.go
 )
 
 func index(fs ...Factory) map[string]Factory {
@@ -104,10 +126,13 @@ func Lookup(typ string) (Factory, bool) {
 }
 
 // SessionTypes lists the types that accept `case: session`, sorted.
-func SessionTypes() []string {
+func SessionTypes() []string { return typesWhere(func(f Factory) bool { return f.Sessions }) }
+
+// typesWhere lists the types whose factory keep accepts, sorted.
+func typesWhere(keep func(Factory) bool) []string {
 	var out []string
 	for _, t := range Types() {
-		if registry[t].Sessions {
+		if keep(registry[t]) {
 			out = append(out, t)
 		}
 	}
@@ -115,11 +140,4 @@ func SessionTypes() []string {
 }
 
 // Types lists the registered types, sorted.
-func Types() []string {
-	out := make([]string, 0, len(registry))
-	for t := range registry {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
-}
+func Types() []string { return sortedKeys(registry) }

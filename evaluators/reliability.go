@@ -134,24 +134,8 @@ func toolsData(defs []adapter.ToolDefinition, limit int, withParams bool) []tool
 // by tool number (1-based). On failure it returns the result to report
 // (skipped on budget, timeout, error; see judgeBase.ask).
 func (b reliabilityBase) askToolChecks(ctx context.Context, what string, checks []judgeCheck, tools []toolData) (map[int]judgeToolVerdict, *Result) {
-	var task strings.Builder
-	fmt.Fprintf(&task, "The data lists the tools an AI agent is given. Judge the %s of every tool against each criterion "+
-		"below; a criterion is true when it is met, false when it is not.\n", what)
-	for _, c := range checks {
-		fmt.Fprintf(&task, "- %s: %s\n", c.key, c.question)
-	}
-	task.WriteString("Give a verdict for every criterion of every tool, identified by its number, and a short reason " +
-		"for each criterion that is false.")
-	keys := make([]string, len(checks))
-	for i, c := range checks {
-		keys[i] = fmt.Sprintf("%q: true | false", c.key)
-	}
-	format := `{"tools": [{"tool": <number>, "checks": {` + strings.Join(keys, ", ") +
-		`}, "reasons": {"<each false criterion>": "<short reason>"}}]}`
-	var reply struct {
-		Tools []json.RawMessage `json:"tools"`
-	}
-	if r := b.ask(ctx, task.String(), format, []field{{"tools", tools}}, &reply); r != nil {
+	var reply toolChecksReply
+	if r := b.ask(ctx, toolChecksPrompt(what, checks), []field{{"tools", tools}}, &reply); r != nil {
 		return nil, r
 	}
 	verdicts := make([]judgeToolVerdict, 0, len(reply.Tools))

@@ -24,10 +24,11 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/httpretry"
 	"github.com/evalbridge/evalbridge/judge"
 )
 
-// `type: remote` (contract section 15): the user's own check behind an HTTP
+// `type: remote` (docs/contract.md §15): the user's own check behind an HTTP
 // endpoint, in any language. Each case is POSTed as
 // {"evaluator": "<name>", "case": {…}} (the fields of caseView, free text
 // clipped to max_field_bytes as in judge prompts); the reply is
@@ -290,7 +291,7 @@ func (r *remote) attempt(ctx context.Context, hc *http.Client, body []byte) (_ *
 		err := fmt.Errorf("HTTP %d from the remote evaluator: %s", resp.StatusCode, r.redact(clipText(strings.TrimSpace(string(data)), 300)))
 		retry, after := judge.RetryableStatus(resp.StatusCode)
 		if after {
-			retryAfter = judge.ParseRetryAfter(resp.Header.Get("Retry-After"), r.now())
+			retryAfter = httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), r.now())
 		}
 		return nil, retryAfter, retry, err
 	}

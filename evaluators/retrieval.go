@@ -17,7 +17,7 @@ type retrievalOptions struct {
 	Field string `mapstructure:"field"`
 	// Expected (or ExpectedDocuments, the attribute's name) are the relevant
 	// documents or ids when no span carries eval.expected.documents
-	// (contract section 3): a list, or a string holding a JSON array.
+	// (docs/contract.md §3): a list, or a string holding a JSON array.
 	Expected          any `mapstructure:"expected"`
 	ExpectedDocuments any `mapstructure:"expected_documents"`
 }

@@ -8,12 +8,12 @@ import (
 )
 
 // case: session is a property of the registry entry: the session-capable
-// types of contract section 14 accept it, every other type is rejected at
+// types of docs/contract.md §14 accept it, every other type is rejected at
 // validation, naming the evaluator and its type.
 func TestCaseSession(t *testing.T) {
 	capable := map[string]bool{"knowledge_retention": true, "conversation_completeness": true, "turn_relevancy": true,
 		"agent_memory": true, "llm_judge": true, "task_completion": true, "tool_efficiency": true, "tool_error": true,
-		"cel": true, "remote": true} // the list of contract section 14
+		"cel": true, "remote": true} // the list of docs/contract.md §14
 	for _, typ := range Types() {
 		f, _ := Lookup(typ)
 		if f.Sessions != capable[typ] {

@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/time/rate"
+
+	"github.com/evalbridge/evalbridge/internal/httpretry"
 )
 
 // ErrBudgetExhausted is returned (wrapped) when a call would exceed the
@@ -309,7 +311,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 		err := fmt.Errorf("HTTP %d from the judge: %s", resp.StatusCode, clip(strings.TrimSpace(c.redact(string(data))), 300))
 		retry, after := RetryableStatus(resp.StatusCode)
 		if after {
-			return "", u, ParseRetryAfter(resp.Header.Get("Retry-After"), c.now()), retry, err
+			return "", u, httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), c.now()), retry, err
 		}
 		return "", u, 0, retry, err
 	}

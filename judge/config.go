@@ -3,7 +3,7 @@
 // with the controls a production judge needs: bounded concurrency, request
 // and token rates, a rolling token budget, hard timeouts, retries honouring
 // Retry-After, an LRU cache of verdicts, and a limit on how much of each span
-// field goes into a prompt. Contract section 10.
+// field goes into a prompt. docs/contract.md §10.
 package judge
 
 import (

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,8 +18,8 @@ import (
 
 // The pieces of the judge client's HTTP handling that other clients of
 // user-configured endpoints (the `remote` evaluator) share: the client's
-// lifecycle, which replies are worth retrying, the backoff, Retry-After, and
-// keeping secrets out of errors.
+// lifecycle, which replies are worth retrying, the backoff and keeping
+// secrets out of errors (Retry-After: internal/httpretry).
 
 // HTTPClient is the HTTP client of a confighttp config, built at Start with
 // the host's extensions (auth) and closed at Shutdown. It is safe for
@@ -66,13 +66,28 @@ func (h *HTTPClient) Close() {
 	}
 }
 
+// randomizationFactor spreads each backoff over [d·(1-f), d·(1+f)], as the
+// collector's configretry does for the webhook exporter (its default factor,
+// backoff.DefaultRandomizationFactor), so that the evaluations that failed
+// together (a judge's outage) do not all retry at the same instant.
+const randomizationFactor = 0.5
+
+// jitter is a uniform number in [0, 1); tests replace it.
+var jitter = defaultJitter
+
+var defaultJitter = rand.Float64
+
 // Backoff is the wait before the attempt after `attempt`: InitialBackoff
-// doubled per attempt, at most MaxBackoff.
+// doubled per attempt, randomised by ±randomizationFactor, at most
+// MaxBackoff.
 func (r RetryConfig) Backoff(attempt int) time.Duration {
 	d := r.InitialBackoff
 	for i := 1; i < attempt && d < r.MaxBackoff; i++ {
 		d *= 2
 	}
+	d = min(d, r.MaxBackoff)
+	spread := randomizationFactor * float64(d)
+	d = time.Duration(float64(d) - spread + jitter()*2*spread)
 	return min(d, r.MaxBackoff)
 }
 
@@ -137,21 +152,4 @@ func Redact(s string, apiKey configopaque.String, headers configopaque.MapList) 
 func IsTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
-}
-
-// ParseRetryAfter reads delay-seconds or an HTTP date.
-func ParseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }

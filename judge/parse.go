@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 // thinkBlock is the reasoning some models (DeepSeek-R1, Qwen3 …) print
 // before their answer; a JSON object in it is not the verdict.
 var thinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
 
-// ExtractJSON returns the first JSON object in a reply's content (contract
-// section 10): prose and code fences around it are ignored. Errors quote at
+// ExtractJSON returns the first JSON object in a reply's content (docs/contract.md
+// §10): prose and code fences around it are ignored. Errors quote at
 // most a short excerpt of the content; Client.Complete returns content
 // already redacted, so the excerpt holds no key.
 func ExtractJSON(content string) (json.RawMessage, error) {
@@ -54,13 +56,4 @@ func DecodeReply(content string, out any) error {
 	return nil
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clip(s string, n int) string { return textutil.Ellipsis(s, n) }

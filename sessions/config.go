@@ -1,5 +1,5 @@
 // Package sessions keeps the turns of conversations that span several
-// traces and turns them into session cases (contract section 14): a store of
+// traces and turns them into session cases (docs/contract.md §14): a store of
 // compact per-turn records keyed by service and conversation id, bounded by
 // max_sessions and max_turns, and the evaluate_session span that carries a
 // scored session's results. The `eval` processor and evalctl share it.
@@ -24,7 +24,7 @@ type Config struct {
 	_ struct{}
 }
 
-// NewDefaultConfig returns the defaults of contract section 14.
+// NewDefaultConfig returns the defaults of docs/contract.md §14.
 func NewDefaultConfig() Config {
 	return Config{Idle: 5 * time.Minute, MaxSessions: 10000, MaxTurns: 100}
 }

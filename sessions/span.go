@@ -10,7 +10,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// Names of the evaluate_session span (contract section 14).
+// Names of the evaluate_session span (docs/contract.md §14).
 const (
 	SpanName = "evaluate_session"
 	// ScopeName is the instrumentation scope of evaluate_session spans.

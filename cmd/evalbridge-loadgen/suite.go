@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 // Evaluator blocks of the suite's collector configs. Every run of kind
@@ -437,12 +439,7 @@ func collectorMetrics(c *collector) string {
 	return "collector metrics: " + strings.Join(parts, " ")
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+func clip(s string, n int) string { return textutil.Ellipsis(s, n) }
 
 // keyPrefix starts every judge key the suite makes; the leak checks look
 // for 8-byte windows of the random rest, which cannot appear by chance.

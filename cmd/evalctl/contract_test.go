@@ -81,8 +81,8 @@ func contractTrace(t *testing.T) string {
 	return string(b)
 }
 
-// The option spellings of contract section 6 through the YAML an
-// acceptance run gives `evalctl run`, and the attributes of section 4 in
+// The option spellings of docs/contract.md §6 through the YAML an
+// acceptance run gives `evalctl run`, and the attributes of §4 in
 // `--out`.
 func TestContractOptionsThroughYAML(t *testing.T) {
 	dir := t.TempDir()
@@ -225,7 +225,7 @@ func TestContractOptionsThroughYAML(t *testing.T) {
 	}
 }
 
-// Section 7: the summary per evaluator name counts cases, passed, failed,
+// docs/contract.md §7: the summary per evaluator name counts cases, passed, failed,
 // skipped, errors (timeouts among them) and the mean of the scores.
 func TestContractSummaryCounts(t *testing.T) {
 	sum := newSummary([]*evaluators.Instance{{Name: "a", Type: "tool_error"}, {Name: "b", Type: "latency"}})
@@ -262,7 +262,7 @@ func TestContractSummaryCounts(t *testing.T) {
 	}
 	found := false
 	for _, line := range strings.Split(buf.String(), "\n") {
-		// The columns of section 7 first; the intervals after them. The
+		// The columns of §7 first; the intervals after them. The
 		// bootstrap of {1, 0.25} can only give means 0.25, 0.625 or 1.
 		found = found || strings.Join(strings.Fields(line), " ") == "a tool_error 5 1 1 1 2 0.625 [0.250, 1.000] 0.500 [0.095, 0.905]"
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Gates (contract section 7, "Gate and report options") decide the exit
+// Gates (docs/contract.md §7, "Gate and report options") decide the exit
 // status from the intervals, not from single failures: a noisy suite with a
 // few failing cases passes, a clear miss or a clear regression does not.
 

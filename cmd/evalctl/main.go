@@ -1,6 +1,6 @@
 // Command evalctl runs the evalbridge engine offline over exported trace
 // files: a CI gate that scores agent runs exactly as the `eval` processor
-// does in a collector (contract section 7).
+// does in a collector (docs/contract.md §7).
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	"os"
 )
 
-// Exit codes (contract section 7).
+// Exit codes (docs/contract.md §7).
 const (
 	exitOK     = 0
 	exitFailed = 1

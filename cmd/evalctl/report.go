@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 // The --report file: one self-contained HTML page (inline CSS, JS and SVG;
@@ -272,15 +273,4 @@ func argsText(m map[string]any) string {
 	return clip(strings.TrimSuffix(strings.TrimPrefix(string(b), "{"), "}"), 200)
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && cut < len(s) && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+func clip(s string, n int) string { return textutil.Ellipsis(s, n) }

@@ -20,7 +20,7 @@ type evaluatorSummary struct {
 	Failed  int    `json:"failed"`
 	Skipped int    `json:"skipped"`
 	// Errors counts `error` and `timeout` results, so that cases = passed +
-	// failed + skipped + errors (contract section 7); Timeouts is the part
+	// failed + skipped + errors (docs/contract.md §7); Timeouts is the part
 	// of Errors that timed out.
 	Errors    int      `json:"errors"`
 	Timeouts  int      `json:"timeouts"`
@@ -187,7 +187,7 @@ func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	// The intervals come after the columns of contract section 7, so a
+	// The intervals come after the columns of docs/contract.md §7, so a
 	// script reading the first eight columns keeps working.
 	fmt.Fprintln(tw, "EVALUATOR\tTYPE\tCASES\tPASSED\tFAILED\tSKIPPED\tERRORS\tMEAN SCORE\tMEAN 95% CI\tPASS RATE\tPASS RATE 95% CI\t")
 	for _, e := range s.rows() {

@@ -11,7 +11,7 @@ import (
 )
 
 // attrService names the resource attribute of Alert.ServiceName. The eval.*
-// names come from the annotator that writes them (contract section 4).
+// names come from the annotator that writes them (docs/contract.md §4).
 const attrService = "service.name"
 
 // agentNameKeys are read in order for Alert.AgentName.
@@ -27,7 +27,7 @@ type Payload struct {
 	// SuppressedByEvaluator is the digest of Suppressed: counts per
 	// evaluator name. Present only when Suppressed > 0.
 	SuppressedByEvaluator map[string]int `json:"suppressed_by_evaluator,omitempty"`
-	// Monitors are monitor notifications (contract section 13). A request
+	// Monitors are monitor notifications (docs/contract.md §13). A request
 	// of notifications only is {"monitors": [...]}; the sending queue's
 	// batching, when enabled, can put both in one request.
 	Monitors []MonitorNotification `json:"monitors,omitempty"`

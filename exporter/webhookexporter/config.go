@@ -45,11 +45,11 @@ type Config struct {
 	Evaluators []string `mapstructure:"evaluators"`
 	// MaxAlertsPerMinute caps alerts sent per rolling minute; 0 = unlimited.
 	MaxAlertsPerMinute int `mapstructure:"max_alerts_per_minute"`
-	// PerTraceAlerts keeps the per-failed-evaluation alerts of contract
-	// section 9 (default true). Off, only monitors send anything.
+	// PerTraceAlerts keeps the per-failed-evaluation alerts of docs/contract.md
+	// §9 (default true). Off, only monitors send anything.
 	PerTraceAlerts bool `mapstructure:"per_trace_alerts"`
 	// Monitors alert on an evaluator's pass rate or mean score over a
-	// sliding window, per group (contract section 13).
+	// sliding window, per group (docs/contract.md §13).
 	Monitors []MonitorConfig `mapstructure:"monitors"`
 	// MaxGroups bounds the groups each monitor tracks (default
 	// DefaultMaxGroups). Cases of further groups are counted, not tracked.

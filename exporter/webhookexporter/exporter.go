@@ -20,9 +20,11 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/internal/httpretry"
 )
 
-// Signature headers (contract section 9).
+// Signature headers (docs/contract.md §9).
 const (
 	HeaderTimestamp = "X-Evalbridge-Timestamp"
 	HeaderSignature = "X-Evalbridge-Signature"
@@ -204,15 +206,16 @@ func (e *webhookExporter) send(ctx context.Context, body []byte) error {
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
 		e.tel.failed(ctx, failureThrottled)
-		return exporterhelper.NewThrottleRetry(statusErr, retryAfter(resp.Header.Get("Retry-After"), e.now()))
+		return exporterhelper.NewThrottleRetry(statusErr, httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), e.now()))
 	case code >= 500:
 		// 502, 504 and other server errors: retry with backoff.
 		e.tel.failed(ctx, failureRetryable)
 		return statusErr
 	default:
 		e.tel.failed(ctx, failurePermanent)
-		e.logger.Error("Webhook endpoint rejected alerts; not retrying",
-			zap.Int("status", code), zap.String("body", excerpt))
+		// Not logged here: exporterhelper logs every error it is handed
+		// ("Exporting failed. Rejecting data."), and statusErr carries the
+		// status and the bounded body excerpt.
 		return consumererror.NewPermanent(statusErr)
 	}
 }
@@ -231,26 +234,6 @@ func Sign(secret []byte, ts string, body []byte) string {
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// retryAfter parses a Retry-After value: delay-seconds or an HTTP-date.
-// Zero means "use the backoff".
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }
 
 // readExcerpt reads at most maxBodyExcerpt bytes of a response body and

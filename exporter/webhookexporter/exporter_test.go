@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap/zapcore"
 )
 
 const traceHex = "0af7651916cd43dd8448eb211c80319c"
@@ -254,16 +255,6 @@ func TestThrottleHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-func TestRetryAfterParsing(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	assert.Equal(t, 7*time.Second, retryAfter("7", now))
-	assert.Equal(t, time.Duration(0), retryAfter("", now))
-	assert.Equal(t, time.Duration(0), retryAfter("-3", now))
-	assert.Equal(t, time.Duration(0), retryAfter("soon", now))
-	assert.Equal(t, 30*time.Second, retryAfter(now.Add(30*time.Second).Format(http.TimeFormat), now))
-	assert.Equal(t, time.Duration(0), retryAfter(now.Add(-time.Minute).Format(http.TimeFormat), now))
-}
-
 func TestPermanent4xx(t *testing.T) {
 	body := `{"error":"unknown channel"}` + strings.Repeat("x", 1000)
 	rec := newRecorder(t, statusBody(http.StatusBadRequest, body))
@@ -274,13 +265,13 @@ func TestPermanent4xx(t *testing.T) {
 	assert.Contains(t, err.Error(), "400")
 	assert.Len(t, rec.requests(), 1, "no retry")
 
-	entries := h.logs.FilterMessage("Webhook endpoint rejected alerts; not retrying").All()
-	require.Len(t, entries, 1)
-	fields := entries[0].ContextMap()
-	assert.EqualValues(t, 400, fields["status"])
-	excerpt, _ := fields["body"].(string)
-	assert.True(t, strings.HasPrefix(excerpt, `{"error":"unknown channel"}`), excerpt)
-	assert.LessOrEqual(t, len(excerpt), maxBodyExcerpt)
+	// Logged once, by exporterhelper, with the status and the excerpt.
+	entries := h.logs.FilterLevelExact(zapcore.ErrorLevel).All()
+	require.Len(t, entries, 1, "one error line: %v", entries)
+	assert.Contains(t, entries[0].Message, "Exporting failed")
+	logged, _ := entries[0].ContextMap()["error"].(string)
+	assert.Contains(t, logged, "HTTP 400")
+	assert.Contains(t, logged, `{\"error\":\"unknown channel\"}`)
 	assert.Less(t, len(err.Error()), 512, "error quotes a bounded excerpt")
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_exporter_webhook_send_failures", failurePermanent))
 }

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
-	"unicode/utf8"
+
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 const (
@@ -275,12 +276,4 @@ var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 func slackEscape(s string) string { return slackEscaper.Replace(s) }
 
 // truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+func truncate(s string, n int) string { return textutil.Truncate(s, n) }

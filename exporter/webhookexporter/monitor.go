@@ -13,7 +13,7 @@ import (
 	"github.com/evalbridge/evalbridge/evaluators"
 )
 
-// Monitor notification states (contract section 13).
+// Monitor notification states (docs/contract.md §13).
 const (
 	StateFiring   = "firing"
 	StateResolved = "resolved"
@@ -37,7 +37,7 @@ type MonitorNotification struct {
 	MeanScore *float64 `json:"mean_score"`
 	Threshold float64  `json:"threshold"`
 	// Figure names what Threshold applies to: pass_rate or mean_score. Not
-	// in the JSON body (contract section 13); for slack and templates.
+	// in the JSON body (docs/contract.md §13); for slack and templates.
 	Figure string `json:"-"`
 	// Since is when the group went firing; for resolved, when the incident
 	// it closes began.

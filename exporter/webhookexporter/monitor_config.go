@@ -12,7 +12,7 @@ const DefaultMaxGroups = 1000
 // minMonitorWindow keeps a bucket (window/windowBuckets) at 1/60 s or more.
 const minMonitorWindow = time.Second
 
-// MonitorConfig is one entry of `monitors:` (contract section 13).
+// MonitorConfig is one entry of `monitors:` (docs/contract.md §13).
 type MonitorConfig struct {
 	// Name identifies the monitor in notifications and metrics.
 	Name string `mapstructure:"name"`

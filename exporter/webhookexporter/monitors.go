@@ -233,7 +233,9 @@ func (t *tracesExporter) enqueue(ctx context.Context, ps []pending) {
 		for i := range ps {
 			ps[i].m.tel.enqueueFailed()
 		}
-		t.logger.Error("Monitor notifications rejected by the webhook endpoint; dropped",
+		// exporterhelper has logged the error ("Exporting failed"); this
+		// only says what became of the notifications.
+		t.logger.Debug("Monitor notifications rejected by the webhook endpoint; dropped",
 			zap.Int("notifications", len(ps)), zap.Error(err))
 		return
 	}
@@ -241,6 +243,8 @@ func (t *tracesExporter) enqueue(ctx context.Context, ps []pending) {
 		ps[i].undo()
 		ps[i].m.tel.enqueueFailed()
 	}
-	t.logger.Error("Monitor notifications not queued; the next evaluation retries them",
-		zap.Int("notifications", len(ps)), zap.Error(err))
+	// exporterhelper has logged the error at Error; this says only that
+	// nothing is lost.
+	t.logger.Info("Monitor notifications not queued; the next evaluation retries them",
+		zap.Int("notifications", len(ps)))
 }

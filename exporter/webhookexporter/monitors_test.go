@@ -36,7 +36,7 @@ func (r *recorder) monitors(t *testing.T) []MonitorNotification {
 }
 
 // A burst of failures for one agent: one signed notification whose body is
-// exactly contract section 13's; per_trace_alerts: false sends no alert.
+// exactly docs/contract.md §13's; per_trace_alerts: false sends no alert.
 func TestMonitorNotificationPayload(t *testing.T) {
 	rec := newRecorder(t)
 	cfg := syncConfig(rec.srv.URL)

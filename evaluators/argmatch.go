@@ -1,3 +1,7 @@
+// The argument matcher (`arguments:`, `tool_arguments:`): whether an actual
+// call's arguments match an expected call's, and why not. The alignment of
+// whole call sequences is in alignment.go.
+
 package evaluators
 
 import (
@@ -9,7 +13,7 @@ import (
 	"strings"
 )
 
-// Argument matching modes (contract section 6, `arguments:`).
+// Argument matching modes (docs/contract.md §6, `arguments:`).
 const (
 	ArgsExact    = "exact"
 	ArgsSubset   = "subset"
@@ -93,7 +97,7 @@ func newArgMatcher(o *ArgumentOptions, base *argMatcher, option string) (*argMat
 // A nil map is an empty object.
 //
 // An empty expected object expects a call without arguments in every mode
-// but ignore (contract section 6: "`arguments: {}` expects none"), so under
+// but ignore (docs/contract.md §6: "`arguments: {}` expects none"), so under
 // subset and fuzzy, where expected keys ⊆ actual keys would hold vacuously,
 // `{}` still differs from an omitted `arguments` (which matches anything and
 // never reaches the matcher).
@@ -273,7 +277,7 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-func sortedKeys(m map[string]any) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -1,3 +1,9 @@
+// Alignment of actual tool calls with expected ones: longest common
+// subsequence (Hirschberg in linear space for long sequences), maximum
+// bipartite matching for the unordered modes, positional pairing, all
+// bounded by the evaluation's context. The argument matcher that decides
+// whether two calls are equal is in argmatch.go.
+
 package evaluators
 
 import (
