@@ -203,7 +203,7 @@ func (u *Usage) add(o Usage) (overflow bool) {
 }
 
 // Expectations are read from the case's span, else from the trace's root
-// span (contract section 3). Each Has* flag distinguishes "not given" from an
+// span (docs/contract.md §3). Each Has* flag distinguishes "not given" from an
 // empty value: `eval.expected.tool_calls = []` expects no call at all.
 type Expectations struct {
 	ToolCalls    []ExpectedCall

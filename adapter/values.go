@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 	"math"
 	"sort"
 	"strconv"
@@ -65,35 +66,24 @@ func (c *spanCtx) report(attr, format string, args ...any) {
 	if c.id == "" {
 		name := c.span.Name()
 		if len(name) > 200 {
-			name = truncateUTF8(name, 200) + "…"
+			name = textutil.Truncate(name, 200) + "…"
 		}
 		id := c.span.SpanID()
 		c.name, c.id = strings.ToValidUTF8(name, "\uFFFD"), hex.EncodeToString(id[:])
 	}
 	if len(attr) > 200 {
-		attr = truncateUTF8(attr, 200) + "…"
+		attr = textutil.Truncate(attr, 200) + "…"
 	}
 	c.lastMsg = fmt.Sprintf(format, args...)
 	c.problems = append(c.problems, fmt.Sprintf("span %q (%s): attribute %q: %s",
 		c.name, c.id, strings.ToValidUTF8(attr, "\uFFFD"), c.lastMsg))
 }
 
-// truncateUTF8 cuts s to at most n bytes without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // fixString truncates huge strings and replaces invalid UTF-8.
 func (c *spanCtx) fixString(attr, s string) string {
 	if len(s) > maxStringBytes {
 		c.report(attr, "string of %d bytes truncated to %d bytes", len(s), maxStringBytes)
-		s = truncateUTF8(s, maxStringBytes)
+		s = textutil.Truncate(s, maxStringBytes)
 	}
 	if !utf8.ValidString(s) {
 		c.report(attr, "invalid UTF-8 replaced with U+FFFD")

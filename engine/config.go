@@ -45,7 +45,7 @@ type Config struct {
 	// (docs/logs.md). evalctl reads and ignores it.
 	ResultLogRecords bool `mapstructure:"result_log_records"`
 	// Storage names a storage extension (e.g. `file_storage/eval`) that
-	// makes the processor's holding durable (contract section 12): held
+	// makes the processor's holding durable (docs/contract.md §12): held
 	// spans and log records are persisted before they are acknowledged and
 	// restored on start. evalctl reads and ignores it (it holds nothing
 	// across runs); nil: holding is in memory only.

@@ -14,10 +14,9 @@
 //	EVALBRIDGE_FLEET_TRACES=60        traces per phase (the long run: 1000)
 //	EVALBRIDGE_FLEET_INTERVAL=100ms   time between two traces' first batches
 //	EVALBRIDGE_FLEET_KILL_STRICT=1    make the SIGKILL phase assert no loss and
-//	                                  every trace scored once; the default only
-//	                                  reports, because the eval processor does
-//	                                  not persist held spans yet (contract §12
-//	                                  `storage:`); flip it when it does.
+//	                                  every trace scored on all its spans (CI
+//	                                  sets it: tier 2 holds durably with
+//	                                  `storage:`, docs/contract.md §12).
 package fleet
 
 import (

@@ -7,7 +7,7 @@ import (
 )
 
 // Config is the `processors: eval:` block. It is exactly the engine's
-// configuration (contract section 5), squashed, so the same YAML serves the
+// configuration (docs/contract.md §5), squashed, so the same YAML serves the
 // processor and `evalctl --config`.
 type Config struct {
 	engine.Config `mapstructure:",squash"`

@@ -23,7 +23,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// Durable holding (contract section 12, `storage:`). Every chunk that is
+// Durable holding (docs/contract.md §12, `storage:`). Every chunk that is
 // held is written to the storage extension before ConsumeTraces or
 // ConsumeLogs returns, so a receiver that acknowledges (or, for Kafka,
 // commits its offset) after the call acknowledges only what is persisted.

@@ -14,7 +14,7 @@ import (
 	"github.com/evalbridge/evalbridge/sessions"
 )
 
-// The sessions side (contract section 14, docs/sessions.md). The engine
+// The sessions side (docs/contract.md §14, docs/sessions.md). The engine
 // reports each scored trace's turns (agent cases with a conversation id);
 // they are kept as compact records in a sessions.Store, never as spans, so
 // no span is held longer than its trace. A goroutine of its own scores the
