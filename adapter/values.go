@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/evalbridge/evalbridge/internal/textutil"
 	"math"
 	"sort"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 // Limits on what one attribute may cost to read.
