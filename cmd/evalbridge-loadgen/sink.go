@@ -1,9 +1,7 @@
 package main
 
 import (
-	"compress/gzip"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/annotator"
+	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
 )
 
 // arrival is what the sink saw of one generated span.
@@ -99,16 +98,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	raw, err := io.ReadAll(body)
+	raw, err := otlphttpbody.Read(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

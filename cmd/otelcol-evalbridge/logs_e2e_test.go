@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
 )
 
 // signalBackend is an OTLP/HTTP endpoint for traces and logs that keeps
@@ -27,16 +28,7 @@ type signalBackend struct {
 }
 
 func (b *signalBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	raw, err := io.ReadAll(body)
+	raw, err := otlphttpbody.Read(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

@@ -20,7 +20,6 @@
 package fleet
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -49,6 +48,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
 )
 
 const (
@@ -223,16 +224,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	collector, signal := parts[0], parts[2]
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	raw, err := io.ReadAll(body)
+	raw, err := otlphttpbody.Read(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
