@@ -121,17 +121,21 @@ exporters:
     endpoint: %[2]s
     retry_on_failure:
       enabled: false
-service:
+` + quietService + `    traces:
+      receivers: [otlp]
+      processors: [eval, batch]
+      exporters: [otlp_http]
+`
+
+// quietService starts the service block of the e2e configs: the collector
+// logs warnings only and exports no metrics of its own; the pipelines follow.
+const quietService = `service:
   telemetry:
     logs:
       level: warn
     metrics:
       level: none
   pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [eval, batch]
-      exporters: [otlp_http]
 `
 
 // newSDK is the Go OTel SDK exporting over OTLP/gRPC to addr, synchronously,

@@ -135,14 +135,7 @@ exporters:
     endpoint: %[2]s
     retry_on_failure:
       enabled: false
-service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: none
-  pipelines:
-    traces:
+` + quietService + `    traces:
       receivers: [otlp]
       processors: [eval]
       exporters: [otlp_http]

@@ -54,14 +54,7 @@ exporters:
         min_cases: 5
         pass_rate_below: 0.5
         renotify: 1s
-service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: none
-  pipelines:
-    traces:
+` + quietService + `    traces:
       receivers: [otlp]
       processors: [eval]
       exporters: [webhook]

@@ -53,14 +53,7 @@ exporters:
   webhook:
     endpoint: %[4]s/alerts
     secret: e2e-webhook-secret
-service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: none
-  pipelines:
-    traces:
+` + quietService + `    traces:
       receivers: [otlp]
       processors: [eval]
       exporters: [otlp_http, webhook]

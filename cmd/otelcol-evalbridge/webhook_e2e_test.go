@@ -39,14 +39,7 @@ exporters:
     endpoint: %[3]s/alerts
     secret: e2e-webhook-secret
     trace_url: https://traces.example.com/trace/{trace_id}?span={span_id}
-service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: none
-  pipelines:
-    traces:
+` + quietService + `    traces:
       receivers: [otlp]
       processors: [eval]
       exporters: [otlp_http, webhook]
