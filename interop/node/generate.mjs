@@ -64,8 +64,13 @@ function capture(lib, scenario, dir) {
 
 let failed = 0;
 const rows = [];
+// The Responses API run has the sequential script only (lib/responses.mjs).
+const sequentialOnly = new Set(["otel-instrumentation-openai-responses"]);
 for (const lib of libs) {
   for (const scenario of scenarios) {
+    if (scenario === "parallel" && sequentialOnly.has(lib)) {
+      continue;
+    }
     try {
       if (!repeat) {
         let report;

@@ -1,5 +1,11 @@
 // @opentelemetry/instrumentation-openai (GenAI semconv 1.36) on openai 6,
-// patched through its require hook. Message content is captured
+// patched through its require hook. With INTEROP_OPENAI_API=responses (see
+// otel-instrumentation-openai-responses.mjs) the agent uses the Responses
+// API instead, for which 0.21.0 (the newest that runs on Node 20; 0.22 needs
+// Node >= 22.15) follows GenAI semconv 1.38: the content is in two
+// gen_ai.client.inference.operation.details records per call (one with
+// gen_ai.input.messages, one with gen_ai.output.messages), named in the
+// EventName field. Message content is captured
 // (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) but travels as
 // log records, not on the spans: the traces fixture holds the spans, the
 // log records go to testdata/logs/. The instrumentation writes only the chat
@@ -9,7 +15,7 @@
 process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = "true";
 
 import path from "node:path";
-import { SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, context, metrics, trace } from "@opentelemetry/api";
 import { logs } from "@opentelemetry/api-logs";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
@@ -22,10 +28,13 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { OpenAIInstrumentation } from "@opentelemetry/instrumentation-openai";
 import { startServer, USER_REQUEST, FINAL_TEXT, MODEL_CALLS } from "../lib/server.mjs";
 import { runAgent } from "../lib/agent.mjs";
+import { startResponsesServer, runResponsesAgent } from "../lib/responses.mjs";
 import { writeTraces, writeLogs } from "../lib/otlp.mjs";
 import { require, check, outFile, warm } from "./common.mjs";
 
-const resource = resourceFromAttributes({ "service.name": "interop-otel-instrumentation-openai" });
+const RESPONSES = process.env.INTEROP_OPENAI_API === "responses";
+const LIB = RESPONSES ? "otel-instrumentation-openai-responses" : "otel-instrumentation-openai";
+const resource = resourceFromAttributes({ "service.name": `interop-${LIB}` });
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({
   resource,
@@ -42,10 +51,14 @@ logs.setGlobalLoggerProvider(loggerProvider);
 const instrumentation = new OpenAIInstrumentation();
 instrumentation.setTracerProvider(provider);
 instrumentation.setLoggerProvider(loggerProvider);
+// The Responses path records token metrics unguarded: without a meter
+// provider it throws before it emits the output record. The API's no-op
+// provider is enough.
+instrumentation.setMeterProvider(metrics.getMeterProvider());
 instrumentation.enable();
 const { OpenAI } = require("openai"); // after enable(): the require hook patches it
 
-const server = await startServer();
+const server = RESPONSES ? await startResponsesServer() : await startServer();
 const client = new OpenAI({ apiKey: "sk-interop", baseURL: server.baseURL, maxRetries: 0 });
 const tracer = provider.getTracer("travel-agent-app", "1.0.0");
 const AGENT = "travel-agent";
@@ -91,7 +104,7 @@ const invokeAgent = () =>
     },
     async (span) => {
       try {
-        return await runAgent(client, USER_REQUEST, wrapTool);
+        return await (RESPONSES ? runResponsesAgent : runAgent)(client, USER_REQUEST, wrapTool);
       } finally {
         span.setStatus({ code: SpanStatusCode.OK });
         span.end();
@@ -100,15 +113,15 @@ const invokeAgent = () =>
   );
 const out = await warm(invokeAgent, server, exporter, logExporter);
 check(out === FINAL_TEXT, "final text");
-check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
+check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} model calls`);
 await server.close();
 await provider.forceFlush();
 await loggerProvider.forceFlush();
 const spans = exporter.getFinishedSpans();
 const records = logExporter.getFinishedLogRecords();
-const file = outFile("otel-instrumentation-openai");
+const file = outFile(LIB);
 const traceId = writeTraces(file, spans);
 writeLogs(path.join(path.dirname(file), "logs", path.basename(file, ".json") + ".logs.json"), records, traceId);
-console.log(`otel-instrumentation-openai: ${spans.length} spans, ${records.length} log records`);
+console.log(`${LIB}: ${spans.length} spans, ${records.length} log records`);
 await provider.shutdown();
 await loggerProvider.shutdown();
