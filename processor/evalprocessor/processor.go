@@ -51,6 +51,8 @@ type evalProcessor struct {
 	set    component.TelemetrySettings
 	logger *zap.Logger
 	next   consumer.Traces
+	// partitions watches the Kafka partitions batches come from (fleets).
+	partitions partitionWatch
 	// nextLogs is set when the same `eval` component is in a logs pipeline
 	// too (the factory shares one processor between both).
 	nextLogs consumer.Logs
@@ -280,6 +282,9 @@ func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) err
 	if r.late > 0 {
 		p.tel.spansLate.Add(ctx, int64(r.late))
 	}
+	if r.started > 0 && p.partitions.recent(ctx, p.clk.now(), p.cfg.Wait) {
+		p.tel.tracesNewPartition.Add(ctx, int64(r.started))
+	}
 	if fwd.ResourceSpans().Len() == 0 {
 		return nil
 	}
@@ -357,6 +362,7 @@ type routing struct {
 	held    int // spans to hold
 	late    int // spans of released traces
 	invalid int // spans with an empty trace id (forwarded, never held)
+	started int // traces this batch starts holding
 }
 
 // route decides, per trace id in td, where its spans go. A trace is held
@@ -420,6 +426,7 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 					if _, g := genai[id]; g {
 						p.dir[id] = stateHeld
 						d = decHold
+						r.started++
 					}
 				}
 				if d != decForward {

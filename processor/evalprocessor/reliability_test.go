@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
@@ -505,4 +506,27 @@ func TestUniqueSpans(t *testing.T) {
 		require.Len(t, got, n)
 		assert.Equal(t, refs[:n], got, "the first of each id, in order")
 	}
+}
+
+// A trace that begins on a Kafka partition this collector has just started
+// consuming may be the remainder of a trace split by a rebalance: counted.
+// Batches without Kafka metadata count nothing.
+func TestTracesOnNewPartitionCounted(t *testing.T) {
+	h := newHarness(t, nil, nil, nil)
+	kafka := func(partition string) context.Context {
+		return client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{
+			"kafka.topic": {"otlp_spans"}, "kafka.partition": {partition}})})
+	}
+	consume := func(ctx context.Context, tr byte) {
+		b := newBatch()
+		agentTrace(b, tr, false)
+		require.NoError(t, h.p.ConsumeTraces(ctx, b.td))
+	}
+	consume(context.Background(), 1) // OTLP: no partition
+	consume(kafka("3"), 2)           // partition 3 first seen now
+	consume(kafka("3"), 3)           // still within `wait` of it
+	h.clk.advance(2 * time.Second)   // past wait (1s)
+	consume(kafka("3"), 4)           // partition 3 is old now
+	consume(kafka("4"), 5)           // a newly assigned partition
+	assert.Equal(t, int64(3), h.counter(metricTracesNewPartition))
 }

@@ -31,6 +31,7 @@ const (
 	metricLateResults        = "otelcol_processor_eval_late_results"
 	metricSpansDuplicate     = "otelcol_processor_eval_spans_duplicate"
 	metricSpansInvalidID     = "otelcol_processor_eval_spans_invalid_trace_id"
+	metricTracesNewPartition = "otelcol_processor_eval_traces_on_new_partition"
 	metricReleaseBacklog     = "otelcol_processor_eval_release_backlog"
 	metricReleaseRetries     = "otelcol_processor_eval_release_retries"
 	metricSpansRefused       = "otelcol_processor_eval_spans_refused"
@@ -60,6 +61,7 @@ type telemetry struct {
 	lateResults        metric.Int64Counter
 	spansDuplicate     metric.Int64Counter
 	spansInvalidID     metric.Int64Counter
+	tracesNewPartition metric.Int64Counter
 	releaseBacklog     metric.Int64UpDownCounter
 	releaseRetries     metric.Int64Counter
 	spansRefused       metric.Int64Counter
@@ -135,6 +137,10 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.spansInvalidID, err = m.Int64Counter(metricSpansInvalidID,
 		metric.WithDescription("Spans with an empty (all-zero) trace id: forwarded at once, never held."),
 		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.tracesNewPartition, err = m.Int64Counter(metricTracesNewPartition,
+		metric.WithDescription("GenAI traces that began on a Kafka partition this collector has consumed for less than `wait`: their earlier spans may have gone to the partition's previous owner (a split trace, scored on a fragment)."),
+		metric.WithUnit("{traces}"))
 	errs = errors.Join(errs, err)
 	t.releaseBacklog, err = m.Int64UpDownCounter(metricReleaseBacklog,
 		metric.WithDescription("Released spans waiting to be handed to the next consumer (queued or being retried)."),
