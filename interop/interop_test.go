@@ -191,13 +191,6 @@ var libraries = []fixture{
 	},
 }
 
-// orderGap says the order of tied tool spans cannot be known from the
-// spans alone: the LLM spans carry no requested calls
-// (@opentelemetry/instrumentation-openai puts them in log records) and the
-// parallel script's tool spans tie, so without the log records export
-// order (the order they ended in) decides.
-func (f fixture) orderGap() bool { return f.logs != "" && f.script.name == "parallel" }
-
 // responsesAPI is @opentelemetry/instrumentation-openai on openai
 // 6.49.0's Responses API (semconv 1.38: two
 // gen_ai.client.inference.operation.details records per call), sequential
@@ -255,13 +248,20 @@ func adaptFixture(t *testing.T, f fixture, td ptrace.Traces) []adapter.Case {
 	if f.logs == "" {
 		return adapt(t, td)
 	}
-	b, err := os.ReadFile(filepath.Join("testdata", "logs", f.logs))
+	return adaptJoined(t, td, filepath.Join("testdata", "logs", f.logs))
+}
+
+// adaptJoined adapts the one trace of td joined with the content log
+// records in the OTLP/JSON logs file at logsPath.
+func adaptJoined(t *testing.T, td ptrace.Traces, logsPath string) []adapter.Case {
+	t.Helper()
+	b, err := os.ReadFile(logsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(b)
 	if err != nil {
-		t.Fatalf("%s: %v", f.logs, err)
+		t.Fatalf("%s: %v", logsPath, err)
 	}
 	records := adapter.GroupLogsByTrace(ld)
 	traces := adapter.GroupByTrace(td)
@@ -270,7 +270,7 @@ func adaptFixture(t *testing.T, f fixture, td ptrace.Traces) []adapter.Case {
 	}
 	for id, spans := range traces {
 		if n := adapter.JoinEvents(spans, records[id]); n != 0 || len(records[id]) == 0 {
-			t.Fatalf("%s: %d records, %d joined to no span", f.logs, len(records[id]), n)
+			t.Fatalf("%s: %d records, %d joined to no span", logsPath, len(records[id]), n)
 		}
 		cases, problems := adapter.Adapt(spans)
 		if len(problems) > 0 {
@@ -402,10 +402,6 @@ func checkAgent(t *testing.T, f fixture, c adapter.Case) {
 			got = append(got, g.Name)
 		}
 		if want := []string{calls[0].name, calls[1].name}; !slices.Equal(got, want) {
-			if f.orderGap() {
-				t.Skipf("adapter gap: tool calls %v, want %v: the LLM spans carry no requests (the content is in "+
-					"log records, read once logs are joined) and the tool spans tie, so export order decides", got, want)
-			}
 			t.Errorf("tool calls in order %v, want %v", got, want)
 		}
 	})
