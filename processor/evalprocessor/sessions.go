@@ -2,6 +2,7 @@ package evalprocessor
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -75,6 +76,7 @@ func (p *evalProcessor) startSessions() error {
 		return err
 	}
 	s.store = sessions.NewStore(p.cfg.Sessions, p.eng.MaxFieldBytes())
+	p.importSessions(context.Background())
 	s.wake = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.ended = make(chan struct{})
@@ -185,5 +187,55 @@ func (p *evalProcessor) stopSessions(ctx context.Context) {
 		s.turnsDropped.Add(context.Background(), int64(dropped), metric.WithAttributes(attribute.String(attrReason, reasonShutdown)))
 		p.logger.Warn("shutdown's time was up before every session was scored; their turn records are dropped (their spans were forwarded already)",
 			zap.Int("turns", dropped))
+	}
+	p.exportSessions(ctx)
+}
+
+// sessionsKey is where the sessions wait in storage between two runs.
+const sessionsKey = "sessions"
+
+// exportSessions keeps the sessions' turns in storage (with `storage:`),
+// so that a turn after a restart is scored with the whole conversation.
+// Written at shutdown; a SIGKILL loses them (spans are never lost).
+func (p *evalProcessor) exportSessions(ctx context.Context) {
+	if p.store == nil {
+		return
+	}
+	states := p.sess.store.Export()
+	if len(states) == 0 {
+		return
+	}
+	b, err := json.Marshal(states)
+	if err == nil {
+		err = p.store.client.Set(ctx, sessionsKey, b)
+	}
+	if err != nil {
+		p.logger.Warn("sessions could not be kept in storage; they start empty after the restart", zap.Int("sessions", len(states)), zap.Error(err))
+		return
+	}
+	p.logger.Info("sessions kept in storage for the next start", zap.Int("sessions", len(states)))
+}
+
+// importSessions restores the sessions an earlier run kept in storage.
+func (p *evalProcessor) importSessions(ctx context.Context) {
+	if p.store == nil {
+		return
+	}
+	b, err := p.store.client.Get(ctx, sessionsKey)
+	if err != nil || len(b) == 0 {
+		if err != nil {
+			p.logger.Warn("sessions could not be read from storage", zap.Error(err))
+		}
+		return
+	}
+	var states []sessions.State
+	if err := json.Unmarshal(b, &states); err != nil {
+		p.logger.Warn("sessions in storage are unreadable; dropped", zap.Error(err))
+	} else {
+		left := p.sess.store.Import(states)
+		p.logger.Info("sessions restored from storage", zap.Int("sessions", len(states)-left), zap.Int("beyond_max_sessions", left))
+	}
+	if err := p.store.client.Delete(ctx, sessionsKey); err != nil {
+		p.logger.Warn("restored sessions could not be removed from storage", zap.Error(err))
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -27,6 +28,13 @@ type sessionHarness struct {
 }
 
 func newSessionHarness(t *testing.T, mut func(*Config)) *sessionHarness {
+	t.Helper()
+	return newSessionHarnessOn(t, mut, componenttest.NewNopHost())
+}
+
+// newSessionHarnessOn is newSessionHarness started on host (e.g. one with a
+// storage extension).
+func newSessionHarnessOn(t *testing.T, mut func(*Config), host component.Host) *sessionHarness {
 	t.Helper()
 	h := &sessionHarness{sessTick: make(chan time.Time), logs: new(consumertest.LogsSink)}
 	cfg := createDefaultConfig()
@@ -49,7 +57,7 @@ func newSessionHarness(t *testing.T, mut func(*Config)) *sessionHarness {
 	require.NoError(t, err)
 	p.nextLogs = h.logs
 	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
-	h.start(p, componenttest.NewNopHost())
+	h.start(p, host)
 	return h
 }
 
@@ -207,4 +215,35 @@ func TestSessionsShutdownWithoutTimeDropsTurnRecords(t *testing.T) {
 	assert.Empty(t, sessionSpans(h.sink))
 	assert.Equal(t, spans, h.sink.SpanCount(), "no span is lost: only turn records go")
 	assert.Equal(t, int64(2), h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
+}
+
+// With storage:, the sessions' turns outlive a restart: a turn after it is
+// scored with the turns from before it.
+func TestSessionsKeptInStorageAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	withStorage := func(c *Config) {
+		id := storageID
+		c.Storage = &id
+	}
+	onStorage := func(st *testStorage) component.Host {
+		return extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
+	}
+	st1 := startFileStorage(t, dir)
+	h1 := newSessionHarnessOn(t, withStorage, onStorage(st1))
+	h1.turn(1, "conv-a", false)
+	h1.turn(2, "conv-a", false)
+	h1.idleTick(2 * time.Minute)
+	require.Eventually(t, func() bool { return len(sessionSpans(h1.sink)) == 1 }, 5*time.Second, time.Millisecond)
+	h1.shutdown(context.Background())
+	st1.stop()
+
+	h2 := newSessionHarnessOn(t, withStorage, onStorage(startFileStorage(t, dir)))
+	h2.turn(3, "conv-a", true)
+	h2.idleTick(2 * time.Minute)
+	require.Eventually(t, func() bool { return len(sessionSpans(h2.sink)) == 1 }, 5*time.Second, time.Millisecond)
+	sp := sessionSpans(h2.sink)[0]
+	assert.Equal(t, "3", strAttr(sp, "eval.session.turns"), "the two turns from before the restart and the new one")
+	assert.Equal(t, "failed", strAttr(sp, "eval.session_errors.status"))
+	require.Equal(t, 3, sp.Links().Len())
+	assert.Equal(t, tid(1), sp.Links().At(0).TraceID())
 }
