@@ -13,7 +13,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/internal/textutil"
-	"github.com/evalbridge/evalbridge/judge"
+	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
 // Judge is what judge evaluators need from a judge client; *judge.Client

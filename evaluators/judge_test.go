@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/judge"
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 // judgeClient starts a real judge client against a scripted server.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/judge"
+	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
 // go test ./evaluators -run TestPromptGolden -update rewrites the golden

@@ -25,7 +25,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/internal/httpretry"
-	"github.com/evalbridge/evalbridge/judge"
+	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
 // `type: remote` (docs/contract.md §15): the user's own check behind an HTTP

@@ -6,9 +6,9 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/annotator"
-	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/internal/engine"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/sessions"
+	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
 // docs/contract.md §16 (docs/evaluators.md): an instance may not be named

@@ -11,7 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 func runEvalctl(t *testing.T, stdin string, args ...string) (int, string, string) {

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
 // parseInterleaved parses flags that may appear before, between or after the

@@ -5,8 +5,8 @@ import (
 	"sync"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/engine"
-	"github.com/evalbridge/evalbridge/sessions"
+	"github.com/evalbridge/evalbridge/internal/engine"
+	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
 // recordSessions makes the engine record each trace's turns in a session

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/internal/engine"
 	"github.com/evalbridge/evalbridge/evaluators"
 )
 

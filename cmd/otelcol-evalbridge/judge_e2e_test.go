@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 const judgeE2EConfig = `

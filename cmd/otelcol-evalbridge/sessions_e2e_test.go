@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 const sessionsE2EConfig = `

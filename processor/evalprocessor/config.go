@@ -3,7 +3,7 @@ package evalprocessor
 import (
 	"time"
 
-	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
 // Config is the `processors: eval:` block. It is exactly the engine's

@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/internal/engine"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/judge"
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 // withJudge configures a judge on srv and an llm_judge that runs only on

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
 // heldTrace is one GenAI trace being held. Only the loop touches it until it

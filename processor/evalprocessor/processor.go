@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
 // ticker is the injectable tick source; tests drive it by hand.

@@ -32,7 +32,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/engine"
+	"github.com/evalbridge/evalbridge/internal/engine"
 	"github.com/evalbridge/evalbridge/evaluators"
 )
 

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/engine"
-	"github.com/evalbridge/evalbridge/sessions"
+	"github.com/evalbridge/evalbridge/internal/engine"
+	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
 // The sessions side (docs/contract.md §14, docs/sessions.md). The engine

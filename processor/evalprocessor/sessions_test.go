@@ -16,7 +16,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/sessions"
+	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
 // sessionHarness is a harness whose sessions' idle checks tick by hand

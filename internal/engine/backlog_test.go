@@ -19,7 +19,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 // A judge that does not answer while 2000 traces arrive: the engine's

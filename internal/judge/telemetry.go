@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-const scopeName = "github.com/evalbridge/evalbridge/judge"
+const scopeName = "github.com/evalbridge/evalbridge/internal/judge"
 
 // telemetry is the judge client's own metrics:
 //

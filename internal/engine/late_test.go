@@ -12,7 +12,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 type lateSink struct {

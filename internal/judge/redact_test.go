@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/evalbridge/evalbridge/judge"
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 // A judge (or a proxy in front of it) that echoes the request's headers must

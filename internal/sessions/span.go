@@ -14,7 +14,7 @@ import (
 const (
 	SpanName = "evaluate_session"
 	// ScopeName is the instrumentation scope of evaluate_session spans.
-	ScopeName = "github.com/evalbridge/evalbridge/sessions"
+	ScopeName = "github.com/evalbridge/evalbridge/internal/sessions"
 
 	AttrConversationID = "gen_ai.conversation.id"
 	AttrAgentName      = "gen_ai.agent.name"

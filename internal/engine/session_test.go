@@ -16,8 +16,8 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/judge/judgetest"
-	"github.com/evalbridge/evalbridge/sessions"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
 // turnTrace is one turn of conversation conv: an agent span with the

@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/judge"
-	"github.com/evalbridge/evalbridge/sessions"
+	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
 // Config is the `processors: eval:` block and the `evalctl --config` file.

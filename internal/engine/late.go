@@ -25,7 +25,7 @@ const (
 )
 
 // LateScopeName is the instrumentation scope of late-result spans.
-const LateScopeName = "github.com/evalbridge/evalbridge/engine"
+const LateScopeName = "github.com/evalbridge/evalbridge/internal/engine"
 
 // judgeTask is one judge evaluation of one case, run in the background
 // by the engine's pool (it is a Task).

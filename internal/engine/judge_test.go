@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 func judgeYAML(endpoint string, maxConc int, evs ...map[string]any) map[string]any {

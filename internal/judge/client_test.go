@@ -22,8 +22,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/evalbridge/evalbridge/judge"
-	"github.com/evalbridge/evalbridge/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 func TestMain(m *testing.M) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evalbridge/evalbridge/judge"
+	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
 // Request is one request the server received.

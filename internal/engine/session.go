@@ -11,7 +11,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/sessions"
+	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
 // TurnSink receives the turns of each trace as it is scored: every agent

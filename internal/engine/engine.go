@@ -21,7 +21,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/judge"
+	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
 // Engine scores traces. It is safe for concurrent use once built.
