@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/internal/textutil"
 	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 // Judge is what judge evaluators need from a judge client; *judge.Client

@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/internal/engine"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
 // evaluatorSummary counts one evaluator instance's results.

@@ -32,8 +32,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/internal/engine"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
 // gate is a real sink behind a switch: while refusing, it answers every

@@ -15,9 +15,9 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
 )
 
 // Every instrument the processor registers (its own, the judges' and the
