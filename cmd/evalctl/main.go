@@ -26,7 +26,9 @@ const usage = `evalctl scores LLM agent traces offline, as the evalbridge collec
 Usage:
   evalctl run --config FILE [--out FILE|-] [--summary text|json]
               [--min-pass-rate NAME=R]... [--baseline SUMMARY.json]
-              [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE] INPUT...
+              [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE]
+              (INPUT... | --jaeger URL [--service S] [--operation O]
+               [--tags K=V]... [--lookback 24h] [--limit N])
   evalctl validate --config FILE
 
 INPUT is OTLP/JSON (one export request per document, or JSON Lines of them:

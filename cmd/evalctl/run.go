@@ -75,6 +75,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	junitPath := fs.String("junit", "", "write JUnit XML to FILE: one test case per (evaluator, case)")
 	reportPath := fs.String("report", "", "write a self-contained HTML report to FILE")
 	traceURL := fs.String("trace-url", "", "link template for traces in --report and --junit, with {trace_id} and {span_id} placeholders")
+	jaeger := addJaegerFlags(fs)
 	inputs, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
@@ -83,12 +84,22 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case *configPath == "":
 		fmt.Fprintln(stderr, "evalctl run: --config is required")
 		return exitUsage
-	case len(inputs) == 0:
-		fmt.Fprintln(stderr, "evalctl run: give at least one INPUT (a file, or - for stdin)")
+	case len(inputs) == 0 && !jaeger.enabled():
+		fmt.Fprintln(stderr, "evalctl run: give at least one INPUT (a file, or - for stdin), or --jaeger URL")
+		return exitUsage
+	case len(inputs) > 0 && jaeger.enabled():
+		fmt.Fprintln(stderr, "evalctl run: give INPUT files or --jaeger URL, not both")
 		return exitUsage
 	case *summaryFormat != "text" && *summaryFormat != "json":
 		fmt.Fprintf(stderr, "evalctl run: --summary %q: want text or json\n", *summaryFormat)
 		return exitUsage
+	}
+
+	if jaeger.enabled() {
+		if err := jaeger.check(); err != nil {
+			fmt.Fprintf(stderr, "evalctl run: %v\n", err)
+			return exitUsage
+		}
 	}
 
 	cfg, err := loadConfig(ctx, *configPath)
@@ -123,7 +134,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 	defer func() { _ = eng.Shutdown(ctx) }()
-	docs, err := readInputs(inputs, stdin)
+	docs, err := readSource(ctx, jaeger, inputs, stdin, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage

@@ -1,0 +1,64 @@
+// Package collectortest runs a real collector (otelcol.NewCollector, the
+// given factories, a YAML config from a file) for the length of a test.
+package collectortest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/otelcol"
+)
+
+// Start writes config to a file, starts a collector on it with factories
+// and waits until it runs; the test's cleanup shuts it down and fails the
+// test if it does not stop within 20 s.
+func Start(t testing.TB, factories func() (otelcol.Factories, error), config string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+		BuildInfo: component.BuildInfo{Command: "collectortest", Version: "test"},
+		Factories: factories,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+			URIs:              []string{"file:" + path},
+			ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- col.Run(context.Background()) }()
+	t.Cleanup(func() {
+		col.Shutdown()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("collector run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("collector did not shut down")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for col.GetState() != otelcol.StateRunning {
+		select {
+		case err := <-done:
+			t.Fatalf("collector stopped while starting: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("collector not running after 20s (state %v)", col.GetState())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
