@@ -144,7 +144,9 @@ func TestJaegerRunErrors(t *testing.T) {
 	defer html.Close()
 	empty := httptest.NewServer(newFakeJaeger(0, time.Now()))
 	defer empty.Close()
-	withSecrets := func(u string) string { return strings.Replace(u, "http://", "http://admin:pa55word@", 1) + "/?api_key=s3cret" }
+	withSecrets := func(u string) string {
+		return strings.Replace(u, "http://", "http://admin:pa55word@", 1) + "/?api_key=s3cret"
+	}
 
 	for _, tc := range []struct {
 		name, url string
