@@ -59,7 +59,7 @@ func (t *tagFlags) Set(v string) error {
 // addJaegerFlags declares the §23 input flags on fs.
 func addJaegerFlags(fs *flag.FlagSet) *jaegerSource {
 	s := &jaegerSource{pageSize: 200, progressEvery: 500, now: time.Now}
-	fs.StringVar(&s.url, "jaeger", "", "read traces from the Jaeger query API at URL (e.g. http://jaeger:16686) instead of INPUT files")
+	fs.StringVar(&s.url, "jaeger", "", "read traces from the Jaeger query API at `URL` (e.g. http://jaeger:16686) instead of INPUT files")
 	fs.StringVar(&s.service, "service", "", "with --jaeger: the service whose traces are read (default: every service Jaeger knows)")
 	fs.StringVar(&s.operation, "operation", "", "with --jaeger: only traces with a span of this operation (span name)")
 	fs.Var(&s.tags, "tags", "with --jaeger: only traces with a span holding the attribute KEY=VALUE (repeatable; all must hold)")

@@ -39,7 +39,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func validateCmd(ctx context.Context, args []string, stderr, stdout io.Writer) int {
 	fs := flag.NewFlagSet("evalctl validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "evaluation config (the `eval` processor's YAML)")
+	configPath := fs.String("config", "", "the evaluation config `FILE` (the YAML of the eval processor's block)")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
@@ -66,7 +66,7 @@ func validateCmd(ctx context.Context, args []string, stderr, stdout io.Writer) i
 func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("evalctl run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "evaluation config (the `eval` processor's YAML)")
+	configPath := fs.String("config", "", "the evaluation config `FILE` (the YAML of the eval processor's block)")
 	outPath := fs.String("out", "", "write the annotated traces as JSON Lines of OTLP/JSON to FILE, or - for stdout")
 	summaryFormat := fs.String("summary", "text", "summary format: text or json")
 	var gates gateSet
