@@ -17,7 +17,6 @@ import (
 // name ('engine.Config') for the top level.
 var invalidKeys = regexp.MustCompile(`'([^']*)' has invalid keys: ([^\n]*)`)
 
-
 // UnknownKey is a key of the config that no option takes.
 type UnknownKey struct {
 	Path []string // from the top of the config block, e.g. [sessions idel]
