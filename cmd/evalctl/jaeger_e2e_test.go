@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +27,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
-	"github.com/evalbridge/evalbridge/internal/collectortest"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 	"github.com/evalbridge/evalbridge/processor/evalprocessor"
 )
 
@@ -46,16 +44,6 @@ func jaegerBinary(t *testing.T) string {
 		t.Skip("no Jaeger: build it with .ci/jaeger.sh and set EVALBRIDGE_JAEGER_BIN (.ci/run does)")
 	}
 	return bin
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 const jaegerConfig = `
@@ -100,34 +88,16 @@ type jaegerServer struct {
 	otlpURL  string
 }
 
-// lockedBuffer collects a child process's output for the failure message.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func startJaeger(t *testing.T) jaegerServer {
 	t.Helper()
 	bin := jaegerBinary(t)
-	query, grpcAddr, otlp := freePort(t), freePort(t), freePort(t)
+	query, grpcAddr, otlp := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, query, grpcAddr, otlp)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config", cfg)
-	out := &lockedBuffer{}
+	out := &testkit.LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting Jaeger %s: %v", bin, err)
@@ -261,14 +231,14 @@ func exampleCopies(t *testing.T, n int, service string) ([]ptrace.Traces, map[st
 		// The latest span ends i seconds before now: the traces spread
 		// over the last minutes, so the search windows have work to do.
 		var latest pcommon.Timestamp
-		forEachSpan(td, func(s ptrace.Span) {
+		testkit.ForEachSpan(td, func(s ptrace.Span) {
 			latest = max(latest, s.EndTimestamp())
 		})
 		shift := int64(now.Add(-time.Duration(i)*time.Second).UnixNano()) - int64(latest)
 		for r := 0; r < td.ResourceSpans().Len(); r++ {
 			td.ResourceSpans().At(r).Resource().Attributes().PutStr("service.name", service)
 		}
-		forEachSpan(td, func(s ptrace.Span) {
+		testkit.ForEachSpan(td, func(s ptrace.Span) {
 			s.SetTraceID(id)
 			s.SetStartTimestamp(pcommon.Timestamp(int64(s.StartTimestamp()) + shift))
 			s.SetEndTimestamp(pcommon.Timestamp(int64(s.EndTimestamp()) + shift))
@@ -277,18 +247,6 @@ func exampleCopies(t *testing.T, n int, service string) ([]ptrace.Traces, map[st
 		out = append(out, td)
 	}
 	return out, source
-}
-
-func forEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
-	for r := 0; r < td.ResourceSpans().Len(); r++ {
-		sss := td.ResourceSpans().At(r).ScopeSpans()
-		for s := 0; s < sss.Len(); s++ {
-			spans := sss.At(s).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				f(spans.At(k))
-			}
-		}
-	}
 }
 
 // sendOTLP posts td to an OTLP/HTTP receiver as an exporter does.
@@ -347,8 +305,8 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func TestJaegerEndToEnd(t *testing.T) {
 	j := startJaeger(t)
-	otlpIn := freePort(t)
-	collectortest.Start(t, jaegerTestFactories, fmt.Sprintf(jaegerCollectorConfig, otlpIn, j.otlpURL))
+	otlpIn := testkit.FreeAddr(t)
+	testkit.StartCollector(t, jaegerTestFactories, fmt.Sprintf(jaegerCollectorConfig, otlpIn, j.otlpURL))
 
 	// EVALBRIDGE_JAEGER_TRACES sends more (a multiple of 3) to time a
 	// bigger pull; CI sends 60.

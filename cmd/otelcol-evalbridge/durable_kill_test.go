@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 const killConfig = `
@@ -63,32 +64,15 @@ service:
 // collectorProc is the built distribution running as a process of its own.
 type collectorProc struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testkit.LockedBuffer
 	done   chan struct{} // closed when the process has exited
 	err    error         // its exit, once done
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func runCollectorProc(t *testing.T, bin, config, health string) *collectorProc {
 	t.Helper()
 	cmd := exec.Command(bin, "--config", config)
-	p := &collectorProc{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &collectorProc{cmd: cmd, stderr: &testkit.LockedBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -4,20 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/provider/envprovider"
-	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
-	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -29,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // backend is an OTLP/HTTP traces endpoint that keeps what it receives.
@@ -86,15 +80,7 @@ func (b *backend) count() int {
 	return len(b.spans)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
 
 const e2eConfig = `
 receivers:
@@ -154,44 +140,7 @@ func newSDK(t *testing.T, addr, service string) *sdktrace.TracerProvider {
 // config from a file) until the test ends.
 func startCollector(t *testing.T, config string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	set := settings()
-	set.ConfigProviderSettings = otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
-		URIs:              []string{"file:" + path},
-		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
-	}}
-	col, err := otelcol.NewCollector(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- col.Run(context.Background()) }()
-	t.Cleanup(func() {
-		col.Shutdown()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("collector run: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("collector did not shut down")
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for col.GetState() != otelcol.StateRunning {
-		select {
-		case err := <-done:
-			t.Fatalf("collector stopped while starting: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("collector not running after 20s (state %v)", col.GetState())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.StartCollector(t, components, config)
 }
 
 // agentRun emits one travel-agent run with the OTel SDK: an invoke_agent

@@ -1,6 +1,4 @@
-// Package collectortest runs a real collector (otelcol.NewCollector, the
-// given factories, a YAML config from a file) for the length of a test.
-package collectortest
+package testkit
 
 import (
 	"context"
@@ -16,10 +14,10 @@ import (
 	"go.opentelemetry.io/collector/otelcol"
 )
 
-// Start writes config to a file, starts a collector on it with factories
+// StartCollector writes config to a file, starts a collector on it with factories
 // and waits until it runs; the test's cleanup shuts it down and fails the
 // test if it does not stop within 20 s.
-func Start(t testing.TB, factories func() (otelcol.Factories, error), config string) {
+func StartCollector(t testing.TB, factories func() (otelcol.Factories, error), config string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {

@@ -1,0 +1,56 @@
+// Package testkit holds what the module's tests share: a real collector for
+// the length of a test, free loopback addresses, a buffer a child process
+// may write to while the test reads it, a walk over spans.
+package testkit
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// FreeAddr is a loopback address ("127.0.0.1:port") nothing listens on now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// LockedBuffer collects a child process's output for a failure message
+// while the process still writes.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// ForEachSpan calls f with every span of td, in order.
+func ForEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
+	for r := 0; r < td.ResourceSpans().Len(); r++ {
+		sss := td.ResourceSpans().At(r).ScopeSpans()
+		for s := 0; s < sss.Len(); s++ {
+			spans := sss.At(s).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				f(spans.At(k))
+			}
+		}
+	}
+}
