@@ -177,8 +177,8 @@ func TestLogsToMetrics(t *testing.T) {
 	want := map[string]int64{
 		"gen_ai.agent.name=travel_agent,gen_ai.evaluation.name=tool_error,gen_ai.evaluation.score.label=pass,gen_ai.request.model=gpt-4o,service.name=travel,service.version=1.0": 1,
 		"gen_ai.agent.name=travel_agent,gen_ai.evaluation.name=tool_error,gen_ai.evaluation.score.label=fail,gen_ai.request.model=gpt-4o,service.name=travel,service.version=1.0": 1,
-		"gen_ai.agent.name=resource_agent,gen_ai.evaluation.name=tool_error,gen_ai.evaluation.score.label=pass,service.name=travel,service.version=1.0":                             1,
-		"error.type=timeout,gen_ai.agent.name=travel_agent,gen_ai.evaluation.name=helpful,service.name=travel,service.version=1.0":                                                  1,
+		"gen_ai.agent.name=resource_agent,gen_ai.evaluation.name=tool_error,gen_ai.evaluation.score.label=pass,service.name=travel,service.version=1.0":                           1,
+		"error.type=timeout,gen_ai.agent.name=travel_agent,gen_ai.evaluation.name=helpful,service.name=travel,service.version=1.0":                                                1,
 	}
 	require.Equal(t, want, counts(t, h.last(t, metricResults)))
 	require.Equal(t, "{result}", h.last(t, metricResults).Unit())
