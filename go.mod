@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/google/cel-go v0.31.0
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.165.1
 	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter v0.165.1
 	github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension v0.165.1
