@@ -24,6 +24,11 @@ const (
 	EventScoreLabel  = "gen_ai.evaluation.score.label"
 	EventExplanation = "gen_ai.evaluation.explanation"
 	AttrResponseID   = "gen_ai.response.id"
+	// AttrAgentName and AttrRequestModel are copied from the case onto its
+	// result events and records, so metrics can be cut by agent and model
+	// (docs/contract.md §18).
+	AttrAgentName    = "gen_ai.agent.name"
+	AttrRequestModel = "gen_ai.request.model"
 
 	// MaxReasonBytes bounds `eval.<name>.reason`.
 	MaxReasonBytes = 1024
@@ -63,9 +68,42 @@ func keysOf(name string) *instanceKeys {
 	return k
 }
 
+// CaseInfo is what a result event or record carries of its case besides the
+// result: the agent's name and the requested model, when the case has them.
+type CaseInfo struct {
+	AgentName string
+	Model     string
+}
+
+func (c CaseInfo) n() int {
+	n := 0
+	if c.AgentName != "" {
+		n++
+	}
+	if c.Model != "" {
+		n++
+	}
+	return n
+}
+
+func (c CaseInfo) put(m pcommon.Map) {
+	if c.AgentName != "" {
+		m.PutStr(AttrAgentName, c.AgentName)
+	}
+	if c.Model != "" {
+		m.PutStr(AttrRequestModel, c.Model)
+	}
+}
+
 // Annotate writes results onto span. ts stamps the events. The span must be
 // owned by the caller (a copy), never the pipeline's read-only input.
 func Annotate(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestamp) {
+	AnnotateCase(span, results, ts, CaseInfo{})
+}
+
+// AnnotateCase is Annotate with the case's agent name and model on each
+// gen_ai.evaluation.result event.
+func AnnotateCase(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestamp, info CaseInfo) {
 	if len(results) == 0 {
 		return
 	}
@@ -119,7 +157,7 @@ func Annotate(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestam
 		ev.SetName(EventName)
 		ev.SetTimestamp(ts)
 		ea := ev.Attributes()
-		n := 3
+		n := 3 + info.n()
 		if r.Reason != "" {
 			n++
 		}
@@ -140,6 +178,7 @@ func Annotate(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestam
 		if hasResponseID {
 			ea.PutStr(AttrResponseID, responseID)
 		}
+		info.put(ea)
 	}
 	if len(failed) > 0 {
 		addFailed(attrs, failed)

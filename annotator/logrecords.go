@@ -15,6 +15,8 @@ type Target struct {
 	TraceID    pcommon.TraceID
 	SpanID     pcommon.SpanID
 	ResponseID string // gen_ai.response.id, when the span has one
+	// Case is the case's agent name and model, written when set.
+	Case CaseInfo
 }
 
 // ResultRecordCount is how many records AppendResultRecords writes for
@@ -49,7 +51,7 @@ func AppendResultRecords(dst plog.LogRecordSlice, target Target, results []evalu
 		lr.SetSpanID(target.SpanID)
 		lr.SetSeverityNumber(plog.SeverityNumberInfo)
 		a := lr.Attributes()
-		a.EnsureCapacity(6)
+		a.EnsureCapacity(6 + target.Case.n())
 		a.PutStr(EventEvalName, r.Name)
 		switch {
 		case r.Scored():
@@ -69,6 +71,7 @@ func AppendResultRecords(dst plog.LogRecordSlice, target Target, results []evalu
 		if target.ResponseID != "" {
 			a.PutStr(AttrResponseID, target.ResponseID)
 		}
+		target.Case.put(a)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/evaluators"
 )
@@ -47,5 +48,41 @@ func TestAppendResultRecords(t *testing.T) {
 				t.Errorf("record %d: %s = %v, want %v", i, k, got[k], v)
 			}
 		}
+	}
+}
+
+// The case's agent name and model go onto every result record and event
+// (docs/contract.md §18), and only when the case has them.
+func TestResultsCarryAgentAndModel(t *testing.T) {
+	results := []evaluators.Result{
+		{Name: "flow", Status: evaluators.StatusPassed, Score: 1, Threshold: 1},
+		{Name: "judge", Status: evaluators.StatusError, Reason: "bad reply"},
+	}
+	info := CaseInfo{AgentName: "travel_agent", Model: "gpt-4o"}
+	ls := plog.NewLogRecordSlice()
+	AppendResultRecords(ls, Target{TraceID: pcommon.TraceID{1}, SpanID: pcommon.SpanID{2}, Case: info}, results, 1)
+	for i := 0; i < ls.Len(); i++ {
+		a := ls.At(i).Attributes().AsRaw()
+		if a[AttrAgentName] != "travel_agent" || a[AttrRequestModel] != "gpt-4o" {
+			t.Errorf("record %d: %v", i, a)
+		}
+	}
+	span := ptrace.NewSpan()
+	AnnotateCase(span, results, 1, CaseInfo{AgentName: "travel_agent"})
+	if span.Events().Len() != 1 {
+		t.Fatalf("%d events, want 1 (errors have no event)", span.Events().Len())
+	}
+	a := span.Events().At(0).Attributes().AsRaw()
+	if a[AttrAgentName] != "travel_agent" {
+		t.Errorf("event: %v", a)
+	}
+	if _, ok := a[AttrRequestModel]; ok {
+		t.Errorf("event has a model the case did not have: %v", a)
+	}
+	// Without case info: neither attribute.
+	ls = plog.NewLogRecordSlice()
+	AppendResultRecords(ls, Target{}, results[:1], 1)
+	if _, ok := ls.At(0).Attributes().Get(AttrAgentName); ok {
+		t.Error("agent name without a case")
 	}
 }

@@ -4,10 +4,12 @@
 package main
 
 import (
+	evalmetricsconnector "github.com/evalbridge/evalbridge/connector/evalmetricsconnector"
 	webhookexporter "github.com/evalbridge/evalbridge/exporter/webhookexporter"
 	copartitionbalancer "github.com/evalbridge/evalbridge/extension/copartitionbalancer"
 	evalprocessor "github.com/evalbridge/evalbridge/processor/evalprocessor"
 	kafkaexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
+	prometheusexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
@@ -85,16 +87,18 @@ func components() (otelcol.Factories, error) {
 		debugexporter.NewFactory(),
 		webhookexporter.NewFactory(),
 		kafkaexporter.NewFactory(),
+		prometheusexporter.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
 	factories.ExporterModules = makeModulesMap(factories.Exporters, map[component.Type]string{
-		otlpexporter.NewFactory().Type():     "go.opentelemetry.io/collector/exporter/otlpexporter v0.165.0",
-		otlphttpexporter.NewFactory().Type(): "go.opentelemetry.io/collector/exporter/otlphttpexporter v0.165.0",
-		debugexporter.NewFactory().Type():    "go.opentelemetry.io/collector/exporter/debugexporter v0.165.0",
-		webhookexporter.NewFactory().Type():  "github.com/evalbridge/evalbridge v0.0.0",
-		kafkaexporter.NewFactory().Type():    "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.165.1",
+		otlpexporter.NewFactory().Type():       "go.opentelemetry.io/collector/exporter/otlpexporter v0.165.0",
+		otlphttpexporter.NewFactory().Type():   "go.opentelemetry.io/collector/exporter/otlphttpexporter v0.165.0",
+		debugexporter.NewFactory().Type():      "go.opentelemetry.io/collector/exporter/debugexporter v0.165.0",
+		webhookexporter.NewFactory().Type():    "github.com/evalbridge/evalbridge v0.0.0",
+		kafkaexporter.NewFactory().Type():      "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.165.1",
+		prometheusexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter v0.165.1",
 	})
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
@@ -111,11 +115,15 @@ func components() (otelcol.Factories, error) {
 		memorylimiterprocessor.NewFactory().Type(): "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.165.0",
 	})
 
-	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory]()
+	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
+		evalmetricsconnector.NewFactory(),
+	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
-	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{})
+	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{
+		evalmetricsconnector.NewFactory().Type(): "github.com/evalbridge/evalbridge v0.0.0",
+	})
 
 	return factories, nil
 }

@@ -59,6 +59,9 @@ type Config struct {
 	// with the reason (and counted), so a slow judge cannot grow memory and
 	// goroutines without bound.
 	MaxPendingJudgeTasks int `mapstructure:"max_pending_judge_tasks"`
+	// Sampling forwards a share of the scored traces by outcome
+	// (docs/contract.md §19, sampling.go); it validates itself.
+	Sampling SamplingConfig `mapstructure:"sampling"`
 
 	_ struct{}
 }
@@ -76,6 +79,7 @@ func NewDefaultConfig() Config {
 		Sessions:         sessions.NewDefaultConfig(),
 
 		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,
+		Sampling:             NewDefaultSamplingConfig(),
 	}
 }
 

@@ -331,7 +331,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 			rep.Evaluations = make([]Evaluation, 0, len(all))
 		}
 		for _, sc := range all {
-			annotator.Annotate(sc.ref.Span, sc.results, now)
+			annotator.AnnotateCase(sc.ref.Span, sc.results, now, annotator.CaseInfo{AgentName: sc.c.AgentName, Model: sc.c.Model})
 			rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
 		}
 		done(rep)

@@ -275,6 +275,7 @@ func resultRecords(rep engine.Report, refs []adapter.SpanRef, ts pcommon.Timesta
 		annotator.AppendResultRecords(sl.LogRecords(), annotator.Target{
 			TraceID: ev.Case.TraceID, SpanID: ev.Case.SpanID,
 			ResponseID: annotator.ResponseIDOf(ref.Span.Attributes()),
+			Case:       annotator.CaseInfo{AgentName: ev.Case.AgentName, Model: ev.Case.Model},
 		}, ev.Results, ts)
 		n += sl.LogRecords().Len() - before
 	}

@@ -42,6 +42,9 @@ type heldTrace struct {
 	restored     map[pcommon.SpanID]struct{}
 	restoredLogs map[recordKey]struct{}
 
+	// outcome is what its results say, for sampling (sampling.go).
+	outcome sampleOutcome
+
 	prev, next [2]*heldTrace
 	in         [2]bool
 }
@@ -333,6 +336,9 @@ func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
 		p.tel.unscored(context.Background(), reason, t.spans)
 	}
 	p.tel.tracesHeld.Add(context.Background(), -1)
+	if p.sampledOut(t, g) {
+		return
+	}
 	p.forwardLogs(t, t.results, t.resultN)
 	if len(t.chunks) == 0 {
 		p.removeKeys(t.keys) // chunks emptied by dropRestored
@@ -444,6 +450,7 @@ func (p *evalProcessor) score(w *workerSlot, j job) bool {
 		if async {
 			g = nil // it left its group: it goes on by itself
 		}
+		t.outcome = outcomeOf(rep)
 		p.forwardReleased(t, g, reason)
 	}
 	w.mu.Lock()

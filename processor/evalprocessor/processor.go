@@ -114,6 +114,9 @@ type evalProcessor struct {
 
 	badInputLogged atomic.Bool
 	refusedLogged  atomic.Bool
+
+	// sampling decides which scored traces are forwarded (sampling.go).
+	sampling *sampler
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk *clock) (*evalProcessor, error) {
@@ -136,7 +139,8 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 	if clk != nil {
 		p.clk = *clk
 	}
-	return p, nil
+	p.sampling, err = newSampler(cfg.Sampling, cfg.Wait+cfg.Timeout+decisionMargin, set.MeterProvider.Meter(scopeName))
+	return p, err
 }
 
 func (p *evalProcessor) Capabilities() consumer.Capabilities {
@@ -266,6 +270,9 @@ func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) err
 		p.lifeMu.RUnlock()
 		if r.late > 0 {
 			p.tel.spansLate.Add(ctx, int64(r.late))
+			if td, _ = p.sampling.dropLate(td); td.SpanCount() == 0 {
+				return nil // late spans of traces dropped by sampling
+			}
 		}
 		return p.forwardSync(ctx, td) // nothing held: as-is, zero copy
 	}
@@ -284,6 +291,9 @@ func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) err
 	}
 	if r.started > 0 && p.partitions.recent(ctx, p.clk.now(), p.cfg.Wait) {
 		p.tel.tracesNewPartition.Add(ctx, int64(r.started))
+	}
+	if r.late > 0 {
+		fwd, _ = p.sampling.dropLate(fwd)
 	}
 	if fwd.ResourceSpans().Len() == 0 {
 		return nil

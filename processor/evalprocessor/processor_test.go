@@ -79,6 +79,7 @@ func TestLoadConfig(t *testing.T) {
 			Wait: 10 * time.Second, RootGrace: 2 * time.Second, MaxTraces: 1000, Timeout: 30 * time.Second, Workers: 8, LateResults: "drop", ResultLogRecords: true,
 			Sessions:             sessions.NewDefaultConfig(),
 			MaxPendingJudgeTasks: engine.DefaultMaxPendingJudgeTasks,
+			Sampling:             engine.SamplingConfig{Failed: 1, Passed: 0.1, Unscored: 0.5},
 			Evaluators: []evaluators.Config{
 				{Type: "tool_trajectory", Name: "booking_flow", Threshold: &one,
 					When: []string{`attributes["gen_ai.agent.name"] == "travel_agent"`}, SampleRate: &quarter,

@@ -1,0 +1,466 @@
+package evalmetricsconnector
+
+import (
+	"context"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+)
+
+// Names read and written (docs/contract.md §11, §18).
+const (
+	eventName      = "gen_ai.evaluation.result"
+	attrEventName  = "event.name"
+	attrEvalName   = "gen_ai.evaluation.name"
+	attrScoreValue = "gen_ai.evaluation.score.value"
+	attrScoreLabel = "gen_ai.evaluation.score.label"
+	attrErrorType  = "error.type"
+	attrOverflow   = "otel.metric.overflow"
+
+	metricResults = "gen_ai.evaluation.results"
+	metricScore   = "gen_ai.evaluation.score"
+)
+
+// counterSeries is one label set of gen_ai.evaluation.results.
+type counterSeries struct {
+	attrs pcommon.Map
+	start pcommon.Timestamp
+	count uint64
+}
+
+// exemplar is the latest scored case that fell into a bucket.
+type exemplar struct {
+	set     bool
+	value   float64
+	ts      pcommon.Timestamp
+	traceID pcommon.TraceID
+	spanID  pcommon.SpanID
+}
+
+// histSeries is one label set of gen_ai.evaluation.score.
+type histSeries struct {
+	attrs     pcommon.Map
+	start     pcommon.Timestamp
+	count     uint64
+	sum       float64
+	min, max  float64
+	buckets   []uint64
+	exemplars []exemplar
+}
+
+// evalMetrics is one connector instance (logs → metrics or traces →
+// metrics).
+type evalMetrics struct {
+	cfg       *Config
+	next      consumer.Metrics
+	logger    *zap.Logger
+	tel       *telemetry
+	newTicker func(time.Duration) (<-chan time.Time, func())
+	now       func() time.Time
+
+	mu       sync.Mutex
+	results  map[string]*counterSeries
+	scores   map[string]*histSeries
+	resOver  *counterSeries // the overflow series, once the cap is reached
+	scoreOvr *histSeries
+	key      []byte // scratch for series keys, under mu
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+var (
+	_ connector.Logs   = (*evalMetrics)(nil)
+	_ connector.Traces = (*evalMetrics)(nil)
+)
+
+func newConnector(set connector.Settings, cfg *Config, next consumer.Metrics,
+	newTicker func(time.Duration) (<-chan time.Time, func()),
+) (*evalMetrics, error) {
+	tel, err := newTelemetry(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return &evalMetrics{
+		cfg: cfg, next: next, logger: set.Logger, tel: tel, newTicker: newTicker, now: time.Now,
+		results: make(map[string]*counterSeries),
+		scores:  make(map[string]*histSeries),
+	}, nil
+}
+
+func (c *evalMetrics) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
+
+// Start begins flushing every flush_interval.
+func (c *evalMetrics) Start(context.Context, component.Host) error {
+	c.stop, c.done = make(chan struct{}), make(chan struct{})
+	tick, stopTick := c.newTicker(c.cfg.FlushInterval)
+	go func() {
+		defer close(c.done)
+		defer stopTick()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-tick:
+				c.flush(context.Background())
+			}
+		}
+	}()
+	return nil
+}
+
+// Shutdown stops the flushing and emits the metrics one last time.
+func (c *evalMetrics) Shutdown(ctx context.Context) error {
+	if c.stop == nil {
+		return nil
+	}
+	close(c.stop)
+	<-c.done
+	c.stop = nil
+	c.flush(ctx)
+	return nil
+}
+
+// ConsumeLogs counts the gen_ai.evaluation.result records of ld.
+func (c *evalMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	var invalid, over int64
+	c.mu.Lock()
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		res := rl.Resource().Attributes()
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				if !isResultRecord(lr) {
+					continue
+				}
+				ts := lr.Timestamp()
+				if ts == 0 {
+					ts = lr.ObservedTimestamp()
+				}
+				ok, o := c.record(lr.Attributes(), res, lr.TraceID(), lr.SpanID(), ts)
+				if !ok {
+					invalid++
+				}
+				over += o
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.count(ctx, invalid, over)
+	return nil
+}
+
+// ConsumeTraces counts the gen_ai.evaluation.result span events of td.
+func (c *evalMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	var invalid, over int64
+	c.mu.Lock()
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		res := rs.Resource().Attributes()
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				s := spans.At(k)
+				evs := s.Events()
+				for e := 0; e < evs.Len(); e++ {
+					ev := evs.At(e)
+					if ev.Name() != eventName {
+						continue
+					}
+					ok, o := c.record(ev.Attributes(), res, s.TraceID(), s.SpanID(), ev.Timestamp())
+					if !ok {
+						invalid++
+					}
+					over += o
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.count(ctx, invalid, over)
+	return nil
+}
+
+func (c *evalMetrics) count(ctx context.Context, invalid, over int64) {
+	if invalid > 0 {
+		c.tel.invalid.Add(ctx, invalid)
+		c.logger.Debug("gen_ai.evaluation.result without a gen_ai.evaluation.name string: not counted",
+			zap.Int64("results", invalid))
+	}
+	if over > 0 {
+		c.tel.overflow.Add(ctx, over)
+	}
+}
+
+func isResultRecord(lr plog.LogRecord) bool {
+	if n := lr.EventName(); n != "" {
+		return n == eventName
+	}
+	v, ok := lr.Attributes().Get(attrEventName)
+	return ok && v.Type() == pcommon.ValueTypeStr && v.Str() == eventName
+}
+
+// record counts one result. It returns false for a result without an
+// evaluation name (not counted), and how many data points went to the
+// overflow series (0, 1 or 2). c.mu is held.
+func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, spanID pcommon.SpanID, ts pcommon.Timestamp) (bool, int64) {
+	nameV, ok := attrs.Get(attrEvalName)
+	if !ok || nameV.Type() != pcommon.ValueTypeStr || nameV.Str() == "" {
+		return false, 0
+	}
+	name := nameV.Str()
+	label, hasLabel := strAttr(attrs, attrScoreLabel)
+	errType, hasErr := strAttr(attrs, attrErrorType)
+	score, hasScore := 0.0, false
+	if v, ok := attrs.Get(attrScoreValue); ok {
+		switch v.Type() {
+		case pcommon.ValueTypeDouble:
+			score, hasScore = v.Double(), true
+		case pcommon.ValueTypeInt:
+			score, hasScore = float64(v.Int()), true
+		}
+		if math.IsNaN(score) || math.IsInf(score, 0) {
+			hasScore = false
+		}
+	}
+	if hasErr {
+		hasLabel = false // errors carry no label (§18)
+	}
+	now := pcommon.NewTimestampFromTime(c.now())
+	if ts == 0 {
+		ts = now
+	}
+	var over int64
+
+	// The dimensions part of the key, shared by both metrics.
+	k := c.key[:0]
+	k = appendPart(k, name, true)
+	for _, d := range c.cfg.Dimensions {
+		v, ok := dimension(attrs, res, d)
+		k = appendPart(k, v, ok)
+	}
+	dimsEnd := len(k)
+
+	// gen_ai.evaluation.results
+	k = appendPart(k, label, hasLabel)
+	k = appendPart(k, errType, hasErr)
+	cs, ok := c.results[string(k)]
+	if !ok {
+		if len(c.results) >= c.cfg.MaxSeries {
+			if c.resOver == nil {
+				c.resOver = &counterSeries{attrs: overflowAttrs(), start: now}
+			}
+			cs = c.resOver
+			over++
+		} else {
+			cs = &counterSeries{attrs: pcommon.NewMap(), start: now}
+			c.putDims(cs.attrs, name, attrs, res)
+			if hasLabel {
+				cs.attrs.PutStr(attrScoreLabel, label)
+			}
+			if hasErr {
+				cs.attrs.PutStr(attrErrorType, errType)
+			}
+			c.results[string(k)] = cs
+		}
+	}
+	cs.count++
+
+	// gen_ai.evaluation.score
+	if hasScore && !hasErr {
+		hk := k[:dimsEnd]
+		hs, ok := c.scores[string(hk)]
+		if !ok {
+			if len(c.scores) >= c.cfg.MaxSeries {
+				if c.scoreOvr == nil {
+					c.scoreOvr = c.newHist(overflowAttrs(), now)
+				}
+				hs = c.scoreOvr
+				over++
+			} else {
+				hs = c.newHist(pcommon.NewMap(), now)
+				c.putDims(hs.attrs, name, attrs, res)
+				c.scores[string(hk)] = hs
+			}
+		}
+		if hs.count == 0 || score < hs.min {
+			hs.min = score
+		}
+		if hs.count == 0 || score > hs.max {
+			hs.max = score
+		}
+		hs.count++
+		hs.sum += score
+		b := sort.SearchFloat64s(c.cfg.ScoreBuckets, score) // upper bounds are inclusive
+		hs.buckets[b]++
+		if !traceID.IsEmpty() {
+			hs.exemplars[b] = exemplar{set: true, value: score, ts: ts, traceID: traceID, spanID: spanID}
+		}
+	}
+	c.key = k
+	return true, over
+}
+
+func (c *evalMetrics) newHist(attrs pcommon.Map, now pcommon.Timestamp) *histSeries {
+	n := len(c.cfg.ScoreBuckets) + 1
+	return &histSeries{attrs: attrs, start: now, buckets: make([]uint64, n), exemplars: make([]exemplar, n)}
+}
+
+func (c *evalMetrics) putDims(m pcommon.Map, name string, attrs, res pcommon.Map) {
+	m.EnsureCapacity(len(c.cfg.Dimensions) + 3)
+	m.PutStr(attrEvalName, name)
+	for _, d := range c.cfg.Dimensions {
+		if v, ok := attrs.Get(d); ok {
+			v.CopyTo(m.PutEmpty(d))
+		} else if v, ok := res.Get(d); ok {
+			v.CopyTo(m.PutEmpty(d))
+		}
+	}
+}
+
+func overflowAttrs() pcommon.Map {
+	m := pcommon.NewMap()
+	m.PutBool(attrOverflow, true)
+	return m
+}
+
+func strAttr(m pcommon.Map, k string) (string, bool) {
+	v, ok := m.Get(k)
+	if !ok || v.Type() != pcommon.ValueTypeStr {
+		return "", false
+	}
+	return v.Str(), true
+}
+
+// dimension is a dimension's value as the key sees it: from the record's
+// attributes, else its resource.
+func dimension(attrs, res pcommon.Map, d string) (string, bool) {
+	v, ok := attrs.Get(d)
+	if !ok {
+		v, ok = res.Get(d)
+	}
+	if !ok {
+		return "", false
+	}
+	if v.Type() == pcommon.ValueTypeStr {
+		return v.Str(), true
+	}
+	return v.AsString(), true
+}
+
+// appendPart appends one key part: a presence byte, the length, the value.
+func appendPart(k []byte, v string, present bool) []byte {
+	if !present {
+		return append(k, 0)
+	}
+	n := len(v)
+	k = append(k, 1, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	return append(k, v...)
+}
+
+// flush emits every series, cumulative, to the next consumer.
+func (c *evalMetrics) flush(ctx context.Context) {
+	md := c.snapshot()
+	if md.DataPointCount() == 0 {
+		return
+	}
+	if err := c.next.ConsumeMetrics(ctx, md); err != nil {
+		c.logger.Warn("evalmetrics: the next consumer refused the metrics; they go again at the next flush (cumulative)",
+			zap.Error(err))
+	}
+}
+
+func (c *evalMetrics) snapshot() pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.results) == 0 && c.resOver == nil {
+		return md
+	}
+	now := pcommon.NewTimestampFromTime(c.now())
+	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(scopeName)
+
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(metricResults)
+	m.SetUnit("{result}")
+	m.SetDescription("Evaluation results, by evaluator, label (pass/fail) or error type, and dimensions.")
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dps := sum.DataPoints()
+	dps.EnsureCapacity(len(c.results) + 1)
+	emit := func(s *counterSeries) {
+		dp := dps.AppendEmpty()
+		s.attrs.CopyTo(dp.Attributes())
+		dp.SetStartTimestamp(s.start)
+		dp.SetTimestamp(now)
+		dp.SetIntValue(int64(s.count))
+	}
+	for _, s := range c.results {
+		emit(s)
+	}
+	if c.resOver != nil {
+		emit(c.resOver)
+	}
+
+	if len(c.scores) == 0 && c.scoreOvr == nil {
+		return md
+	}
+	m = sm.Metrics().AppendEmpty()
+	m.SetName(metricScore)
+	m.SetUnit("1")
+	m.SetDescription("Evaluation scores (gen_ai.evaluation.score.value), by evaluator and dimensions.")
+	h := m.SetEmptyHistogram()
+	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	hdps := h.DataPoints()
+	hdps.EnsureCapacity(len(c.scores) + 1)
+	emitH := func(s *histSeries) {
+		dp := hdps.AppendEmpty()
+		s.attrs.CopyTo(dp.Attributes())
+		dp.SetStartTimestamp(s.start)
+		dp.SetTimestamp(now)
+		dp.SetCount(s.count)
+		dp.SetSum(s.sum)
+		dp.SetMin(s.min)
+		dp.SetMax(s.max)
+		dp.ExplicitBounds().FromRaw(c.cfg.ScoreBuckets)
+		dp.BucketCounts().FromRaw(s.buckets)
+		for i := range s.exemplars {
+			e := &s.exemplars[i]
+			if !e.set {
+				continue
+			}
+			ex := dp.Exemplars().AppendEmpty()
+			ex.SetDoubleValue(e.value)
+			ex.SetTimestamp(e.ts)
+			ex.SetTraceID(e.traceID)
+			ex.SetSpanID(e.spanID)
+		}
+	}
+	for _, s := range c.scores {
+		emitH(s)
+	}
+	if c.scoreOvr != nil {
+		emitH(c.scoreOvr)
+	}
+	return md
+}
