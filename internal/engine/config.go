@@ -15,6 +15,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/redact"
 	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
@@ -59,6 +60,11 @@ type Config struct {
 	// with the reason (and counted), so a slow judge cannot grow memory and
 	// goroutines without bound.
 	MaxPendingJudgeTasks int `mapstructure:"max_pending_judge_tasks"`
+	// Redaction masks personal data and secrets in what leaves the
+	// collector and what is written back (docs/contract.md §20,
+	// docs/redaction.md). It validates itself (confmap.Validate walks into
+	// it); the default runs every built-in detector.
+	Redaction redact.Config `mapstructure:"redaction"`
 
 	_ struct{}
 }
@@ -76,6 +82,7 @@ func NewDefaultConfig() Config {
 		Sessions:         sessions.NewDefaultConfig(),
 
 		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,
+		Redaction:            redact.NewDefaultConfig(),
 	}
 }
 

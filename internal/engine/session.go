@@ -110,6 +110,7 @@ func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, d
 	finish := func() {
 		now := pcommon.NewTimestampFromTime(time.Now())
 		ref.Span.SetEndTimestamp(now)
+		e.redactResults(results)
 		annotator.Annotate(ref.Span, results, now)
 		done(SessionReport{Report: Report{Evaluations: []Evaluation{{Case: c, Results: results}}}, Traces: td, Ref: ref})
 	}
