@@ -21,22 +21,26 @@ type detector struct {
 	check func(text string, start, end int) (int, int, bool)
 	// groupCheck is check for matches where group matched.
 	groupCheck func(text string, start, end int) (int, int, bool)
+	// windows, when set, returns the parts of text that may hold a value
+	// (found by a byte scan, much faster than the expression); the
+	// expression runs on those alone. Nil: on the whole text.
+	windows func(text string) [][2]int
 }
 
 func builtin(name string) detector {
 	switch name {
 	case Email:
-		return detector{name: name, re: emailRE, check: emailCheck}
+		return detector{name: name, re: emailRE, check: emailCheck, windows: emailWindows}
 	case Phone:
-		return detector{name: name, re: phoneRE, check: phoneCheck}
+		return detector{name: name, re: phoneRE, check: phoneCheck, windows: phoneWindows}
 	case CreditCard:
-		return detector{name: name, re: cardRE, check: cardCheck}
+		return detector{name: name, re: cardRE, check: cardCheck, windows: cardWindows}
 	case IBAN:
-		return detector{name: name, re: ibanRE, check: ibanCheck}
+		return detector{name: name, re: ibanRE, check: ibanCheck, windows: ibanWindows}
 	case IPAddress:
-		return detector{name: name, re: ipRE, check: ipCheck}
+		return detector{name: name, re: ipRE, check: ipCheck, windows: ipWindows}
 	case Secret:
-		return detector{name: name, re: secretRE, group: 1, groupCheck: bearerCheck}
+		return detector{name: name, re: secretRE, group: 1, groupCheck: bearerCheck, windows: secretWindows}
 	}
 	panic("redact: unknown detector " + name)
 }
@@ -47,12 +51,12 @@ var (
 	// Phone numbers in the forms people write them: international (+ or 00
 	// and a country code), a parenthesised area code, North American
 	// 3-3-4 groups, and national numbers with a trunk 0 in groups.
-	phoneRE = regexp.MustCompile(`(?:\+|\b00)[1-9]\d{0,2}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{1,5}){1,6}` +
-		`|\(\d{2,5}\)[ .-]?\d{2,4}[ .-]?\d{3,4}(?:[ .-]?\d{2,4})?` +
+	phoneRE = regexp.MustCompile(`(?:\+|\b00)[1-9](?:[ .-]?(?:\(\d{1,4}\)|\d))+` +
+		`|\(\d{2,5}\)[ .-]?\d(?:[ .-]?\d)+` +
 		`|\b\d{3}[ .-]\d{3}[ .-]\d{4}\b` +
-		`|\b0\d{1,4}[ -]\d{2,4}(?:[ -]?\d{2,4}){1,3}\b`)
+		`|\b0\d{1,4}[ -]\d(?:[ -]?\d)+\b`)
 
-	cardRE = regexp.MustCompile(`\b\d(?:[ -]?\d){12,18}\b`)
+	cardRE = regexp.MustCompile(`\b\d(?:[ -]?\d)+\b`)
 
 	ibanRE = regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,32}`)
 
@@ -151,27 +155,38 @@ var dateLike = regexp.MustCompile(`^(?:19|20)\d\d[-./](?:0[1-9]|1[0-2])[-./](?:0
 
 // cardCheck keeps 13 to 19 digits with a card network's prefix that pass
 // the Luhn check, written plain or in groups with one kind of separator.
+// When the whole run fails, its trailing groups are dropped one by one (a
+// card number followed by its security code).
 func cardCheck(text string, s, e int) (int, int, bool) {
-	m := text[s:e]
-	if strings.ContainsRune(m, ' ') && strings.ContainsRune(m, '-') {
-		return 0, 0, false
-	}
-	if b := before(text, s); b == '.' || b == '-' || b == '+' || b == '/' || b == ':' {
+	if b := before(text, s); b == '.' || b == '-' || b == '+' || b == '/' || b == ':' || isAlnum(b) {
 		return 0, 0, false
 	}
 	if a := after(text, e); (a == '.' || a == '-' || a == ',') && isDigit(after(text, e+1)) {
 		return 0, 0, false
 	}
-	ds := make([]byte, 0, 19)
-	for i := 0; i < len(m); i++ {
-		if isDigit(m[i]) {
-			ds = append(ds, m[i])
+	for {
+		m := text[s:e]
+		if strings.ContainsRune(m, ' ') && strings.ContainsRune(m, '-') {
+			return 0, 0, false
 		}
+		ds := make([]byte, 0, 24)
+		for i := 0; i < len(m); i++ {
+			if isDigit(m[i]) {
+				ds = append(ds, m[i])
+			}
+		}
+		if len(ds) < 13 {
+			return 0, 0, false
+		}
+		if len(ds) <= 19 && cardPrefix(string(ds)) && luhn(ds) {
+			return s, e, true
+		}
+		cut := strings.LastIndexAny(m, " -")
+		if cut < 0 {
+			return 0, 0, false
+		}
+		e = s + cut
 	}
-	if len(ds) < 13 || len(ds) > 19 || !cardPrefix(string(ds)) || !luhn(ds) {
-		return 0, 0, false
-	}
-	return s, e, true
 }
 
 // cardPrefix: Visa, Mastercard, Amex, Discover, Diners, JCB, UnionPay,
@@ -316,4 +331,133 @@ func bearerCheck(text string, s, e int) (int, int, bool) {
 		}
 	}
 	return s, e, digit || (lower && upper)
+}
+
+// alphabet is a set of bytes.
+type alphabet [256]bool
+
+func newAlphabet(ranges ...string) *alphabet {
+	var a alphabet
+	for _, r := range ranges {
+		if len(r) == 3 && r[1] == '-' {
+			for c := int(r[0]); c <= int(r[2]); c++ {
+				a[c] = true
+			}
+			continue
+		}
+		for i := 0; i < len(r); i++ {
+			a[r[i]] = true
+		}
+	}
+	return &a
+}
+
+var (
+	cardAlphabet  = newAlphabet("0-9", " -")
+	phoneAlphabet = newAlphabet("0-9", " -.()+")
+	ipv4Alphabet  = newAlphabet("0-9", ".")
+	ipv6Alphabet  = newAlphabet("0-9", "a-f", "A-F", ":.")
+)
+
+// runs returns the maximal runs of bytes in the alphabet that hold at
+// least minDigits digits and minSpecial bytes special (when special is
+// not 0).
+func runs(text string, in *alphabet, minDigits int, special byte, minSpecial int) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(text); {
+		if !in[text[i]] {
+			i++
+			continue
+		}
+		j, digits, specials := i, 0, 0
+		for ; j < len(text) && in[text[j]]; j++ {
+			if c := text[j]; c >= '0' && c <= '9' {
+				digits++
+			} else if c == special {
+				specials++
+			}
+		}
+		if digits >= minDigits && specials >= minSpecial {
+			out = append(out, [2]int{i, j})
+		}
+		i = j
+	}
+	return out
+}
+
+func cardWindows(text string) [][2]int { return runs(text, cardAlphabet, 13, 0, 0) }
+
+// phoneWindows: 9 digits at least (7 with an international prefix, which
+// the + marks; "00" prefixes have 9 with their country code and number).
+func phoneWindows(text string) [][2]int {
+	ws := runs(text, phoneAlphabet, 7, '+', 0)
+	out := ws[:0]
+	for _, w := range ws {
+		digits := 0
+		for i := w[0]; i < w[1]; i++ {
+			if isDigit(text[i]) {
+				digits++
+			}
+		}
+		if digits >= 9 || strings.IndexByte(text[w[0]:w[1]], '+') >= 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func ipWindows(text string) [][2]int {
+	v4 := runs(text, ipv4Alphabet, 4, '.', 3)
+	v6 := runs(text, ipv6Alphabet, 0, ':', 2)
+	return append(v4, v6...) // overlapping windows find the same match twice: find keeps one
+}
+
+// ibanWindows: two capital letters and two digits at the start of a word.
+func ibanWindows(text string) [][2]int {
+	var out [][2]int
+	for i := 0; i+15 <= len(text); i++ {
+		c := text[i]
+		if c < 'A' || c > 'Z' || (i > 0 && isAlnum(text[i-1])) {
+			continue
+		}
+		if d := text[i+1]; d >= 'A' && d <= 'Z' && isDigit(text[i+2]) && isDigit(text[i+3]) {
+			out = append(out, [2]int{i, min(len(text), i+4+32*2)})
+		}
+	}
+	return out
+}
+
+func emailWindows(text string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(text); i++ {
+		if text[i] != '@' {
+			continue
+		}
+		l, r := i, i+1
+		for l > 0 && (isAlnum(text[l-1]) || strings.IndexByte("._%+-", text[l-1]) >= 0) {
+			l--
+		}
+		for r < len(text) && (isAlnum(text[r]) || text[r] == '.' || text[r] == '-') {
+			r++
+		}
+		if n := len(out); n > 0 && out[n-1][1] >= l {
+			out[n-1][1] = r
+		} else {
+			out = append(out, [2]int{l, r})
+		}
+		i = r - 1
+	}
+	return out
+}
+
+// secretMarkers are the literal parts every secret shape starts with.
+var secretMarkers = []string{"earer", "EARER", "eyJ", "sk-", "k_live_", "k_test_", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "glpat-", "AIza", "-----BEGIN"}
+
+func secretWindows(text string) [][2]int {
+	for _, m := range secretMarkers {
+		if strings.Contains(text, m) {
+			return [][2]int{{0, len(text)}}
+		}
+	}
+	return nil
 }

@@ -93,48 +93,46 @@ func (r *Redactor) find(text string) []match {
 	var out []match
 	for di := range r.dets {
 		d := &r.dets[di]
-		if !d.mayMatch(text) {
-			continue
+		wins := [][2]int{{0, len(text)}}
+		if d.windows != nil {
+			wins = d.windows(text)
 		}
-		for _, loc := range d.re.FindAllStringSubmatchIndex(text, -1) {
-			s, e := loc[0], loc[1]
-			check := d.check
-			if d.group > 0 && loc[2*d.group] >= 0 {
-				s, e = loc[2*d.group], loc[2*d.group+1]
-				check = d.groupCheck
-			}
-			if s == e {
-				continue
-			}
-			if check != nil {
-				var ok bool
-				if s, e, ok = check(text, s, e); !ok {
-					continue
-				}
-			}
-			// insert unless it overlaps a match already taken
-			i := sort.Search(len(out), func(i int) bool { return out[i].end > s })
-			if i < len(out) && out[i].start < e {
-				continue
-			}
-			out = append(out, match{})
-			copy(out[i+1:], out[i:])
-			out[i] = match{start: s, end: e, det: di}
+		for _, w := range wins {
+			out = d.findIn(text, w[0], w[1], di, out)
 		}
 	}
 	return out
 }
 
-// mayMatch is a cheap test that skips a detector's expression on text that
-// cannot hold its values.
-func (d *detector) mayMatch(text string) bool {
-	switch d.name {
-	case Email:
-		return strings.IndexByte(text, '@') >= 0
-	case IPAddress:
-		return strings.IndexByte(text, '.') >= 0 || strings.IndexByte(text, ':') >= 0
+// findIn adds the detector's matches within text[ws:we] to out, where they
+// overlap none there already.
+func (d *detector) findIn(text string, ws, we, di int, out []match) []match {
+	for _, loc := range d.re.FindAllStringSubmatchIndex(text[ws:we], -1) {
+		s, e := ws+loc[0], ws+loc[1]
+		check := d.check
+		if d.group > 0 && loc[2*d.group] >= 0 {
+			s, e = ws+loc[2*d.group], ws+loc[2*d.group+1]
+			check = d.groupCheck
+		}
+		if s == e {
+			continue
+		}
+		if check != nil {
+			var ok bool
+			if s, e, ok = check(text, s, e); !ok {
+				continue
+			}
+		}
+		// insert unless it overlaps a match already taken
+		i := sort.Search(len(out), func(i int) bool { return out[i].end > s })
+		if i < len(out) && out[i].start < e {
+			continue
+		}
+		out = append(out, match{})
+		copy(out[i+1:], out[i:])
+		out[i] = match{start: s, end: e, det: di}
 	}
-	return true
+	return out
 }
 
 // Text redacts s, numbering values within the session.
