@@ -46,7 +46,7 @@ func builtin(name string) detector {
 }
 
 var (
-	emailRE = regexp.MustCompile(`[A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,63})@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}`)
+	emailRE = regexp.MustCompile(`[\p{L}\p{N}](?:[\p{L}\p{N}._%+-]{0,63})@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}`)
 
 	// Phone numbers in the forms people write them: international (+ or 00
 	// and a country code), a parenthesised area code, North American
@@ -98,7 +98,7 @@ func after(text string, i int) byte {
 
 func emailCheck(text string, s, e int) (int, int, bool) {
 	// Part of a longer word or path (a@b.c/d is a URL's user info).
-	if b := before(text, s); b == '@' || b == '/' || b == '\\' || isAlnum(b) {
+	if b := before(text, s); b == '@' || b == '/' || b == '\\' || isAlnum(b) || b >= 0x80 {
 		return 0, 0, false
 	}
 	return s, e, true
@@ -289,7 +289,7 @@ func ipCheck(text string, s, e int) (int, int, bool) {
 	e = s + len(m)
 	b, a := before(text, s), after(text, e)
 	if strings.Count(m, ":") == 0 {
-		if b == '.' || b == 'v' || b == 'V' || isAlnum(b) || ((a == '.' || a == '-') && isAlnum(after(text, e+1))) || isAlnum(a) {
+		if b == '.' || b == ':' || b == 'v' || b == 'V' || isAlnum(b) || ((a == '.' || a == '-') && isAlnum(after(text, e+1))) || isAlnum(a) {
 			return 0, 0, false
 		}
 		if addr, err := netip.ParseAddr(m); err != nil || !addr.Is4() {
@@ -409,7 +409,7 @@ func phoneWindows(text string) [][2]int {
 func ipWindows(text string) [][2]int {
 	v4 := runs(text, ipv4Alphabet, 4, '.', 3)
 	v6 := runs(text, ipv6Alphabet, 0, ':', 2)
-	return append(v4, v6...) // overlapping windows find the same match twice: find keeps one
+	return append(v6, v4...) // overlapping windows find the same match twice: find keeps the first
 }
 
 // ibanWindows: two capital letters and two digits at the start of a word.
@@ -434,7 +434,7 @@ func emailWindows(text string) [][2]int {
 			continue
 		}
 		l, r := i, i+1
-		for l > 0 && (isAlnum(text[l-1]) || strings.IndexByte("._%+-", text[l-1]) >= 0) {
+		for l > 0 && (isAlnum(text[l-1]) || text[l-1] >= 0x80 || strings.IndexByte("._%+-", text[l-1]) >= 0) {
 			l--
 		}
 		for r < len(text) && (isAlnum(text[r]) || text[r] == '.' || text[r] == '-') {
