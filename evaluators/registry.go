@@ -23,6 +23,10 @@ type Deps struct {
 	// Telemetry is the host's; evaluators that hold clients (remote) build
 	// them with it. Zero at validation time.
 	Telemetry component.TelemetrySettings
+	// RedactBody, when set, masks personal data and secrets in a request
+	// body before it leaves the collector (`redaction:`, docs/redaction.md);
+	// the remote evaluator applies it to each JSON body it sends.
+	RedactBody func(body []byte) []byte
 }
 
 // Factory creates evaluators of one type.

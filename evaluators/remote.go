@@ -61,6 +61,8 @@ type remote struct {
 	http     judge.HTTPClient
 	requests atomic.Pointer[metric.Int64Counter]
 	now      func() time.Time
+	// redactBody masks the body (`redaction:`); nil sends it as built.
+	redactBody func([]byte) []byte
 }
 
 func newRemote(opts *confmap.Conf, deps Deps) (Evaluator, error) {
@@ -111,7 +113,7 @@ func newRemote(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	}
 	logger := set.Logger.With(zap.String("evaluator", deps.Name))
 	return &remote{
-		name: deps.Name, o: o, set: set,
+		name: deps.Name, o: o, set: set, redactBody: deps.RedactBody,
 		// An endpoint that is down fails every case: warn a few times a
 		// minute per message, not once per case (the metric counts each).
 		warn: logger.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
@@ -171,6 +173,9 @@ func (r *remote) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	body, err := json.Marshal(map[string]any{"evaluator": r.name, "case": caseView(c, r.o.MaxFieldBytes)})
 	if err != nil {
 		return Errored("encoding the case: %v", err)
+	}
+	if r.redactBody != nil {
+		body = r.redactBody(body)
 	}
 	reply, err := r.do(ctx, hc, body)
 	if err != nil {

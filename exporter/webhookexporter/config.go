@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/evalbridge/evalbridge/internal/redact"
 )
 
 // Payload formats.
@@ -54,6 +56,10 @@ type Config struct {
 	// MaxGroups bounds the groups each monitor tracks (default
 	// DefaultMaxGroups). Cases of further groups are counted, not tracked.
 	MaxGroups int `mapstructure:"max_groups"`
+	// Redaction masks personal data and secrets in every payload
+	// (docs/redaction.md); the default runs every built-in detector, and
+	// `detectors: []` turns them off. It validates itself.
+	Redaction redact.Config `mapstructure:"redaction"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}

@@ -55,6 +55,9 @@ func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
+	if enc, err = withRedaction(enc, cfg.Redaction, set.TelemetrySettings); err != nil {
+		return nil, err
+	}
 	mons, err := newMonitors(cfg, set, now)
 	if err != nil {
 		return nil, err

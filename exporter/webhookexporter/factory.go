@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/evalbridge/evalbridge/internal/redact"
 )
 
 // Type is the component type of the exporter.
@@ -34,6 +36,7 @@ func createDefaultConfig() component.Config {
 		Format:         FormatJSON,
 		PerTraceAlerts: true,
 		MaxGroups:      DefaultMaxGroups,
+		Redaction:      redact.NewDefaultConfig(),
 	}
 }
 

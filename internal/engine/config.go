@@ -15,6 +15,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/redact"
 	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
@@ -62,6 +63,11 @@ type Config struct {
 	// Sampling forwards a share of the scored traces by outcome
 	// (docs/contract.md §19, sampling.go); it validates itself.
 	Sampling SamplingConfig `mapstructure:"sampling"`
+	// Redaction masks personal data and secrets in what leaves the
+	// collector and what is written back (docs/contract.md §20,
+	// docs/redaction.md). It validates itself (confmap.Validate walks into
+	// it); the default runs every built-in detector.
+	Redaction redact.Config `mapstructure:"redaction"`
 
 	_ struct{}
 }
@@ -80,6 +86,7 @@ func NewDefaultConfig() Config {
 
 		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,
 		Sampling:             NewDefaultSamplingConfig(),
+		Redaction:            redact.NewDefaultConfig(),
 	}
 }
 

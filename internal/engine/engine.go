@@ -22,6 +22,7 @@ import (
 	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/redact"
 )
 
 // Engine scores traces. It is safe for concurrent use once built.
@@ -58,6 +59,9 @@ type Engine struct {
 	maxFieldBytes int
 	turnMu        sync.RWMutex
 	turnSink      TurnSink
+	// redactor masks what leaves and what is written back (redaction.go);
+	// nil when `redaction:` turns everything off.
+	redactor *redact.Redactor
 }
 
 type instance struct {
@@ -98,6 +102,12 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 		e.lateGrace = 0
 	}
 	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}, Telemetry: set}
+	if e.redactor, err = newRedactor(cfg.Redaction, set); err != nil {
+		return nil, fmt.Errorf("redaction: %w", err)
+	}
+	if e.redactor != nil {
+		deps.RedactBody = e.redactor.JSON
+	}
 	for _, name := range sortedJudgeNames(cfg.Judges) {
 		c, err := judge.New(name, cfg.Judges[name], set)
 		if err != nil {
@@ -105,6 +115,9 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 		}
 		e.judges[name] = c
 		deps.Judges[name] = c
+		if e.redactor != nil {
+			deps.Judges[name] = redactedJudge{Judge: c, r: e.redactor}
+		}
 		e.judgeParallel += c.MaxConcurrency()
 		e.maxFieldBytes = max(e.maxFieldBytes, c.MaxFieldBytes())
 	}
@@ -331,6 +344,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 			rep.Evaluations = make([]Evaluation, 0, len(all))
 		}
 		for _, sc := range all {
+			e.redactResults(sc.results)
 			annotator.AnnotateCase(sc.ref.Span, sc.results, now, annotator.CaseInfo{AgentName: sc.c.AgentName, Model: sc.c.Model})
 			rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
 		}

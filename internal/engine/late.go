@@ -266,7 +266,9 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	attrs.PutBool(AttrLate, true)
 	attrs.PutBool(adapter.AttrGenerated, true) // never a case again (loop safety)
 	attrs.PutStr(AttrTargetSpanName, t.target.spanName)
-	annotator.Annotate(sp, []evaluators.Result{r}, pcommon.NewTimestampFromTime(now))
+	results := []evaluators.Result{r}
+	e.redactResults(results)
+	annotator.Annotate(sp, results, pcommon.NewTimestampFromTime(now))
 	sink(context.Background(), td)
 }
 

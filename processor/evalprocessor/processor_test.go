@@ -25,6 +25,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/engine"
+	"github.com/evalbridge/evalbridge/internal/redact"
 	"github.com/evalbridge/evalbridge/internal/sessions"
 )
 
@@ -89,6 +90,8 @@ func TestLoadConfig(t *testing.T) {
 				{Type: "tool_error", Options: map[string]any{}},
 			},
 			Storage: &storageID,
+			Redaction: redact.Config{Detectors: []string{"email", "credit_card"},
+				Patterns: []redact.Pattern{{Name: "customer_id", Regex: `CUST-\d{8}`}}, Replacement: "<{name}>"},
 		}}},
 		{id: component.NewIDWithName(Type, "no_evaluators"), wantErr: "at least one evaluator"},
 		{id: component.NewIDWithName(Type, "negative_wait"), wantErr: "wait: -1s must not be negative"},
@@ -98,6 +101,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(Type, "unknown_type"), wantErr: "unknown type"},
 		{id: component.NewIDWithName(Type, "bad_when"), wantErr: "when"},
 		{id: component.NewIDWithName(Type, "unknown_option"), wantErr: "no_such_option"},
+		{id: component.NewIDWithName(Type, "bad_redaction"), wantErr: `redaction: patterns[0] (order): regex "ORD-(\\d+" is not valid RE2`},
 		{id: component.NewIDWithName(Type, "bad_late_results"), wantErr: `late_results: "keep" must be span or drop`},
 	}
 	for _, tt := range tests {

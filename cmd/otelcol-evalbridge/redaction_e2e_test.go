@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+)
+
+// The personal data and secrets planted in the spans, as written there.
+var planted = map[string]string{
+	"email": "jane.doe@example.com",
+	"phone": "+44 20 7946 0958",
+	"card":  "4111 1111 1111 1111",
+	"iban":  "DE89 3704 0044 0532 0130 00",
+	"key":   "sk-proj-Q7vX2mB9kL4pR8tW1yZ6nC3dF5gH0jKa",
+	"jwt":   "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUgRG9lIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+}
+
+// leaks lists the planted values (and their compact spellings) found in s.
+func leaks(s string) []string {
+	var out []string
+	for k, v := range planted {
+		for _, form := range []string{v, strings.ReplaceAll(v, " ", "")} {
+			if strings.Contains(s, form) {
+				out = append(out, k+"="+form)
+				break
+			}
+		}
+	}
+	return out
+}
+
+const redactionE2EConfig = `
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: %[1]s
+processors:
+  eval:
+    wait: 200ms
+    sessions:
+      idle: 500ms
+    judges:
+      default:
+        endpoint: %[3]s
+        model: judge-model
+        cache_size: 0
+    evaluators:
+      - type: llm_judge
+        name: helpful
+        judge: default
+        criteria: The answer helps the customer.
+        threshold: 0.9
+      - type: remote
+        name: far
+        endpoint: %[4]s/score
+      - type: cel
+        name: saw_original
+        threshold: 1.0
+        expression: '{"score": case.output.contains("jane.doe@example.com") && case.input.contains("4111 1111 1111 1111") ? 1.0 : 0.0, "reason": "output was: " + case.output}'
+      - type: cel
+        name: session_echo
+        case: session
+        expression: '{"score": 0.0, "reason": "first turn: " + case.turns[0].input}'
+      - type: knowledge_retention
+        name: session_memory
+        case: session
+        judge: default
+exporters:
+  otlp_http:
+    endpoint: %[2]s
+    retry_on_failure:
+      enabled: false
+  webhook:
+    endpoint: %[5]s/alerts
+` + quietService + `    traces:
+      receivers: [otlp]
+      processors: [eval]
+      exporters: [otlp_http, webhook]
+`
+
+// recorder is an HTTP endpoint that keeps every body it is sent and
+// answers with reply.
+type recorder struct {
+	mu     sync.Mutex
+	bodies []string
+	reply  string
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.bodies = append(r.bodies, string(body))
+	r.mu.Unlock()
+	if r.reply == "" {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, r.reply)
+}
+
+func (r *recorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.bodies...)
+}
+
+// TestEndToEndRedaction plants an e-mail address, a phone number, a card
+// number, an IBAN, an API key and a JWT in the spans of an agent run and
+// runs the distribution with the default `redaction:` (every built-in
+// detector): a judge, a remote evaluator and a webhook receiver record all
+// they are sent, and none of it holds a planted value; nor does any result
+// written back (reasons, explanations, on the evaluated spans and on the
+// session span), though the judge and the remote evaluator answer with
+// reasons that quote planted values. The `cel` evaluator saw the original
+// text, and the spans' own attributes are untouched.
+func TestEndToEndRedaction(t *testing.T) {
+	// The judge quotes a planted value back: its explanation must be
+	// masked before it is written.
+	judgeSrv := judgetest.New(t, judgetest.Always(`{"score": 0.1, "reason": "the agent read the card to `+planted["phone"]+` and mailed [REDACTED:email#1]"}`))
+	remote := &recorder{reply: `{"score": 0.2, "reason": "customer IBAN ` + planted["iban"] + ` seen"}`}
+	remoteSrv := httptest.NewServer(remote)
+	defer remoteSrv.Close()
+	hook := &recorder{}
+	hookSrv := httptest.NewServer(hook)
+	defer hookSrv.Close()
+	be := &backend{spans: map[string]ptrace.Span{}}
+	beSrv := httptest.NewServer(be)
+	defer beSrv.Close()
+	grpcAddr := freeAddr(t)
+	startCollector(t, fmt.Sprintf(redactionE2EConfig, grpcAddr, beSrv.URL, judgeSrv.Endpoint(), remoteSrv.URL, hookSrv.URL))
+
+	input := fmt.Sprintf("I am %s, call me on %s. Charge %s or wire from %s. My OpenAI key is %s, session token %s. Again: %s",
+		planted["email"], planted["phone"], planted["card"], planted["iban"], planted["key"], planted["jwt"], planted["email"])
+	output := fmt.Sprintf("Booked. Confirmation sent to %s; we will call %s.", planted["email"], planted["phone"])
+	inMsgs, _ := json.Marshal([]any{map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "content": input}}}})
+	outMsgs, _ := json.Marshal([]any{map[string]any{"role": "assistant", "parts": []any{map[string]any{"type": "text", "content": output}}}})
+	args := fmt.Sprintf(`{"email":%q,"card":%q}`, planted["email"], planted["card"])
+
+	ctx := context.Background()
+	tp := newSDK(t, grpcAddr, "redaction-e2e")
+	tr := tp.Tracer("e2e")
+	actx, agent := tr.Start(ctx, "invoke_agent concierge", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", "concierge for "+planted["email"]),
+		attribute.String("gen_ai.conversation.id", "conv-redaction"),
+		attribute.String("gen_ai.input.messages", string(inMsgs))))
+	_, tool := tr.Start(actx, "execute_tool charge_card", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", "charge_card"),
+		attribute.String("gen_ai.tool.call.arguments", args),
+		attribute.String("gen_ai.tool.call.result", `{"status":"ok","receipt_to":"`+planted["email"]+`"}`)))
+	tool.End()
+	_, chat := tr.Start(actx, "chat gpt-4o", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.input.messages", string(inMsgs)),
+		attribute.String("gen_ai.output.messages", string(outMsgs))))
+	chat.End()
+	agent.End()
+	require.NoError(t, tp.Shutdown(ctx))
+
+	// The run's three spans, then the session's evaluate_session span.
+	require.Eventually(t, func() bool {
+		_, ok := be.get("evaluate_session")
+		return ok && be.count() >= 4 && len(hook.all()) > 0
+	}, 30*time.Second, 20*time.Millisecond)
+
+	// What left the collector.
+	reqs := judgeSrv.Requests()
+	require.NotEmpty(t, reqs)
+	var sent []string
+	for _, r := range reqs {
+		sent = append(sent, string(r.Raw))
+	}
+	require.NotEmpty(t, remote.all(), "the remote evaluator was called")
+	sent = append(sent, remote.all()...)
+	sent = append(sent, hook.all()...)
+	for _, body := range sent {
+		assert.Empty(t, leaks(body), "a planted value left the collector in %s", body)
+	}
+	// The judge still reads the content: masked, numbered, the JSON block
+	// valid, both mentions of the e-mail address one placeholder.
+	user := reqs[0].User()
+	assert.Contains(t, user, "[REDACTED:email#1]")
+	assert.Contains(t, user, "[REDACTED:credit_card#1]")
+	assert.Contains(t, user, "[REDACTED:iban#1]")
+	assert.Contains(t, user, "[REDACTED:phone#1]")
+	assert.Contains(t, user, "[REDACTED:secret#1]")
+	assert.Contains(t, user, "[REDACTED:secret#2]")
+	assert.NotContains(t, user, "email#2")
+	block := user[strings.Index(user, "<data>\n")+len("<data>\n") : strings.LastIndex(user, "\n</data>")]
+	assert.True(t, json.Valid([]byte(block)), "the data block is JSON: %s", block)
+	var remoteBody map[string]any
+	require.NoError(t, json.Unmarshal([]byte(remote.all()[0]), &remoteBody), "the remote body is JSON")
+	assert.Contains(t, remote.all()[0], "[REDACTED:email#1]")
+
+	// What was written back, on every span the backend received.
+	be.mu.Lock()
+	spans := append([]ptrace.Span(nil), be.all...)
+	be.mu.Unlock()
+	written := 0
+	for _, s := range spans {
+		s.Attributes().Range(func(k string, v pcommon.Value) bool {
+			if strings.HasPrefix(k, "eval.") {
+				written++
+				assert.Empty(t, leaks(v.AsString()), "%s on %s: %s", k, s.Name(), v.AsString())
+			}
+			return true
+		})
+		for i := 0; i < s.Events().Len(); i++ {
+			if v, ok := s.Events().At(i).Attributes().Get("gen_ai.evaluation.explanation"); ok {
+				assert.Empty(t, leaks(v.Str()), "explanation on %s: %s", s.Name(), v.Str())
+			}
+		}
+	}
+	assert.Greater(t, written, 10)
+	ag, _ := be.get("invoke_agent concierge")
+	reason := func(name string) string { v, _ := ag.Attributes().Get("eval." + name + ".reason"); return v.Str() }
+	assert.Contains(t, reason("helpful"), "[REDACTED:phone#1]", "the judge's explanation, masked")
+	assert.Contains(t, reason("far"), "[REDACTED:iban#1]", "the remote evaluator's reason, masked")
+	assert.Contains(t, reason("saw_original"), "[REDACTED:email#1]")
+	sess, _ := be.get("evaluate_session")
+	v, _ := sess.Attributes().Get("eval.session_echo.reason")
+	assert.Contains(t, v.Str(), "[REDACTED:credit_card#1]")
+
+	// cel read the original text (score 1 needs the raw e-mail and card).
+	v, _ = ag.Attributes().Get("eval.saw_original.score")
+	assert.Equal(t, 1.0, v.Double(), "cel sees the original text")
+
+	// The evaluated spans' own attributes are as they were sent.
+	v, _ = ag.Attributes().Get("gen_ai.input.messages")
+	assert.Equal(t, string(inMsgs), v.Str())
+	v, _ = ag.Attributes().Get("gen_ai.agent.name")
+	assert.Equal(t, "concierge for "+planted["email"], v.Str())
+	ch, _ := be.get("chat gpt-4o")
+	v, _ = ch.Attributes().Get("gen_ai.output.messages")
+	assert.Equal(t, string(outMsgs), v.Str())
+	tl, _ := be.get("execute_tool charge_card")
+	v, _ = tl.Attributes().Get("gen_ai.tool.call.arguments")
+	assert.Equal(t, args, v.Str())
+}

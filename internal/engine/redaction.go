@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"strings"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/judge"
+	"github.com/evalbridge/evalbridge/internal/redact"
+)
+
+// The redaction side of the engine (docs/contract.md §20,
+// docs/redaction.md): what leaves the collector — judge prompts, remote
+// evaluator bodies — and what is written back — reasons, explanations, on
+// the evaluated spans, late-result and session spans — is masked. The
+// evaluators themselves (deterministic, cel) read the original case, and
+// the evaluated spans' own attributes are never changed.
+
+// MetricRedactions counts the values replaced, by detector.
+const MetricRedactions = "otelcol_processor_eval_redactions"
+
+// newRedactor builds the config's redactor and its counter; nil when
+// redaction is off (`detectors: []` and no patterns).
+func newRedactor(cfg redact.Config, set component.TelemetrySettings) (*redact.Redactor, error) {
+	if !cfg.Enabled() {
+		return nil, nil
+	}
+	mp := set.MeterProvider
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	counter, err := mp.Meter(LateScopeName).Int64Counter(MetricRedactions,
+		metric.WithDescription("Values masked before content left the collector or was written back (judge prompts, remote evaluator bodies, reasons and explanations), by detector or pattern name."),
+		metric.WithUnit("{value}"))
+	if err != nil {
+		return nil, err
+	}
+	opts := map[string]metric.AddOption{}
+	for _, n := range append(redact.Builtins(), patternNames(cfg)...) {
+		opts[n] = metric.WithAttributeSet(attribute.NewSet(attribute.String("detector", n)))
+	}
+	return redact.New(cfg, func(d string) { counter.Add(context.Background(), 1, opts[d]) })
+}
+
+func patternNames(cfg redact.Config) []string {
+	out := make([]string, len(cfg.Patterns))
+	for i, p := range cfg.Patterns {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// redactedJudge masks every message of a judge request, numbering values
+// across the request's messages (the same e-mail address is
+// [REDACTED:email#1] in every field of one prompt).
+type redactedJudge struct {
+	evaluators.Judge
+	r *redact.Redactor
+}
+
+func (j redactedJudge) Complete(ctx context.Context, msgs []judge.Message) (string, error) {
+	s := j.r.NewSession()
+	out := make([]judge.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = judge.Message{Role: m.Role, Content: redactPrompt(s, m.Content)}
+	}
+	return j.Judge.Complete(ctx, out)
+}
+
+// redactPrompt keeps a prompt's JSON data block (between the lines <data>
+// and </data>) valid JSON: its strings are redacted one by one; the text
+// around it is redacted as text.
+func redactPrompt(s *redact.Session, content string) string {
+	const open, closing = "<data>\n", "\n</data>"
+	i := strings.Index(content, open)
+	if i < 0 {
+		return s.Text(content)
+	}
+	body := content[i+len(open):]
+	k := strings.LastIndex(body, closing)
+	if k < 0 {
+		return s.Text(content)
+	}
+	return s.Text(content[:i]) + open + string(s.JSON([]byte(body[:k]))) + s.Text(body[k:])
+}
+
+// redactResults masks the reasons of results about to be written back.
+// Each result's reason is a text of its own.
+func (e *Engine) redactResults(results []evaluators.Result) {
+	if e.redactor == nil {
+		return
+	}
+	for i := range results {
+		results[i].Reason = e.redactor.Text(results[i].Reason)
+	}
+}

@@ -1,0 +1,273 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Redactor masks what its detectors and patterns find. It is safe for
+// concurrent use; a nil *Redactor changes nothing.
+type Redactor struct {
+	dets []detector
+	// tmpl is the replacement split around its placeholders.
+	tmpl     string
+	numbered bool // the template has {n}
+	count    func(detector string)
+}
+
+// New builds a redactor from a validated config; count, when not nil, is
+// called once per value replaced with the detector's (or pattern's) name.
+// A config with no detector and no pattern gives nil (nothing to do).
+func New(cfg Config, count func(detector string)) (*Redactor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Enabled() {
+		return nil, nil
+	}
+	r := &Redactor{tmpl: cfg.Replacement, numbered: strings.Contains(cfg.Replacement, "{n}"), count: count}
+	// Built-ins in priority order, whatever order the config lists them.
+	want := map[string]bool{}
+	for _, d := range cfg.Detectors {
+		want[d] = true
+	}
+	for _, b := range Builtins() {
+		if want[b] {
+			r.dets = append(r.dets, builtin(b))
+		}
+	}
+	for _, p := range cfg.Patterns {
+		r.dets = append(r.dets, detector{name: p.Name, re: regexp.MustCompile(p.Regex)})
+	}
+	return r, nil
+}
+
+// Names lists the detectors and patterns in use.
+func (r *Redactor) Names() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, len(r.dets))
+	for i, d := range r.dets {
+		out[i] = d.name
+	}
+	return out
+}
+
+// Session numbers distinct values across the texts of one document (the
+// messages of one judge request, one request body): the same value gets
+// the same placeholder, `[REDACTED:email#1]` twice for one address.
+type Session struct {
+	r    *Redactor
+	seen map[string]string // name + "\x00" + normalised value -> placeholder
+	next map[string]int
+}
+
+// NewSession starts a document. A nil Redactor gives a nil Session, whose
+// methods change nothing.
+func (r *Redactor) NewSession() *Session {
+	if r == nil {
+		return nil
+	}
+	return &Session{r: r}
+}
+
+// Text redacts one text with a session of its own.
+func (r *Redactor) Text(s string) string { return r.NewSession().Text(s) }
+
+// JSON redacts one JSON document with a session of its own.
+func (r *Redactor) JSON(b []byte) []byte { return r.NewSession().JSON(b) }
+
+type match struct {
+	start, end int
+	det        int
+}
+
+// find returns the non-overlapping matches of every detector, earlier
+// detectors first where two claim the same characters, in text order.
+func (r *Redactor) find(text string) []match {
+	var out []match
+	for di := range r.dets {
+		d := &r.dets[di]
+		wins := [][2]int{{0, len(text)}}
+		if d.windows != nil {
+			wins = d.windows(text)
+		}
+		for _, w := range wins {
+			out = d.findIn(text, w[0], w[1], di, out)
+		}
+	}
+	return out
+}
+
+// findIn adds the detector's matches within text[ws:we] to out, where they
+// overlap none there already.
+func (d *detector) findIn(text string, ws, we, di int, out []match) []match {
+	for _, loc := range d.re.FindAllStringSubmatchIndex(text[ws:we], -1) {
+		s, e := ws+loc[0], ws+loc[1]
+		check := d.check
+		if d.group > 0 && loc[2*d.group] >= 0 {
+			s, e = ws+loc[2*d.group], ws+loc[2*d.group+1]
+			check = d.groupCheck
+		}
+		if s == e {
+			continue
+		}
+		if check != nil {
+			var ok bool
+			if s, e, ok = check(text, s, e); !ok {
+				continue
+			}
+		}
+		// insert unless it overlaps a match already taken
+		i := sort.Search(len(out), func(i int) bool { return out[i].end > s })
+		if i < len(out) && out[i].start < e {
+			continue
+		}
+		out = append(out, match{})
+		copy(out[i+1:], out[i:])
+		out[i] = match{start: s, end: e, det: di}
+	}
+	return out
+}
+
+// Text redacts s, numbering values within the session.
+func (s *Session) Text(text string) string {
+	if s == nil || text == "" {
+		return text
+	}
+	ms := s.r.find(text)
+	if len(ms) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	last := 0
+	for _, m := range ms {
+		b.WriteString(text[last:m.start])
+		b.WriteString(s.placeholder(m.det, text[m.start:m.end]))
+		last = m.end
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+func (s *Session) placeholder(det int, value string) string {
+	name := s.r.dets[det].name
+	if s.r.count != nil {
+		s.r.count(name)
+	}
+	key := name + "\x00" + normalise(name, value)
+	if p, ok := s.seen[key]; ok {
+		return p
+	}
+	if s.seen == nil {
+		s.seen, s.next = map[string]string{}, map[string]int{}
+	}
+	s.next[name]++
+	n := strconv.Itoa(s.next[name])
+	var p string
+	if s.r.numbered {
+		p = strings.NewReplacer("{name}", name, "{n}", n).Replace(s.r.tmpl)
+	} else {
+		p = strings.ReplaceAll(s.r.tmpl, "{name}", name+"#"+n)
+	}
+	s.seen[key] = p
+	return p
+}
+
+// normalise makes two spellings of one value one: e-mail case, the
+// separators of numbers.
+func normalise(name, v string) string {
+	switch name {
+	case Email:
+		return strings.ToLower(v)
+	case Phone, CreditCard, IBAN:
+		var b strings.Builder
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; isAlnum(c) {
+				b.WriteByte(c)
+			}
+		}
+		if name == Phone && strings.HasPrefix(v, "+") {
+			return "00" + b.String()
+		}
+		return strings.ToUpper(b.String())
+	}
+	return v
+}
+
+// JSON redacts the strings of a JSON document (keys and values), leaving
+// its structure and layout as they are, so the result is valid JSON that
+// reads like the original. Replaced strings are re-encoded the way
+// encoding/json does (<, > and & escaped). Input that is not valid JSON
+// is redacted as text.
+func (s *Session) JSON(doc []byte) []byte {
+	if s == nil || len(doc) == 0 {
+		return doc
+	}
+	if !json.Valid(doc) {
+		return []byte(s.Text(string(doc)))
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(doc); i++ {
+		if c := doc[i]; c == '-' || isDigit(c) {
+			// A number: a card or phone number written as one is
+			// replaced by a string placeholder.
+			end := i + 1
+			for end < len(doc) && (isDigit(doc[end]) || strings.IndexByte(".eE+-", doc[end]) >= 0) {
+				end++
+			}
+			if num := string(doc[i:end]); end-i >= 7 {
+				if red := s.Text(num); red != num {
+					enc, _ := json.Marshal(red)
+					out = append(append(grow(out, doc), doc[last:i]...), enc...)
+					last = end
+				}
+			}
+			i = end - 1
+			continue
+		}
+		if doc[i] != '"' {
+			continue
+		}
+		end := i + 1
+		for end < len(doc) && doc[end] != '"' {
+			if doc[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		end++ // past the closing quote
+		lit := doc[i:end]
+		var str string
+		if bytes.IndexByte(lit, '\\') < 0 {
+			str = string(lit[1 : len(lit)-1])
+		} else if err := json.Unmarshal(lit, &str); err != nil {
+			i = end - 1
+			continue
+		}
+		if red := s.Text(str); red != str {
+			enc, _ := json.Marshal(red)
+			out = append(append(grow(out, doc), doc[last:i]...), enc...)
+			last = end
+		}
+		i = end - 1
+	}
+	if out == nil {
+		return doc
+	}
+	return append(out, doc[last:]...)
+}
+
+func grow(out, doc []byte) []byte {
+	if out == nil {
+		return make([]byte, 0, len(doc)+64)
+	}
+	return out
+}
