@@ -48,7 +48,7 @@ func TestMonitorsDoc(t *testing.T) {
 				rule := r.(map[string]any)
 				expr, _ := rule["expr"].(string)
 				rules++
-				parsed, err := parser.ParseExpr(expr)
+				parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 				require.NoError(t, err, "rule %v: %s", rule["alert"], expr)
 				names := 0
 				parser.Inspect(parsed, func(n parser.Node, _ []parser.Node) error {
