@@ -332,8 +332,8 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 // otlpMetricsBackend keeps the latest of each OTLP metric it receives, by
 // name.
 type otlpMetricsBackend struct {
-	mu     sync.Mutex
-	last   map[string]pmetric.Metric
+	mu   sync.Mutex
+	last map[string]pmetric.Metric
 }
 
 func (b *otlpMetricsBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
