@@ -133,8 +133,8 @@ func startDefaultDistribution(t *testing.T, extra ...string) distribution {
 }
 
 // runQuickstartAgent sends the quickstart's five runs (go run
-// ./examples/agent) to addr.
-func runQuickstartAgent(t *testing.T, addr string) {
+// ./examples/agent) to addr and returns their trace ids by run name.
+func runQuickstartAgent(t *testing.T, addr string) map[string]string {
 	t.Helper()
 	cmd := exec.Command("go", "run", "./examples/agent", "-endpoint", addr)
 	cmd.Dir = filepath.Join("..", "..")
@@ -143,7 +143,17 @@ func runQuickstartAgent(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatalf("go run ./examples/agent: %v\n%s", err, out)
 	}
+	ids := map[string]string{}
+	for _, m := range runLine.FindAllStringSubmatch(string(out), -1) {
+		ids[m[1]] = m[2]
+	}
+	if len(ids) != 5 {
+		t.Fatalf("examples/agent printed %d runs:\n%s", len(ids), out)
+	}
+	return ids
 }
+
+var runLine = regexp.MustCompile(`(?m)^\s+(\w+)\s+trace_id=([0-9a-f]{32})`)
 
 // waitScrape scrapes url until ok says the samples are complete.
 func waitScrape(t *testing.T, url string, ok func([]sample) bool) []sample {
@@ -190,7 +200,7 @@ func total(ss []sample, name string, match map[string]string) float64 {
 // score histogram.
 func TestQuickstartMetricsScrape(t *testing.T) {
 	d := startDefaultDistribution(t)
-	runQuickstartAgent(t, d.grpc)
+	runs := runQuickstartAgent(t, d.grpc)
 
 	url := "http://" + d.prom + "/metrics"
 	ss := waitScrape(t, url, func(ss []sample) bool {
@@ -250,6 +260,31 @@ func TestQuickstartMetricsScrape(t *testing.T) {
 	}
 	if got := total(ss, "gen_ai_evaluation_score_bucket", with("gen_ai_evaluation_name", "tool_efficiency", "le", "0.6")); got != 1 {
 		t.Errorf("tool_efficiency le=0.6 bucket = %v, want 1", got)
+	}
+
+	// Scraped as OpenMetrics (what a Prometheus server asks for), the
+	// bucket holding the loop run's 0.6 carries that run's trace id.
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var exemplar string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "gen_ai_evaluation_score_bucket{") && strings.Contains(line, `gen_ai_evaluation_name="tool_efficiency"`) &&
+			strings.Contains(line, `le="0.6"}`) {
+			exemplar = line
+		}
+	}
+	t.Logf("OpenMetrics: %s", exemplar)
+	if !strings.Contains(exemplar, `trace_id="`+runs["loop"]+`"`) {
+		t.Errorf("the tool_efficiency le=0.6 bucket has no exemplar of the loop run (%s): %q", runs["loop"], exemplar)
 	}
 }
 
