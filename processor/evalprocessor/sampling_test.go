@@ -3,7 +3,6 @@ package evalprocessor
 import (
 	"context"
 	"encoding/binary"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +42,35 @@ func samplingBatch(n, failing int) ptrace.Traces {
 	return out
 }
 
+// userMessages is one gen_ai.user.message record for each of the n traces
+// (held with its trace).
+func userMessages(n int) plog.Logs {
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for i := 0; i < n; i++ {
+		lr := lrs.AppendEmpty()
+		lr.SetEventName("gen_ai.user.message")
+		lr.SetTraceID(sampledTraceID(i))
+		lr.SetSpanID(sid(2))
+		lr.Body().SetEmptyMap().PutStr("content", "book me a flight")
+	}
+	return ld
+}
+
+// recordsByTrace counts the log records the sink got, by event name and
+// trace id.
+func recordsByTrace(sink *consumertest.LogsSink, event string) map[pcommon.TraceID]int {
+	out := map[pcommon.TraceID]int{}
+	for _, ld := range sink.AllLogs() {
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
+			if lr.EventName() == event {
+				out[lr.TraceID()]++
+			}
+		})
+	}
+	return out
+}
+
 // lateSpans is one more (non-GenAI) span for each of the n traces.
 func lateSpans(n int) ptrace.Traces {
 	out := ptrace.NewTraces()
@@ -68,7 +96,6 @@ func spansByTrace(sink *consumertest.TracesSink) map[pcommon.TraceID]int {
 type samplingRun struct {
 	h        *harness
 	forward  map[pcommon.TraceID]int
-	records  atomic.Int64
 	metrics  *consumertest.MetricsSink
 	logsSink *consumertest.LogsSink
 }
@@ -83,7 +110,6 @@ func runSampling(t *testing.T, n, failing int) *samplingRun {
 	require.NoError(t, err)
 	require.NoError(t, conn.Start(context.Background(), componenttest.NewNopHost()))
 	next, err := consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
-		r.records.Add(int64(ld.LogRecordCount()))
 		require.NoError(t, r.logsSink.ConsumeLogs(ctx, ld))
 		return conn.ConsumeLogs(ctx, ld)
 	})
@@ -92,8 +118,9 @@ func runSampling(t *testing.T, n, failing int) *samplingRun {
 		c.Sampling = engine.SamplingConfig{Failed: 1, Passed: 0.1, Unscored: 1}
 	}, nil, nil, next)
 	r.h.consume(samplingBatch(n, failing))
+	require.NoError(t, r.h.p.ConsumeLogs(context.Background(), userMessages(n)))
 	r.h.clk.advance(2 * time.Second)
-	require.Eventually(t, func() bool { return r.records.Load() == int64(n) }, 60*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return len(recordsByTrace(r.logsSink, "gen_ai.evaluation.result")) == n }, 60*time.Second, time.Millisecond,
 		"want one result record per trace (%d)", n)
 	require.Eventually(t, func() bool {
 		return r.h.counter(metricTracesSampled) == int64(n)
@@ -130,6 +157,15 @@ func TestSamplingForwardsFailingAndATenthOfPassing(t *testing.T) {
 		require.Equal(t, got, b.forward[sampledTraceID(i)], "trace %d: the two processors decided differently", i)
 	}
 	t.Logf("forwarded: %d/%d failing, %d/%d passing traces", failing, failing, passing, n-failing)
+
+	// The records held with a trace go with it; its result records go on
+	// whatever sampling decided.
+	results, messages := recordsByTrace(a.logsSink, "gen_ai.evaluation.result"), recordsByTrace(a.logsSink, "gen_ai.user.message")
+	for i := 0; i < n; i++ {
+		id := sampledTraceID(i)
+		require.Equal(t, 1, results[id], "trace %d: one result record", i)
+		require.Equal(t, a.forward[id]/6, messages[id], "trace %d: its user message goes as its spans do", i)
+	}
 	require.InDelta(t, 0.1*(n-failing), passing, 0.04*(n-failing), "about a tenth of the passing traces")
 
 	require.Equal(t, int64(failing+passing), a.h.counter(metricTracesSampled, "decision", decisionForwarded))
