@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/connector/evalmetricsconnector"
 	"github.com/evalbridge/evalbridge/internal/engine"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 // sampledTraceID is the id of test trace i (not limited to 255 like tid).
@@ -199,4 +201,37 @@ func TestSamplingConfig(t *testing.T) {
 	require.ErrorContains(t, c.Sampling.Validate(), "passed 1.5 must be within [0, 1]")
 	c.Sampling.Passed = -0.1
 	require.Error(t, c.Sampling.Validate())
+}
+
+// Result records carry the case's agent (and model when the case has one),
+// the late judge answer's record too: evalmetrics cuts by them.
+func TestResultRecordsCarryAgentLateOnesToo(t *testing.T) {
+	release := make(chan struct{})
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		<-release
+		return judgetest.Reply{Content: `{"score": 0.2, "reason": "unhelpful"}`}
+	})
+	logs := new(consumertest.LogsSink)
+	h := startHarness(t, func(c *Config) { withJudge(srv)(c); c.Timeout = 50 * time.Millisecond }, nil, nil, logs)
+	b := newBatch()
+	slowAgentTrace(b, 1)
+	h.consume(b.td)
+	h.clk.advance(time.Second)
+	h.waitSpans(5)
+	close(release)
+	h.waitSpans(6) // the late-result span
+	require.Eventually(t, func() bool { return logs.LogRecordCount() >= 3 }, 10*time.Second, time.Millisecond)
+	got := map[string]map[string]any{}
+	for _, ld := range logs.AllLogs() {
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
+			a := lr.Attributes().AsRaw()
+			key := a["gen_ai.evaluation.name"].(string) + "/" + fmt.Sprint(a["gen_ai.evaluation.score.label"], a["error.type"])
+			got[key] = a
+		})
+	}
+	for _, k := range []string{"tool_error/pass<nil>", "helpful/<nil>timeout", "helpful/fail<nil>"} {
+		require.Contains(t, got, k)
+		require.Equal(t, "slow_agent", got[k]["gen_ai.agent.name"], "%s: %v", k, got[k])
+		require.Equal(t, "gpt-4o", got[k]["gen_ai.request.model"], "%s: %v", k, got[k])
+	}
 }
