@@ -95,6 +95,27 @@ func (c CaseInfo) put(m pcommon.Map) {
 	}
 }
 
+// CaseInfoOf reads back the case info that AnnotateCase wrote on span's
+// gen_ai.evaluation.result events (a late result's span has no case).
+func CaseInfoOf(span ptrace.Span) CaseInfo {
+	var c CaseInfo
+	evs := span.Events()
+	for i := 0; i < evs.Len(); i++ {
+		ev := evs.At(i)
+		if ev.Name() != EventName {
+			continue
+		}
+		if v, ok := ev.Attributes().Get(AttrAgentName); ok {
+			c.AgentName = v.AsString()
+		}
+		if v, ok := ev.Attributes().Get(AttrRequestModel); ok {
+			c.Model = v.AsString()
+		}
+		break
+	}
+	return c
+}
+
 // Annotate writes results onto span. ts stamps the events. The span must be
 // owned by the caller (a copy), never the pipeline's read-only input.
 func Annotate(span ptrace.Span, results []evaluators.Result, ts pcommon.Timestamp) {

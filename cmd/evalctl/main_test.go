@@ -198,3 +198,27 @@ func TestValidateAcceptsProcessorStorageKey(t *testing.T) {
 		t.Errorf("exit %d out %q err %q", code, out, stderr)
 	}
 }
+
+// The processor's `sampling:` block (contract §19) is accepted and ignored:
+// evalctl forwards nothing; its shares are still checked.
+func TestValidateAcceptsProcessorSamplingKey(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"sampling: {failed: 1, passed: 0.1, unscored: 1}\nevaluators:\n  - type: tool_error\n", true},
+		{"sampling: {passed: 2}\nevaluators:\n  - type: tool_error\n", false},
+	} {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := runEvalctl(t, "", "validate", "--config", path)
+		if (code == exitOK) != c.ok {
+			t.Errorf("%q: exit %d out %q err %q", c.yaml, code, out, stderr)
+		}
+		if !c.ok && !strings.Contains(stderr+out, "sampling: passed 2 must be within [0, 1]") {
+			t.Errorf("%q: no clear message: %q %q", c.yaml, out, stderr)
+		}
+	}
+}

@@ -3,7 +3,8 @@
 //
 // Run it from the repository root with `go run ./cmd/otelcol-evalbridge`: with
 // no --config it starts on an embedded default configuration (OTLP in on
-// localhost:4317/4318, the deterministic evaluators, the debug exporter).
+// localhost:4317/4318, the deterministic evaluators, the debug exporter, the
+// evaluation metrics on localhost:8889).
 // With --config it behaves as every collector does.
 package main
 
@@ -32,7 +33,8 @@ var defaultConfig string
 // defaultConfigNotice is printed to stderr when the embedded config is used.
 const defaultConfigNotice = "otelcol-evalbridge: no --config given; starting on the embedded default config " +
 	"(OTLP gRPC localhost:4317, HTTP localhost:4318; eval with tool_call_validity, tool_error, " +
-	"tool_efficiency, tool_trajectory; debug exporter). Use --config FILE for your own."
+	"tool_efficiency, tool_trajectory; debug exporter; evaluation metrics on http://localhost:8889/metrics). " +
+	"Use --config FILE for your own."
 
 func main() {
 	set := settings()

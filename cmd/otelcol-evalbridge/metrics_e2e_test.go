@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,13 +15,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/evalbridge/evalbridge/deploy/grafana/dashboard"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
 	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
 )
 
@@ -128,8 +133,8 @@ func startDefaultDistribution(t *testing.T, extra ...string) distribution {
 }
 
 // runQuickstartAgent sends the quickstart's five runs (go run
-// ./examples/agent) to addr.
-func runQuickstartAgent(t *testing.T, addr string) {
+// ./examples/agent) to addr and returns their trace ids by run name.
+func runQuickstartAgent(t *testing.T, addr string) map[string]string {
 	t.Helper()
 	cmd := exec.Command("go", "run", "./examples/agent", "-endpoint", addr)
 	cmd.Dir = filepath.Join("..", "..")
@@ -138,7 +143,17 @@ func runQuickstartAgent(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatalf("go run ./examples/agent: %v\n%s", err, out)
 	}
+	ids := map[string]string{}
+	for _, m := range runLine.FindAllStringSubmatch(string(out), -1) {
+		ids[m[1]] = m[2]
+	}
+	if len(ids) != 5 {
+		t.Fatalf("examples/agent printed %d runs:\n%s", len(ids), out)
+	}
+	return ids
 }
+
+var runLine = regexp.MustCompile(`(?m)^\s+(\w+)\s+trace_id=([0-9a-f]{32})`)
 
 // waitScrape scrapes url until ok says the samples are complete.
 func waitScrape(t *testing.T, url string, ok func([]sample) bool) []sample {
@@ -185,7 +200,7 @@ func total(ss []sample, name string, match map[string]string) float64 {
 // score histogram.
 func TestQuickstartMetricsScrape(t *testing.T) {
 	d := startDefaultDistribution(t)
-	runQuickstartAgent(t, d.grpc)
+	runs := runQuickstartAgent(t, d.grpc)
 
 	url := "http://" + d.prom + "/metrics"
 	ss := waitScrape(t, url, func(ss []sample) bool {
@@ -245,6 +260,31 @@ func TestQuickstartMetricsScrape(t *testing.T) {
 	}
 	if got := total(ss, "gen_ai_evaluation_score_bucket", with("gen_ai_evaluation_name", "tool_efficiency", "le", "0.6")); got != 1 {
 		t.Errorf("tool_efficiency le=0.6 bucket = %v, want 1", got)
+	}
+
+	// Scraped as OpenMetrics (what a Prometheus server asks for), the
+	// bucket holding the loop run's 0.6 carries that run's trace id.
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var exemplar string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "gen_ai_evaluation_score_bucket{") && strings.Contains(line, `gen_ai_evaluation_name="tool_efficiency"`) &&
+			strings.Contains(line, `le="0.6"}`) {
+			exemplar = line
+		}
+	}
+	t.Logf("OpenMetrics: %s", exemplar)
+	if !strings.Contains(exemplar, `trace_id="`+runs["loop"]+`"`) {
+		t.Errorf("the tool_efficiency le=0.6 bucket has no exemplar of the loop run (%s): %q", runs["loop"], exemplar)
 	}
 }
 
@@ -321,5 +361,120 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 		default:
 			t.Errorf("the dashboard reads %s (%s), which the distribution does not emit", n, strings.Join(metrics[n], "; "))
 		}
+	}
+}
+
+// otlpMetricsBackend keeps the latest of each OTLP metric it receives, by
+// name.
+type otlpMetricsBackend struct {
+	mu   sync.Mutex
+	last map[string]pmetric.Metric
+}
+
+func (b *otlpMetricsBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, err := otlphttpbody.Read(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if r.URL.Path != "/api/v1/otlp/v1/metrics" {
+		w.WriteHeader(http.StatusOK) // traces and logs: accepted, not kept
+		return
+	}
+	req := pmetricotlp.NewExportRequest()
+	if err := req.UnmarshalProto(raw); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	b.mu.Lock()
+	rms := req.Metrics().ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := pmetric.NewMetric()
+				ms.At(k).CopyTo(m)
+				b.last[m.Name()] = m
+			}
+		}
+	}
+	b.mu.Unlock()
+	resp, _ := pmetricotlp.NewExportResponse().MarshalProto()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(resp)
+}
+
+// examples/metrics-otlp.yaml over examples/collector.yaml sends the
+// evaluation metrics, cumulative, to an OTLP/HTTP metrics endpoint.
+func TestExampleMetricsOTLP(t *testing.T) {
+	backend := &otlpMetricsBackend{last: map[string]pmetric.Metric{}}
+	srv := httptest.NewServer(backend)
+	defer srv.Close()
+	grpc := freeAddr(t)
+	for k, v := range map[string]string{
+		"BACKEND_ENDPOINT":      srv.URL,
+		"METRICS_ENDPOINT":      srv.URL + "/api/v1/otlp/v1/metrics",
+		"OTLP_GRPC_ENDPOINT":    grpc,
+		"OTLP_HTTP_ENDPOINT":    freeAddr(t),
+		"HEALTH_CHECK_ENDPOINT": freeAddr(t),
+		"PROMETHEUS_ENDPOINT":   freeAddr(t),
+	} {
+		t.Setenv(k, v)
+	}
+	set := settings()
+	set.ConfigProviderSettings.ResolverSettings.URIs = []string{
+		"file:" + filepath.Join("..", "..", "examples", "collector.yaml"),
+		"file:" + filepath.Join("..", "..", "examples", "metrics-otlp.yaml"),
+		"yaml:connectors::evalmetrics::flush_interval: 100ms",
+		"yaml:processors::eval::wait: 500ms",
+		"yaml:service::telemetry::logs::level: warn",
+		"yaml:service::telemetry::metrics::level: none",
+	}
+	col, err := otelcol.NewCollector(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- col.Run(context.Background()) }()
+	defer func() {
+		col.Shutdown()
+		if err := <-done; err != nil {
+			t.Errorf("collector run: %v", err)
+		}
+	}()
+	for col.GetState() != otelcol.StateRunning {
+		select {
+		case err := <-done:
+			t.Fatalf("collector stopped while starting: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	runQuickstartAgent(t, grpc)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		backend.mu.Lock()
+		m, ok := backend.last["gen_ai.evaluation.results"]
+		var n int64
+		if ok {
+			for i := 0; i < m.Sum().DataPoints().Len(); i++ {
+				n += m.Sum().DataPoints().At(i).IntValue()
+			}
+		}
+		h, hok := backend.last["gen_ai.evaluation.score"]
+		backend.mu.Unlock()
+		// collector.yaml's booking_flow runs only on travel_agent runs
+		// that match its `when`: 4 evaluators x 5 runs.
+		if n >= 20 && hok {
+			if m.Sum().AggregationTemporality() != pmetric.AggregationTemporalityCumulative || h.Unit() != "1" || m.Unit() != "{result}" {
+				t.Errorf("results: %v %s; score unit %s", m.Sum().AggregationTemporality(), m.Unit(), h.Unit())
+			}
+			t.Logf("OTLP backend got gen_ai.evaluation.results = %d over %d series, gen_ai.evaluation.score with %d series", n, m.Sum().DataPoints().Len(), h.Histogram().DataPoints().Len())
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the OTLP metrics backend got %d results", n)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -230,5 +231,23 @@ func runGroup(t *testing.T, tg testGroup, evalInterval time.Duration, files []st
 			}
 		}
 		q.Close()
+	}
+}
+
+// prometheus.yaml, the server config docs/metrics.md shows, loads with
+// Prometheus' own config loader and names rules.yaml.
+func TestServerConfig(t *testing.T) {
+	cfg, err := config.LoadFile("prometheus.yaml", false, promslog.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.RuleFiles) != 1 || filepath.Base(cfg.RuleFiles[0]) != "rules.yaml" {
+		t.Errorf("rule_files = %v", cfg.RuleFiles)
+	}
+	if len(cfg.ScrapeConfigs) != 2 {
+		t.Fatalf("%d scrape configs", len(cfg.ScrapeConfigs))
+	}
+	if s := cfg.String(); !strings.Contains(s, "localhost:8889") || !strings.Contains(s, "localhost:8888") {
+		t.Errorf("the scrape targets are not the collector's ports:\n%s", s)
 	}
 }

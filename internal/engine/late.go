@@ -53,6 +53,8 @@ type lateTarget struct {
 	spanID   pcommon.SpanID
 	spanName string
 	resource pcommon.Resource
+	// info is the case's agent and model, for the result events.
+	info annotator.CaseInfo
 }
 
 // SetLateResults sets where late results go: a function that takes a batch
@@ -84,7 +86,8 @@ func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef
 		if *target == nil {
 			res := pcommon.NewResource()
 			ref.Resource().CopyTo(res)
-			*target = &lateTarget{traceID: c.TraceID, spanID: c.SpanID, spanName: ref.Span.Name(), resource: res}
+			*target = &lateTarget{traceID: c.TraceID, spanID: c.SpanID, spanName: ref.Span.Name(), resource: res,
+				info: annotator.CaseInfo{AgentName: c.AgentName, Model: c.Model}}
 		}
 		t.target = *target
 	}
@@ -268,7 +271,7 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	attrs.PutStr(AttrTargetSpanName, t.target.spanName)
 	results := []evaluators.Result{r}
 	e.redactResults(results)
-	annotator.Annotate(sp, results, pcommon.NewTimestampFromTime(now))
+	annotator.AnnotateCase(sp, results, pcommon.NewTimestampFromTime(now), t.target.info)
 	sink(context.Background(), td)
 }
 

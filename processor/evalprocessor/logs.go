@@ -324,6 +324,7 @@ func lateResultRecords(td ptrace.Traces, ts pcommon.Timestamp) (plog.Logs, int) 
 		sl.Scope().SetName(scopeName)
 		annotator.AppendResultRecords(sl.LogRecords(), annotator.Target{
 			TraceID: ref.Span.TraceID(), SpanID: ref.Span.ParentSpanID(),
+			Case: annotator.CaseInfoOf(ref.Span),
 		}, results, ts)
 		n += sl.LogRecords().Len()
 	})

@@ -355,7 +355,11 @@ func (p *evalProcessor) forwardLateResult(_ context.Context, td ptrace.Traces) {
 			p.fwd.pushLogs(ld, n)
 		}
 	}
-	p.fwd.push(td, td.SpanCount())
+	// Its result records above go on; the span goes with its trace when
+	// sampling dropped it.
+	if td, _ = p.sampling.dropLate(td); td.SpanCount() > 0 {
+		p.fwd.push(td, td.SpanCount())
+	}
 }
 
 type decision uint8

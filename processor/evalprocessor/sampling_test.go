@@ -3,7 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"encoding/binary"
-	"sync/atomic"
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/connector/evalmetricsconnector"
 	"github.com/evalbridge/evalbridge/internal/engine"
+	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 // sampledTraceID is the id of test trace i (not limited to 255 like tid).
@@ -39,6 +40,35 @@ func samplingBatch(n, failing int) ptrace.Traces {
 		id := sampledTraceID(i)
 		adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { r.Span.SetTraceID(id) })
 		b.td.ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
+	}
+	return out
+}
+
+// userMessages is one gen_ai.user.message record for each of the n traces
+// (held with its trace).
+func userMessages(n int) plog.Logs {
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for i := 0; i < n; i++ {
+		lr := lrs.AppendEmpty()
+		lr.SetEventName("gen_ai.user.message")
+		lr.SetTraceID(sampledTraceID(i))
+		lr.SetSpanID(sid(2))
+		lr.Body().SetEmptyMap().PutStr("content", "book me a flight")
+	}
+	return ld
+}
+
+// recordsByTrace counts the log records the sink got, by event name and
+// trace id.
+func recordsByTrace(sink *consumertest.LogsSink, event string) map[pcommon.TraceID]int {
+	out := map[pcommon.TraceID]int{}
+	for _, ld := range sink.AllLogs() {
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
+			if lr.EventName() == event {
+				out[lr.TraceID()]++
+			}
+		})
 	}
 	return out
 }
@@ -68,7 +98,6 @@ func spansByTrace(sink *consumertest.TracesSink) map[pcommon.TraceID]int {
 type samplingRun struct {
 	h        *harness
 	forward  map[pcommon.TraceID]int
-	records  atomic.Int64
 	metrics  *consumertest.MetricsSink
 	logsSink *consumertest.LogsSink
 }
@@ -83,7 +112,6 @@ func runSampling(t *testing.T, n, failing int) *samplingRun {
 	require.NoError(t, err)
 	require.NoError(t, conn.Start(context.Background(), componenttest.NewNopHost()))
 	next, err := consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
-		r.records.Add(int64(ld.LogRecordCount()))
 		require.NoError(t, r.logsSink.ConsumeLogs(ctx, ld))
 		return conn.ConsumeLogs(ctx, ld)
 	})
@@ -92,8 +120,9 @@ func runSampling(t *testing.T, n, failing int) *samplingRun {
 		c.Sampling = engine.SamplingConfig{Failed: 1, Passed: 0.1, Unscored: 1}
 	}, nil, nil, next)
 	r.h.consume(samplingBatch(n, failing))
+	require.NoError(t, r.h.p.ConsumeLogs(context.Background(), userMessages(n)))
 	r.h.clk.advance(2 * time.Second)
-	require.Eventually(t, func() bool { return r.records.Load() == int64(n) }, 60*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return len(recordsByTrace(r.logsSink, "gen_ai.evaluation.result")) == n }, 60*time.Second, time.Millisecond,
 		"want one result record per trace (%d)", n)
 	require.Eventually(t, func() bool {
 		return r.h.counter(metricTracesSampled) == int64(n)
@@ -130,6 +159,15 @@ func TestSamplingForwardsFailingAndATenthOfPassing(t *testing.T) {
 		require.Equal(t, got, b.forward[sampledTraceID(i)], "trace %d: the two processors decided differently", i)
 	}
 	t.Logf("forwarded: %d/%d failing, %d/%d passing traces", failing, failing, passing, n-failing)
+
+	// The records held with a trace go with it; its result records go on
+	// whatever sampling decided.
+	results, messages := recordsByTrace(a.logsSink, "gen_ai.evaluation.result"), recordsByTrace(a.logsSink, "gen_ai.user.message")
+	for i := 0; i < n; i++ {
+		id := sampledTraceID(i)
+		require.Equal(t, 1, results[id], "trace %d: one result record", i)
+		require.Equal(t, a.forward[id]/6, messages[id], "trace %d: its user message goes as its spans do", i)
+	}
 	require.InDelta(t, 0.1*(n-failing), passing, 0.04*(n-failing), "about a tenth of the passing traces")
 
 	require.Equal(t, int64(failing+passing), a.h.counter(metricTracesSampled, "decision", decisionForwarded))
@@ -163,4 +201,37 @@ func TestSamplingConfig(t *testing.T) {
 	require.ErrorContains(t, c.Sampling.Validate(), "passed 1.5 must be within [0, 1]")
 	c.Sampling.Passed = -0.1
 	require.Error(t, c.Sampling.Validate())
+}
+
+// Result records carry the case's agent (and model when the case has one),
+// the late judge answer's record too: evalmetrics cuts by them.
+func TestResultRecordsCarryAgentLateOnesToo(t *testing.T) {
+	release := make(chan struct{})
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		<-release
+		return judgetest.Reply{Content: `{"score": 0.2, "reason": "unhelpful"}`}
+	})
+	logs := new(consumertest.LogsSink)
+	h := startHarness(t, func(c *Config) { withJudge(srv)(c); c.Timeout = 50 * time.Millisecond }, nil, nil, logs)
+	b := newBatch()
+	slowAgentTrace(b, 1)
+	h.consume(b.td)
+	h.clk.advance(time.Second)
+	h.waitSpans(5)
+	close(release)
+	h.waitSpans(6) // the late-result span
+	require.Eventually(t, func() bool { return logs.LogRecordCount() >= 3 }, 10*time.Second, time.Millisecond)
+	got := map[string]map[string]any{}
+	for _, ld := range logs.AllLogs() {
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
+			a := lr.Attributes().AsRaw()
+			key := a["gen_ai.evaluation.name"].(string) + "/" + fmt.Sprint(a["gen_ai.evaluation.score.label"], a["error.type"])
+			got[key] = a
+		})
+	}
+	for _, k := range []string{"tool_error/pass<nil>", "helpful/<nil>timeout", "helpful/fail<nil>"} {
+		require.Contains(t, got, k)
+		require.Equal(t, "slow_agent", got[k]["gen_ai.agent.name"], "%s: %v", k, got[k])
+		require.Equal(t, "gpt-4o", got[k]["gen_ai.request.model"], "%s: %v", k, got[k])
+	}
 }
