@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
 // Config is one entry of `evaluators:` (docs/contract.md §5). Common keys are
@@ -239,7 +240,8 @@ func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
 		r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
 		return r
 	}
-	r = in.Evaluator.Evaluate(ctx, c)
+	// Judge calls made for this instance are costed to it.
+	r = in.Evaluator.Evaluate(judge.WithEvaluator(ctx, in.Name), c)
 	r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
 	if r.Scored() {
 		if r.Score >= in.Threshold {
