@@ -27,7 +27,13 @@ Usage:
   evalctl run --config FILE [--out FILE|-] [--summary text|json]
               [--min-pass-rate NAME=R]... [--baseline SUMMARY.json]
               [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE] INPUT...
+  evalctl estimate --config FILE [--summary text|json] INPUT...
   evalctl validate --config FILE
+
+estimate reads the inputs as run does and reports the judge calls each
+evaluator would make (the deterministic evaluators run, so run_if, when and
+sample_rate apply), their input tokens, an upper bound of their output
+tokens and, for judges with a price, the cost; no judge is called.
 
 INPUT is OTLP/JSON (one export request per document, or JSON Lines of them:
 what the collector's file exporter writes) or a Jaeger JSON export
@@ -52,6 +58,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "run":
 		return runCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "estimate":
+		return estimateCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "validate":
 		return validateCmd(ctx, args[1:], stderr, stdout)
 	case "-h", "--help", "help":
