@@ -82,7 +82,7 @@ var costPrice = judge.PriceConfig{InputPerMillionTokens: 0.15, OutputPerMillionT
 func TestCascadeCostAgainstTheFakeJudge(t *testing.T) {
 	const good, bad = 45, 5
 	input := corpus(t, good, bad)
-	const verdict = `{"tasks": [], "score": 0.4, "reason": "the hotel was booked before the flights were searched"}`
+	const verdict = `{"accomplished": false, "complete": true, "grounded": true, "failed_or_errored": false, "score": 0.4, "reason": "the hotel was booked before the flights were searched"}`
 	calls := map[bool]int{}
 	for _, cascade := range []bool{false, true} {
 		srv := judgetest.New(t, judgetest.Counting(verdict))
