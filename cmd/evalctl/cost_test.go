@@ -174,6 +174,11 @@ func TestCascadeCostAgainstTheFakeJudge(t *testing.T) {
 		if math.Abs(errPct) > 35 {
 			t.Errorf("estimate off by %.1f%% of the judge's count", errPct)
 		}
+		// docs/cost.md quotes these figures.
+		wantCalls, wantErr := map[bool]int{false: 77, true: 32}[cascade], map[bool]string{false: "-6.0", true: "+2.5"}[cascade]
+		if calls[cascade] != wantCalls || fmt.Sprintf("%+.1f", errPct) != wantErr {
+			t.Errorf("cascade %v: %d calls, error %+.1f%%; docs/cost.md says %d and %s%%", cascade, calls[cascade], errPct, wantCalls, wantErr)
+		}
 	}
 	if calls[true] >= calls[false] {
 		t.Errorf("the cascade made %d calls, without it %d", calls[true], calls[false])
