@@ -215,15 +215,17 @@ func (e *Engine) judgeContext(ctx context.Context) (context.Context, context.Can
 }
 
 func (e *Engine) runJudgeTask(jctx context.Context, t *judgeTask) {
-	seen := t.prior
+	// prior is shared by the case's tasks: a task of several steps reads
+	// its own earlier results from a copy.
+	seen, own := t.prior, false
 	if seen != nil && len(t.steps) > 1 {
-		seen = maps.Clone(seen) // the task's own results join it
+		seen, own = maps.Clone(seen), true
 	}
 	for i := range t.steps {
 		st := &t.steps[i]
 		t.started = time.Now()
 		r := e.evaluate(jctx, st.in, t.c, seen)
-		if seen != nil {
+		if own {
 			seen[st.in.Name] = r
 		}
 		t.mu.Lock()

@@ -35,7 +35,11 @@ func TestRunIfCascade(t *testing.T) {
 	srv := judgetest.New(t, judgetest.Always(`{"score": 0.2, "reason": "booked before searching"}`))
 	e := newEngine(t, judgeYAML(srv.Endpoint(), 2, bookingFlow,
 		map[string]any{"type": "llm_judge", "name": "explain", "judge": "default", "criteria": "Did the agent book correctly?",
-			"run_if": `results.booking_flow.status == "failed" && case.agent_name != ""`}))
+			"run_if": `results.booking_flow.status == "failed" && case.agent_name != ""`},
+		// A second judge of the case on the pool at the same time, reading
+		// the same results (run with -race).
+		map[string]any{"type": "llm_judge", "name": "explain_again", "judge": "default", "criteria": "Again?",
+			"run_if": `results.booking_flow.status == "failed"`}))
 	started(t, e)
 
 	good := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
@@ -48,7 +52,8 @@ func TestRunIfCascade(t *testing.T) {
 	bad := results(e.ScoreTrace(context.Background(), spans))
 	assert.Equal(t, evaluators.StatusFailed, bad["booking_flow"].Status)
 	assert.Equal(t, evaluators.StatusFailed, bad["explain"].Status, bad["explain"].Reason)
-	assert.Len(t, srv.Requests(), 1)
+	assert.Equal(t, evaluators.StatusFailed, bad["explain_again"].Status, bad["explain_again"].Reason)
+	assert.Len(t, srv.Requests(), 2)
 	// The skip is a result like the others (§4), on the span.
 	attrs := findSpan(loadTraceAnnotated(t, e, "../../examples/traces/travel-agent-semconv.json"), "invoke_agent travel_agent").Attributes().AsRaw()
 	assert.Equal(t, "skipped", attrs["eval.explain.status"])
