@@ -150,7 +150,8 @@ func (c *Config) level() adapter.Level {
 
 // ValidateRunIf checks what only the whole list can tell about run_if: each
 // name it reads is an evaluator defined earlier, of the same case level,
-// and no conditions refer to each other in a cycle.
+// and no conditions refer to each other in a cycle. A condition that does
+// not compile is left to the entry's Validate.
 func ValidateRunIf(cfgs []Config) error {
 	index := make(map[string]int, len(cfgs))
 	for i := range cfgs {
@@ -168,8 +169,7 @@ func ValidateRunIf(cfgs []Config) error {
 		name := c.InstanceName()
 		ri, err := CompileRunIf(c.RunIf)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("evaluator %q: %w", name, err))
-			continue
+			continue // the entry's own Validate reports it
 		}
 		for _, ref := range ri.Names {
 			j, ok := index[ref]
