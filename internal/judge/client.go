@@ -23,8 +23,8 @@ import (
 )
 
 // ErrBudgetExhausted is returned (wrapped) when a call would exceed the
-// judge's token budget; evaluators report it as `skipped`, not as an error.
-var ErrBudgetExhausted = errors.New("judge token budget exhausted")
+// judge's token or cost budget; evaluators report it as `skipped`, not as an error.
+var ErrBudgetExhausted = errors.New("judge budget exhausted")
 
 // ErrNotStarted is returned when Complete is called before Start.
 var ErrNotStarted = errors.New("judge client not started")
