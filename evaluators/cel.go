@@ -83,6 +83,8 @@ var celTypes = map[string]map[string]*types.Type{
 	},
 	"evalbridge.ExpectedCall": {"name": types.StringType, "arguments": types.NewMapType(types.StringType, types.DynType)},
 	"evalbridge.Document":     {"id": types.StringType, "content": types.StringType, "score": types.DoubleType},
+	// An earlier evaluator's result, as run_if sees it (runif.go).
+	"evalbridge.Result": {"status": types.StringType, "score": types.DoubleType, "passed": types.BoolType},
 	"evalbridge.Turn": {
 		"input": types.StringType, "output": types.StringType,
 		"tool_calls": types.NewListType(types.NewObjectType("evalbridge.ToolCall")),

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
 // Config is one entry of `evaluators:` (docs/contract.md §5). Common keys are
@@ -23,6 +24,10 @@ type Config struct {
 	When       []string      `mapstructure:"when"`
 	SampleRate *float64      `mapstructure:"sample_rate"`
 	Judge      string        `mapstructure:"judge"`
+	// RunIf is a CEL condition over the results of the evaluators defined
+	// earlier that ran on the same case, and the case (runif.go); false:
+	// the instance is skipped with the reason "run_if".
+	RunIf string `mapstructure:"run_if"`
 	// MaxToolCalls bounds the tool calls, and the expected tool calls, of a
 	// case that an evaluator of tool calls compares (default
 	// DefaultMaxToolCalls): above it the evaluation is `skipped`, so one
@@ -108,6 +113,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("evaluator %q: max_tool_calls %d must be positive", name, *c.MaxToolCalls)
 		}
 	}
+	if strings.TrimSpace(c.RunIf) != "" {
+		if _, err := CompileRunIf(c.RunIf); err != nil {
+			return fmt.Errorf("evaluator %q: %w", name, err)
+		}
+	}
 	if f.NeedsJudge && c.Judge == "" {
 		return fmt.Errorf("evaluator %q: type %s needs `judge`", name, c.Type)
 	}
@@ -129,7 +139,7 @@ func ValidateAll(cfgs []Config) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(append(errs, UniqueNames(cfgs))...)
+	return errors.Join(append(errs, UniqueNames(cfgs), ValidateRunIf(cfgs))...)
 }
 
 // UniqueNames checks what only the whole list can tell: that no two
@@ -157,6 +167,8 @@ type Instance struct {
 	When       []string
 	SampleRate float64
 	Judge      string
+	// RunIf is the compiled run_if, nil when the instance always runs.
+	RunIf *RunIf
 	// ConversationFree, Async and NeedsAttributes are the type's Factory's.
 	ConversationFree bool
 	// MaxToolCalls is the cap on a case's calls and expected calls; 0 when
@@ -202,6 +214,14 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 		if ev, ok := ev.(interface{ NeedsAttributes() bool }); ok {
 			inst.NeedsAttributes = ev.NeedsAttributes()
 		}
+		if strings.TrimSpace(c.RunIf) != "" {
+			if inst.RunIf, err = CompileRunIf(c.RunIf); err != nil {
+				return nil, fmt.Errorf("evaluator %q: %w", c.InstanceName(), err)
+			}
+			// What run_if reads of `case` must be decoded too.
+			inst.ConversationFree = inst.ConversationFree && inst.RunIf.conversationFree()
+			inst.NeedsAttributes = inst.NeedsAttributes || inst.RunIf.needsAttributes()
+		}
 		if c.Threshold != nil {
 			inst.Threshold = *c.Threshold
 		}
@@ -239,7 +259,8 @@ func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
 		r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
 		return r
 	}
-	r = in.Evaluator.Evaluate(ctx, c)
+	// Judge calls made for this instance are costed to it.
+	r = in.Evaluator.Evaluate(judge.WithEvaluator(ctx, in.Name), c)
 	r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
 	if r.Scored() {
 		if r.Score >= in.Threshold {

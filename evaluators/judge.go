@@ -188,7 +188,7 @@ func (b judgeBase) ask(ctx context.Context, p judgePrompt, fields []field, out a
 func judgeFailure(ctx context.Context, err error) *Result {
 	var r Result
 	switch {
-	case errors.Is(err, judge.ErrBudgetExhausted):
+	case errors.Is(err, judge.ErrBudgetExhausted), errors.Is(err, judge.ErrEstimateOnly):
 		r = Skipped("%v", err)
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		r = Result{Status: StatusTimeout, Reason: fmt.Sprintf("the judge did not answer in time: %v", err)}

@@ -319,3 +319,17 @@ func readSource(ctx context.Context, jaeger *jaegerSource, inputs []string, stdi
 	}
 	return readInputs(inputs, stdin)
 }
+
+// checkInputs says what is wrong with the choice between INPUT files and
+// --jaeger (one of the two), and with the --jaeger flags; nil when nothing.
+func (s *jaegerSource) checkInputs(inputs []string) error {
+	switch {
+	case len(inputs) == 0 && !s.enabled():
+		return errors.New("give at least one INPUT (a file, or - for stdin), or --jaeger URL")
+	case len(inputs) > 0 && s.enabled():
+		return errors.New("give INPUT files or --jaeger URL, not both")
+	case s.enabled():
+		return s.check()
+	}
+	return nil
+}

@@ -29,7 +29,15 @@ Usage:
               [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE]
               (INPUT... | --jaeger URL [--service S] [--operation O]
                [--tags K=V]... [--lookback 24h] [--limit N])
+  evalctl estimate --config FILE [--summary text|json]
+              (INPUT... | --jaeger URL [--service S] [--operation O]
+               [--tags K=V]... [--lookback 24h] [--limit N])
   evalctl validate --config FILE
+
+estimate reads the inputs as run does and reports the judge calls each
+evaluator would make (the deterministic evaluators run, so run_if, when and
+sample_rate apply), their input tokens, an upper bound of their output
+tokens and, for judges with a price, the cost; no judge is called.
 
 INPUT is OTLP/JSON (one export request per document, or JSON Lines of them:
 what the collector's file exporter writes) or a Jaeger JSON export
@@ -54,6 +62,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "run":
 		return runCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "estimate":
+		return estimateCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "validate":
 		return validateCmd(ctx, args[1:], stderr, stdout)
 	case "-h", "--help", "help":

@@ -46,7 +46,9 @@ type reportEvaluator struct {
 	RateX, RateLoX, RateWidth  float64 // the interval bar, in SVG units over 0..200
 	Histogram                  []histBar
 	HistMax                    int
-	worst                      float64
+	// Cost is the evaluator's judge spend in words ("" without a judge).
+	Cost  string
+	worst float64
 }
 
 // histBar is one bin of the score histogram, stacked: the cases that
@@ -129,6 +131,12 @@ func reportEvaluatorOf(e *evaluatorSummary, failing int) reportEvaluator {
 			re.PassClass = "fair"
 		default:
 			re.PassClass = "bad"
+		}
+	}
+	if e.judge != "" {
+		re.Cost = "judge " + e.judge + ": no call"
+		if js := e.Judge; js != nil {
+			re.Cost = fmt.Sprintf("judge %s: %d calls, %d input + %d output tokens, cost %s", js.Judge, js.Calls, js.InputTokens, js.OutputTokens, costText(js))
 		}
 	}
 	if e.MeanScore != nil {

@@ -84,22 +84,12 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case *configPath == "":
 		fmt.Fprintln(stderr, "evalctl run: --config is required")
 		return exitUsage
-	case len(inputs) == 0 && !jaeger.enabled():
-		fmt.Fprintln(stderr, "evalctl run: give at least one INPUT (a file, or - for stdin), or --jaeger URL")
-		return exitUsage
-	case len(inputs) > 0 && jaeger.enabled():
-		fmt.Fprintln(stderr, "evalctl run: give INPUT files or --jaeger URL, not both")
+	case jaeger.checkInputs(inputs) != nil:
+		fmt.Fprintf(stderr, "evalctl run: %v\n", jaeger.checkInputs(inputs))
 		return exitUsage
 	case *summaryFormat != "text" && *summaryFormat != "json":
 		fmt.Fprintf(stderr, "evalctl run: --summary %q: want text or json\n", *summaryFormat)
 		return exitUsage
-	}
-
-	if jaeger.enabled() {
-		if err := jaeger.check(); err != nil {
-			fmt.Fprintf(stderr, "evalctl run: %v\n", err)
-			return exitUsage
-		}
 	}
 
 	cfg, err := loadConfig(ctx, *configPath)
@@ -145,35 +135,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "evalctl run: no trace in the inputs (log records are joined to the spans of their traces)")
 		return exitUsage
 	}
-	store := recordSessions(eng, cfg)
-	records := logsByTrace(docs)
-	for _, spans := range traces {
-		id := spans[0].Span.TraceID()
-		if n := adapter.JoinEvents(spans, records[id]); n > 0 {
-			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %d GenAI content log records name no span of the trace; not read\n", id, n)
-		}
-		delete(records, id)
-		tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		rep := eng.ScoreTrace(tctx, spans)
-		cancel()
-		for _, p := range rep.Problems {
-			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %s\n", spans[0].Span.TraceID(), p)
-		}
-		sum.add(rep)
-	}
-
-	// Sessions are scored once every input has been read: their
-	// evaluate_session spans go to --out after the input traces.
-	docs = append(docs, scoreSessions(ctx, eng, cfg, store, sum)...)
-
-	for id, recs := range records {
-		for _, lr := range recs {
-			if adapter.IsGenAIEvent(lr) {
-				fmt.Fprintf(stderr, "evalctl: warning: trace %s: GenAI content log records without any span of their trace; not read\n", id)
-				break
-			}
-		}
-	}
+	docs = scoreInputs(ctx, eng, cfg, docs, traces, sum, stderr)
+	sum.setSpend(eng.JudgeSpend())
 
 	// Traces to stdout keep it machine-readable: the summary then goes to stderr.
 	summaryOut := stdout

@@ -34,7 +34,11 @@ type evaluatorSummary struct {
 	PassRate *float64 `json:"pass_rate"`
 	// PassRateCI is the 95 % Wilson interval of PassRate.
 	PassRateCI *[2]float64 `json:"pass_rate_ci"`
+	// Judge is what the evaluator's judge calls cost (cost.go); absent for
+	// evaluators without a judge, and for judge evaluators that made no call.
+	Judge *judgeSpend `json:"judge,omitempty"`
 
+	judge  string // the configured judge, "" when none
 	scores []float64
 	passed []bool // passed[i]: scores[i] passed (the histogram's colours)
 }
@@ -82,7 +86,7 @@ func newSummary(insts []*evaluators.Instance) *summary {
 	s := &summary{byName: map[string]*evaluatorSummary{}, cfgExpected: map[string][]adapter.ExpectedCall{}}
 	for _, in := range insts {
 		s.order = append(s.order, in.Name)
-		s.byName[in.Name] = &evaluatorSummary{Name: in.Name, Type: in.Type}
+		s.byName[in.Name] = &evaluatorSummary{Name: in.Name, Type: in.Type, judge: in.Judge}
 	}
 	return s
 }
@@ -189,8 +193,24 @@ func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// The intervals come after the columns of docs/contract.md §7, so a
 	// script reading the first eight columns keeps working.
-	fmt.Fprintln(tw, "EVALUATOR\tTYPE\tCASES\tPASSED\tFAILED\tSKIPPED\tERRORS\tMEAN SCORE\tMEAN 95% CI\tPASS RATE\tPASS RATE 95% CI\t")
+	judges := s.hasJudges()
+	head := "EVALUATOR\tTYPE\tCASES\tPASSED\tFAILED\tSKIPPED\tERRORS\tMEAN SCORE\tMEAN 95% CI\tPASS RATE\tPASS RATE 95% CI\t"
+	if judges {
+		head += "JUDGE CALLS\tCOST\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, e := range s.rows() {
+		cost := ""
+		if judges {
+			switch {
+			case e.judge == "":
+				cost = "-\t-\t"
+			case e.Judge == nil:
+				cost = "0\t0\t"
+			default:
+				cost = fmt.Sprintf("%d\t%s\t", e.Judge.Calls, costText(e.Judge))
+			}
+		}
 		mean, rate := "-", "-"
 		if e.MeanScore != nil {
 			mean = fmt.Sprintf("%.3f", *e.MeanScore)
@@ -198,8 +218,8 @@ func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 		if e.PassRate != nil {
 			rate = fmt.Sprintf("%.3f", *e.PassRate)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n",
-			e.Name, e.Type, e.Cases, e.Passed, e.Failed, e.Skipped, e.Errors, mean, ciText(e.MeanScoreCI), rate, ciText(e.PassRateCI))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
+			e.Name, e.Type, e.Cases, e.Passed, e.Failed, e.Skipped, e.Errors, mean, ciText(e.MeanScoreCI), rate, ciText(e.PassRateCI), cost)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

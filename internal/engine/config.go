@@ -125,6 +125,10 @@ func (c *Config) Validate() error {
 	if err := evaluators.UniqueNames(c.Evaluators); err != nil {
 		errs = append(errs, err)
 	}
+	// run_if reads only evaluators defined earlier, of the same case level.
+	if err := evaluators.ValidateRunIf(c.Evaluators); err != nil {
+		errs = append(errs, err)
+	}
 	// Each judge validates itself (confmap.Validate walks into the map);
 	// what only the whole config can tell is whether the names resolve.
 	for i := range c.Evaluators {

@@ -54,6 +54,9 @@ type Engine struct {
 
 	// levels are the case levels the instances need.
 	levels adapter.Options
+	// estimateOnly: judges record their calls instead of making them, and
+	// remote evaluators are skipped (evalctl estimate; SetEstimateOnly).
+	estimateOnly bool
 	// The sessions side (session.go).
 	hasSessions   bool
 	maxFieldBytes int
@@ -323,14 +326,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		// Sized once: judge tasks write into their own element.
 		sc := &scoredCase{c: c, ref: ref, results: make([]evaluators.Result, len(selected))}
 		all = append(all, sc)
-		var target *lateTarget
-		for k, in := range selected {
-			if !in.Background() || ctx.Err() != nil {
-				sc.results[k] = runInstance(ctx, in, c)
-				continue
-			}
-			tasks = append(tasks, e.newJudgeTask(in, c, ref, &target, &sc.results[k]))
-		}
+		tasks = append(tasks, e.planCase(ctx, selected, c, ref, sc.results)...)
 	}
 	finish := func() {
 		if claim, ok := ctx.Value(annotateGuardKey{}).(func() bool); ok && !claim() {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,24 +29,35 @@ const (
 const LateScopeName = "github.com/evalbridge/evalbridge/internal/engine"
 
 // judgeTask is one judge evaluation of one case, run in the background
-// by the engine's pool (it is a Task).
+// by the engine's pool (it is a Task). When later evaluators of the case
+// wait for its result (run_if), they are further steps of the same task,
+// run in config order after it (runif.go).
 type judgeTask struct {
-	in  *instance
-	c   *adapter.Case
-	job *judgeJob
+	steps []taskStep
+	c     *adapter.Case
+	job   *judgeJob
+	// prior are the case's results run_if may read that were known when
+	// the task was built (the evaluators that ran inline); nil when no
+	// step has run_if.
+	prior map[string]evaluators.Result
 
 	// mu guards the hand-over between the task and its trace's finisher:
-	// a result that arrives before the finisher gave up goes into slot; one
-	// that arrives after (abandoned) is a late result.
+	// a result that arrives before the finisher gave up goes into its
+	// step's slot; one that arrives after (abandoned) is a late result.
 	mu        sync.Mutex
-	slot      *evaluators.Result
-	finished  bool
 	abandoned bool
 
 	// What a late-result span needs, copied while the engine still owns the
 	// trace's spans (they are forwarded once the finisher is done).
 	target  *lateTarget
 	started time.Time
+}
+
+// taskStep is one evaluator instance of a task and where its result goes.
+type taskStep struct {
+	in       *instance
+	slot     *evaluators.Result
+	finished bool
 }
 
 type lateTarget struct {
@@ -81,7 +93,7 @@ func (e *Engine) sink() func(context.Context, ptrace.Traces) {
 // built on the first task that needs it, so a case with many judge
 // evaluators copies its resource once.
 func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef, target **lateTarget, slot *evaluators.Result) *judgeTask {
-	t := &judgeTask{in: in, c: c, slot: slot}
+	t := &judgeTask{steps: []taskStep{{in: in, slot: slot}}, c: c}
 	if e.sink() != nil {
 		if *target == nil {
 			res := pcommon.NewResource()
@@ -177,10 +189,13 @@ func (e *Engine) refusal(err error) (evaluators.Status, string) {
 func (t *judgeTask) refused(status evaluators.Status, reason string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.finished = true
-	if !t.abandoned {
-		*t.slot = evaluators.Result{Name: t.in.Name, Type: t.in.Type, Threshold: t.in.Threshold,
-			Status: status, Reason: reason}
+	for i := range t.steps {
+		st := &t.steps[i]
+		st.finished = true
+		if !t.abandoned {
+			*st.slot = evaluators.Result{Name: st.in.Name, Type: st.in.Type, Threshold: st.in.Threshold,
+				Status: status, Reason: reason}
+		}
 	}
 }
 
@@ -203,17 +218,29 @@ func (e *Engine) judgeContext(ctx context.Context) (context.Context, context.Can
 }
 
 func (e *Engine) runJudgeTask(jctx context.Context, t *judgeTask) {
-	t.started = time.Now()
-	r := runInstance(jctx, t.in, t.c)
-	t.mu.Lock()
-	t.finished = true
-	if !t.abandoned {
-		*t.slot = r
-		t.mu.Unlock()
-		return
+	// prior is shared by the case's tasks: a task of several steps reads
+	// its own earlier results from a copy.
+	seen, own := t.prior, false
+	if seen != nil && len(t.steps) > 1 {
+		seen, own = maps.Clone(seen), true
 	}
-	t.mu.Unlock()
-	e.deliverLate(jctx, t, r)
+	for i := range t.steps {
+		st := &t.steps[i]
+		t.started = time.Now()
+		r := e.evaluate(jctx, st.in, t.c, seen)
+		if own {
+			seen[st.in.Name] = r
+		}
+		t.mu.Lock()
+		st.finished = true
+		if !t.abandoned {
+			*st.slot = r
+			t.mu.Unlock()
+			continue
+		}
+		t.mu.Unlock()
+		e.deliverLate(jctx, t, r)
+	}
 }
 
 // abandon marks the tasks that have not answered as `timeout` on the trace;
@@ -224,14 +251,21 @@ func (e *Engine) abandon(tasks []*judgeTask) {
 		reason += "; a late result follows as a span linked to this one"
 	}
 	for _, t := range tasks {
-		who := "the judge"
-		if t.in.Judge == "" {
-			who = "the remote evaluator" // an async evaluator without a judge
-		}
 		t.mu.Lock()
-		if !t.finished {
+		for i := range t.steps {
+			st := &t.steps[i]
+			if st.finished {
+				continue
+			}
+			who := "the judge"
+			switch {
+			case i > 0 && !t.steps[i-1].finished:
+				who = "an evaluator its run_if waits for" // its turn had not come
+			case st.in.Judge == "" && st.in.Async:
+				who = "the remote evaluator" // an async evaluator without a judge
+			}
 			t.abandoned = true
-			*t.slot = evaluators.Result{Name: t.in.Name, Type: t.in.Type, Threshold: t.in.Threshold,
+			*st.slot = evaluators.Result{Name: st.in.Name, Type: st.in.Type, Threshold: st.in.Threshold,
 				Status: evaluators.StatusTimeout, Reason: who + reason}
 		}
 		t.mu.Unlock()
@@ -244,7 +278,7 @@ func (e *Engine) abandon(tasks []*judgeTask) {
 func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Result) {
 	sink := e.sink()
 	if sink == nil || t.target == nil || r.Status == evaluators.StatusTimeout || jctx.Err() != nil {
-		e.logger.Debug("late judge result not delivered", zap.String("evaluator", t.in.Name),
+		e.logger.Debug("late judge result not delivered", zap.String("evaluator", r.Name),
 			zap.String("status", string(r.Status)))
 		return
 	}

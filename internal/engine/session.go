@@ -98,15 +98,7 @@ func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, d
 		return
 	}
 	results := make([]evaluators.Result, len(selected))
-	var tasks []*judgeTask
-	var target *lateTarget
-	for k, in := range selected {
-		if in.Judge == "" || ctx.Err() != nil {
-			results[k] = runInstance(ctx, in, c)
-			continue
-		}
-		tasks = append(tasks, e.newJudgeTask(in, c, ref, &target, &results[k]))
-	}
+	tasks := e.planCase(ctx, selected, c, ref, results)
 	finish := func() {
 		now := pcommon.NewTimestampFromTime(time.Now())
 		ref.Span.SetEndTimestamp(now)

@@ -11,7 +11,10 @@ const minutesPerDay = 24 * 60
 // and daily sums roll: tokens spent 61 minutes ago no longer count against
 // the hour. No goroutine: slots are reset lazily when reused.
 type budget struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// what is counted, naming the windows: "tokens" (the default) or
+	// "cost" (in nano units of the price's currency, see nanos).
+	what    string
 	perHour int64
 	perDay  int64
 	slots   [minutesPerDay]int64
@@ -19,6 +22,14 @@ type budget struct {
 }
 
 func (b *budget) enabled() bool { return b.perHour > 0 || b.perDay > 0 }
+
+// window names a window as in the config: tokens_per_hour, cost_per_day …
+func (b *budget) window(w string) string {
+	if b.what == "" {
+		return "tokens_per_" + w
+	}
+	return b.what + "_per_" + w
+}
 
 func (b *budget) addLocked(now time.Time, n int64) {
 	m := now.Unix() / 60
@@ -52,12 +63,12 @@ func (b *budget) reserve(now time.Time, n int64) (ok bool, window string, used, 
 	defer b.mu.Unlock()
 	if b.perHour > 0 {
 		if u := b.sumLocked(now, 60); u+n > b.perHour {
-			return false, "tokens_per_hour", u, b.perHour
+			return false, b.window("hour"), u, b.perHour
 		}
 	}
 	if b.perDay > 0 {
 		if u := b.sumLocked(now, minutesPerDay); u+n > b.perDay {
-			return false, "tokens_per_day", u, b.perDay
+			return false, b.window("day"), u, b.perDay
 		}
 	}
 	b.addLocked(now, n)

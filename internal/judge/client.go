@@ -23,8 +23,8 @@ import (
 )
 
 // ErrBudgetExhausted is returned (wrapped) when a call would exceed the
-// judge's token budget; evaluators report it as `skipped`, not as an error.
-var ErrBudgetExhausted = errors.New("judge token budget exhausted")
+// judge's token or cost budget; evaluators report it as `skipped`, not as an error.
+var ErrBudgetExhausted = errors.New("judge budget exhausted")
 
 // ErrNotStarted is returned when Complete is called before Start.
 var ErrNotStarted = errors.New("judge client not started")
@@ -52,7 +52,12 @@ type Client struct {
 	tpm    *rate.Limiter
 	budget *budget
 	cache  *lru
-	tel    *telemetry
+	// costBudget is budget.cost_per_hour/day in nano units; book sums the
+	// replies' tokens by evaluator; est is set in estimate mode (cost.go).
+	costBudget *budget
+	book       *costBook
+	est        *estimator
+	tel        *telemetry
 
 	now func() time.Time
 }
@@ -74,11 +79,13 @@ func New(name string, cfg Config, set component.TelemetrySettings) (*Client, err
 		warn: set.Logger.With(zap.String("judge", name)).WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
 			return zapcore.NewSamplerWithOptions(core, time.Minute, 3, 0)
 		})),
-		url:    chatCompletionsURL(cfg.Endpoint),
-		sem:    make(chan struct{}, cfg.MaxConcurrency),
-		budget: &budget{perHour: cfg.Budget.TokensPerHour, perDay: cfg.Budget.TokensPerDay},
-		cache:  newLRU(cfg.CacheSize),
-		now:    time.Now,
+		url:        chatCompletionsURL(cfg.Endpoint),
+		sem:        make(chan struct{}, cfg.MaxConcurrency),
+		budget:     &budget{perHour: cfg.Budget.TokensPerHour, perDay: cfg.Budget.TokensPerDay},
+		costBudget: &budget{what: "cost", perHour: nanos(cfg.Budget.CostPerHour), perDay: nanos(cfg.Budget.CostPerDay)},
+		book:       &costBook{judge: name, price: cfg.Price, by: map[string]*Spend{}},
+		cache:      newLRU(cfg.CacheSize),
+		now:        time.Now,
 	}
 	if cfg.RequestsPerMinute > 0 {
 		c.rpm = rate.NewLimiter(rate.Limit(float64(cfg.RequestsPerMinute)/60), max(1, cfg.RequestsPerMinute/60))
@@ -86,7 +93,7 @@ func New(name string, cfg Config, set component.TelemetrySettings) (*Client, err
 	if cfg.TokensPerMinute > 0 {
 		c.tpm = rate.NewLimiter(rate.Limit(float64(cfg.TokensPerMinute)/60), cfg.TokensPerMinute)
 	}
-	tel, err := newTelemetry(name, set, c.budget, c.now)
+	tel, err := newTelemetry(name, set, c.budget, c.now, c.book)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +156,7 @@ type chatResponse struct {
 // context error, and never contain the API key.
 func (c *Client) Complete(ctx context.Context, msgs []Message) (string, error) {
 	hc := c.http.Get()
-	if hc == nil {
+	if hc == nil && c.est == nil {
 		return "", fmt.Errorf("judge %q: %w", c.name, ErrNotStarted)
 	}
 	req := chatRequest{Model: c.cfg.Model, Messages: msgs, Temperature: c.cfg.Temperature, MaxTokens: c.cfg.MaxTokens}
@@ -161,28 +168,28 @@ func (c *Client) Complete(ctx context.Context, msgs []Message) (string, error) {
 		return "", fmt.Errorf("judge %q: encoding the request: %w", c.name, err)
 	}
 	key := cacheKey(body)
+	if c.est != nil {
+		return c.estimateCall(ctx, msgs, key)
+	}
 	if v, ok := c.cache.get(key); ok {
 		c.tel.cacheHit(ctx)
 		return v, nil
 	}
 
-	est := estimateTokens(msgs, c.cfg.MaxTokens)
-	if ok, window, used, limit := c.budget.reserve(c.now(), est); !ok {
-		c.tel.request(ctx, "budget_exhausted", 0)
-		return "", fmt.Errorf("judge %q: %w: budget.%s is %d and %d are used in the window; this call needs about %d",
-			c.name, ErrBudgetExhausted, window, limit, used, est)
+	est, estCost, err := c.reserve(ctx, msgs)
+	if err != nil {
+		return "", err
 	}
 
-	content, usage, err := c.do(ctx, hc, body, est)
+	var usage usage
+	content, _, err := c.do(ctx, hc, body, est, &usage)
 	if err != nil {
-		c.budget.adjust(c.now(), -est)
+		c.refund(est, estCost)
 		c.warn.Warn("judge request failed; the evaluation is reported as error or timeout and the spans go on",
 			zap.String("error", err.Error()))
 		return "", err
 	}
-	if usage > 0 {
-		c.budget.adjust(c.now(), usage-est)
-	}
+	c.account(ctx, msgs, content, usage, est, estCost)
 	if _, perr := ExtractJSON(content); perr == nil {
 		c.cache.put(key, content)
 	} else {
@@ -192,8 +199,9 @@ func (c *Client) Complete(ctx context.Context, msgs []Message) (string, error) {
 	return content, nil
 }
 
-// do runs the attempts; it returns the content and the tokens the reply reported.
-func (c *Client) do(ctx context.Context, hc *http.Client, body []byte, est int64) (string, int64, error) {
+// do runs the attempts; it returns the content and the tokens the reply
+// reported (all of them, in and out, in *got).
+func (c *Client) do(ctx context.Context, hc *http.Client, body []byte, est int64, got *usage) (string, int64, error) {
 	attempts := c.cfg.Retry.MaxAttempts
 	var last error
 	for attempt := 1; attempt <= attempts; attempt++ {
@@ -213,6 +221,7 @@ func (c *Client) do(ctx context.Context, hc *http.Client, body []byte, est int64
 		if err == nil {
 			c.tel.request(ctx, "ok", elapsed)
 			c.tel.tokens(ctx, usage)
+			*got = usage
 			return content, usage.total(), nil
 		}
 		last = err

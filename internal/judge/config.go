@@ -9,7 +9,9 @@ package judge
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -41,9 +43,12 @@ type Config struct {
 	// RequestsPerMinute and TokensPerMinute pace the requests; 0 is unlimited.
 	RequestsPerMinute int `mapstructure:"requests_per_minute"`
 	TokensPerMinute   int `mapstructure:"tokens_per_minute"`
-	// Budget bounds the tokens spent per rolling hour and day; past it,
-	// judge evaluators report `skipped`.
+	// Budget bounds the tokens, and the cost, spent per rolling hour and
+	// day; past it, judge evaluators report `skipped`.
 	Budget BudgetConfig `mapstructure:"budget"`
+	// Price turns the tokens each reply reports into money (docs/cost.md):
+	// the cost metric, the cost budget and evalctl's summary use it.
+	Price PriceConfig `mapstructure:"price"`
 	// Retry retries 429, 5xx, network errors and attempt timeouts.
 	Retry RetryConfig `mapstructure:"retry"`
 	// CacheSize is the number of verdicts kept for identical prompts; 0 disables the cache.
@@ -55,10 +60,34 @@ type Config struct {
 	_ struct{}
 }
 
-// BudgetConfig is a token budget over rolling windows; 0 is unlimited.
+// BudgetConfig is a token and cost budget over rolling windows; 0 is
+// unlimited. The cost windows are in the price's currency and need `price`.
 type BudgetConfig struct {
-	TokensPerHour int64 `mapstructure:"tokens_per_hour"`
-	TokensPerDay  int64 `mapstructure:"tokens_per_day"`
+	TokensPerHour int64   `mapstructure:"tokens_per_hour"`
+	TokensPerDay  int64   `mapstructure:"tokens_per_day"`
+	CostPerHour   float64 `mapstructure:"cost_per_hour"`
+	CostPerDay    float64 `mapstructure:"cost_per_day"`
+}
+
+// PriceConfig is what the judge's provider charges per million tokens.
+type PriceConfig struct {
+	InputPerMillionTokens  float64 `mapstructure:"input_per_million_tokens"`
+	OutputPerMillionTokens float64 `mapstructure:"output_per_million_tokens"`
+	// Currency names the unit of the prices, the cost metric and the cost
+	// budget (e.g. USD); required with a price.
+	Currency string `mapstructure:"currency"`
+}
+
+// Set says a price is configured.
+func (p PriceConfig) Set() bool {
+	return p.InputPerMillionTokens != 0 || p.OutputPerMillionTokens != 0 || p.Currency != ""
+}
+
+// Cost is what in input and out output tokens cost: (in × input price +
+// out × output price) / 1,000,000, in float64 and in this order, so a
+// cost recomputed from the same token counts agrees to the last bit.
+func (p PriceConfig) Cost(in, out int64) float64 {
+	return (float64(in)*p.InputPerMillionTokens + float64(out)*p.OutputPerMillionTokens) / 1e6
 }
 
 // RetryConfig says how failed requests are retried.
@@ -135,6 +164,7 @@ func (c *Config) Validate() error {
 	if c.Budget.TokensPerDay < 0 {
 		errs = append(errs, fmt.Errorf("budget.tokens_per_day: %d must not be negative (0 is unlimited)", c.Budget.TokensPerDay))
 	}
+	errs = append(errs, c.validateCost()...)
 	if c.Retry.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("retry.max_attempts: %d must be at least 1", c.Retry.MaxAttempts))
 	}
@@ -169,4 +199,31 @@ func (c Config) normalized() Config {
 		c.MaxFieldBytes = defaultMaxFieldBytes
 	}
 	return c
+}
+
+// validateCost checks price and the cost budget (docs/contract.md §21).
+func (c *Config) validateCost() []error {
+	var errs []error
+	finite := func(v float64) bool { return v >= 0 && v <= math.MaxFloat64 } // false for NaN, -x, +Inf
+	if !finite(c.Price.InputPerMillionTokens) {
+		errs = append(errs, fmt.Errorf("price.input_per_million_tokens: %v must be a finite number >= 0", c.Price.InputPerMillionTokens))
+	}
+	if !finite(c.Price.OutputPerMillionTokens) {
+		errs = append(errs, fmt.Errorf("price.output_per_million_tokens: %v must be a finite number >= 0", c.Price.OutputPerMillionTokens))
+	}
+	if c.Price.Set() && strings.TrimSpace(c.Price.Currency) == "" {
+		errs = append(errs, errors.New("price.currency: required with a price (e.g. USD)"))
+	}
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"cost_per_hour", c.Budget.CostPerHour}, {"cost_per_day", c.Budget.CostPerDay}} {
+		switch {
+		case !finite(w.v) || w.v > maxCostBudget:
+			errs = append(errs, fmt.Errorf("budget.%s: %v must be within [0, %g] (0 is unlimited)", w.name, w.v, float64(maxCostBudget)))
+		case w.v > 0 && !c.Price.Set():
+			errs = append(errs, fmt.Errorf("budget.%s: needs `price` (input_per_million_tokens, output_per_million_tokens, currency) to turn tokens into cost", w.name))
+		}
+	}
+	return errs
 }

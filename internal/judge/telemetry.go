@@ -20,16 +20,20 @@ const scopeName = "github.com/evalbridge/evalbridge/internal/judge"
 //	otelcol_processor_eval_judge_tokens            {judge, type}     input, output (as the judge reported them)
 //	otelcol_processor_eval_judge_cache_hits        {judge}
 //	otelcol_processor_eval_judge_budget_remaining  {judge, window}   hour, day (only for configured windows)
+//	otelcol_processor_eval_judge_usage_estimated   {judge}           replies without usage (tokens estimated)
+//	otelcol_processor_eval_judge_cost[_estimated]  {judge, evaluator} with a price (cost.go)
 type telemetry struct {
 	judge    attribute.KeyValue
 	requests metric.Int64Counter
 	duration metric.Float64Histogram
 	tokensC  metric.Int64Counter
 	hits     metric.Int64Counter
+	noUsage  metric.Int64Counter
 	reg      metric.Registration
+	costReg  metric.Registration
 }
 
-func newTelemetry(name string, set component.TelemetrySettings, b *budget, now func() time.Time) (*telemetry, error) {
+func newTelemetry(name string, set component.TelemetrySettings, b *budget, now func() time.Time, book *costBook) (*telemetry, error) {
 	mp := set.MeterProvider
 	if mp == nil {
 		mp = noop.NewMeterProvider()
@@ -49,6 +53,13 @@ func newTelemetry(name string, set component.TelemetrySettings, b *budget, now f
 	t.hits, err = m.Int64Counter("otelcol_processor_eval_judge_cache_hits",
 		metric.WithDescription("Judge calls answered from the verdict cache."), metric.WithUnit("{request}"))
 	errs = errors.Join(errs, err)
+	t.noUsage, err = m.Int64Counter("otelcol_processor_eval_judge_usage_estimated",
+		metric.WithDescription("Judge replies without usage, whose tokens (and cost) were estimated."), metric.WithUnit("{request}"))
+	errs = errors.Join(errs, err)
+	if book.price.Set() {
+		t.costReg, err = costTelemetry(m, t.judge, book)
+		errs = errors.Join(errs, err)
+	}
 	if b.enabled() {
 		g, gerr := m.Int64ObservableGauge("otelcol_processor_eval_judge_budget_remaining",
 			metric.WithDescription("Tokens left in the judge's rolling budget window."), metric.WithUnit("{token}"))
@@ -95,11 +106,17 @@ func (t *telemetry) cacheHit(ctx context.Context) {
 	t.hits.Add(ctx, 1, metric.WithAttributes(t.judge))
 }
 
+func (t *telemetry) usageEstimated(ctx context.Context) {
+	t.noUsage.Add(ctx, 1, metric.WithAttributes(t.judge))
+}
+
 func (t *telemetry) shutdown() error {
-	if t.reg == nil {
-		return nil
+	var errs []error
+	for _, r := range []*metric.Registration{&t.reg, &t.costReg} {
+		if *r != nil {
+			errs = append(errs, (*r).Unregister())
+			*r = nil
+		}
 	}
-	err := t.reg.Unregister()
-	t.reg = nil
-	return err
+	return errors.Join(errs...)
 }

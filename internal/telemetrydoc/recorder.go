@@ -134,6 +134,19 @@ func (m *recMeter) Int64ObservableGauge(name string, opts ...metric.Int64Observa
 	return g, nil
 }
 
+func (m *recMeter) Float64ObservableCounter(name string, opts ...metric.Float64ObservableCounterOption) (metric.Float64ObservableCounter, error) {
+	c := metric.NewFloat64ObservableCounterConfig(opts...)
+	o := &recFloat64Counter{i: m.r.register(name, "sum", "double", true, c.Unit(), c.Description(), nil)}
+	for _, cb := range c.Callbacks() {
+		m.r.mu.Lock()
+		m.r.callbacks = append(m.r.callbacks, func() {
+			_ = cb(context.Background(), &recFloat64Observer{r: m.r, i: o.i})
+		})
+		m.r.mu.Unlock()
+	}
+	return o, nil
+}
+
 func (m *recMeter) RegisterCallback(f metric.Callback, _ ...metric.Observable) (metric.Registration, error) {
 	m.r.mu.Lock()
 	m.r.callbacks = append(m.r.callbacks, func() { _ = f(context.Background(), &recObserver{r: m.r}) })
@@ -176,6 +189,21 @@ type recInt64Gauge struct {
 	i *Instrument
 }
 
+type recFloat64Counter struct {
+	noop.Float64ObservableCounter
+	i *Instrument
+}
+
+type recFloat64Observer struct {
+	embedded.Float64Observer
+	r *Recorder
+	i *Instrument
+}
+
+func (o *recFloat64Observer) Observe(_ float64, opts ...metric.ObserveOption) {
+	o.r.seen(o.i, metric.NewObserveConfig(opts).Attributes())
+}
+
 type recInt64Observer struct {
 	embedded.Int64Observer
 	r *Recorder
@@ -200,7 +228,10 @@ func (o *recObserver) ObserveInt64(obs metric.Int64Observable, _ int64, opts ...
 }
 
 func (o *recObserver) observe(obs any, opts []metric.ObserveOption) {
-	if g, ok := obs.(*recInt64Gauge); ok {
+	switch g := obs.(type) {
+	case *recInt64Gauge:
+		o.r.seen(g.i, metric.NewObserveConfig(opts).Attributes())
+	case *recFloat64Counter:
 		o.r.seen(g.i, metric.NewObserveConfig(opts).Attributes())
 	}
 }

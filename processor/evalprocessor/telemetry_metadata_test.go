@@ -47,6 +47,8 @@ func TestTelemetryMatchesMetadata(t *testing.T) {
 	jc.Model = "judge"
 	jc.Budget.TokensPerHour = 1_000_000
 	jc.Budget.TokensPerDay = 10_000_000
+	jc.Budget.CostPerHour = 100
+	jc.Price = judge.PriceConfig{InputPerMillionTokens: 0.15, OutputPerMillionTokens: 0.6, Currency: "USD"}
 	cfg.Judges = map[string]judge.Config{"default": jc}
 	cfg.Evaluators = []evaluators.Config{
 		{Type: "tool_error"},

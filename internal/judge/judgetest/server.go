@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,8 @@ type Reply struct {
 	Delay   time.Duration
 	// InputTokens and OutputTokens are reported in `usage` (defaults 10 and 5).
 	InputTokens, OutputTokens int64
+	// NoUsage leaves `usage` out of the reply (some servers do).
+	NoUsage bool
 }
 
 // Server is a scripted chat-completions endpoint.
@@ -149,7 +152,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		"id": "chatcmpl-test", "object": "chat.completion", "model": req.Model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 			"message": map[string]any{"role": "assistant", "content": rep.Content}}},
-		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
+	}
+	if !rep.NoUsage {
+		resp["usage"] = map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
@@ -158,4 +163,32 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 // Always answers every request with the same content.
 func Always(content string) func(int, Request) Reply {
 	return func(int, Request) Reply { return Reply{Content: content} }
+}
+
+// tokenPattern splits text the way BPE tokenizers roughly do: runs of
+// letters, runs of digits, and every other non-space character alone.
+var tokenPattern = regexp.MustCompile(`[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9]`)
+
+// CountTokens counts a text's tokens by tokenPattern: an honest count by
+// another method than the client's estimate (bytes/4), so tests can
+// measure the estimate's error.
+func CountTokens(s string) int64 { return int64(len(tokenPattern.FindAllStringIndex(s, -1))) }
+
+// PromptTokens counts a request's input tokens: CountTokens of each
+// message's content plus 4 per message (role and framing, as OpenAI's
+// chat format counts them).
+func (r Request) PromptTokens() int64 {
+	var n int64
+	for _, m := range r.Messages {
+		n += CountTokens(m.Content) + 4
+	}
+	return n
+}
+
+// Counting answers every request with content and reports the usage the
+// server counted: PromptTokens of the request, CountTokens of content.
+func Counting(content string) func(int, Request) Reply {
+	return func(_ int, r Request) Reply {
+		return Reply{Content: content, InputTokens: r.PromptTokens(), OutputTokens: CountTokens(content)}
+	}
 }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/engine"
+)
+
+// scoreInputs scores the traces of the inputs (with their GenAI content
+// log records joined), then the sessions found in them, counting every
+// result in sum; it returns docs with the evaluate_session spans appended.
+// `run` and `estimate` share it, so an estimate walks the inputs exactly
+// as a run does.
+func scoreInputs(ctx context.Context, eng *engine.Engine, cfg *engine.Config, docs []document, traces [][]adapter.SpanRef, sum *summary, stderr io.Writer) []document {
+	store := recordSessions(eng, cfg)
+	records := logsByTrace(docs)
+	for _, spans := range traces {
+		id := spans[0].Span.TraceID()
+		if n := adapter.JoinEvents(spans, records[id]); n > 0 {
+			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %d GenAI content log records name no span of the trace; not read\n", id, n)
+		}
+		delete(records, id)
+		tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		rep := eng.ScoreTrace(tctx, spans)
+		cancel()
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %s\n", spans[0].Span.TraceID(), p)
+		}
+		sum.add(rep)
+	}
+
+	// Sessions are scored once every input has been read: their
+	// evaluate_session spans go to --out after the input traces.
+	docs = append(docs, scoreSessions(ctx, eng, cfg, store, sum)...)
+
+	for id, recs := range records {
+		for _, lr := range recs {
+			if adapter.IsGenAIEvent(lr) {
+				fmt.Fprintf(stderr, "evalctl: warning: trace %s: GenAI content log records without any span of their trace; not read\n", id)
+				break
+			}
+		}
+	}
+	return docs
+}
