@@ -135,11 +135,57 @@ func (d *detector) findIn(text string, ws, we, di int, out []match) []match {
 	return out
 }
 
+// CutMarker is what evalbridge writes where it cut a field to
+// max_field_bytes ("…" then " [truncated: N more bytes]").
+const CutMarker = "… [truncated: "
+
+// dropCutValues removes, before each cut marker, the partial value the cut
+// may have left: the trailing tokens that hold a digit or an '@' (a card
+// number cut after 10 digits fails the Luhn check, an address cut before
+// its domain is no address; neither must leave). Prose words stay.
+func dropCutValues(text string) string {
+	if !strings.Contains(text, CutMarker) {
+		return text
+	}
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, CutMarker)
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		start, pos := i, i
+		for {
+			t := pos
+			for t > 0 && tokenByte(rest[t-1]) {
+				t--
+			}
+			if t == pos || !strings.ContainsAny(rest[t:pos], "0123456789@") {
+				break
+			}
+			start = t
+			if t == 0 || rest[t-1] != ' ' {
+				break
+			}
+			pos = t - 1
+		}
+		b.WriteString(rest[:start])
+		b.WriteString(rest[i : i+len(CutMarker)])
+		rest = rest[i+len(CutMarker):]
+	}
+}
+
+func tokenByte(c byte) bool {
+	return isAlnum(c) || c >= 0x80 || strings.IndexByte("@._%+-()/:=~", c) >= 0
+}
+
 // Text redacts s, numbering values within the session.
 func (s *Session) Text(text string) string {
 	if s == nil || text == "" {
 		return text
 	}
+	text = dropCutValues(text)
 	ms := s.r.find(text)
 	if len(ms) == 0 {
 		return text
