@@ -268,6 +268,7 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	attrs.PutStr(AttrTargetSpanName, t.target.spanName)
 	results := []evaluators.Result{r}
 	e.redactResults(results)
+	e.redactCopied(attrs, AttrTargetSpanName)
 	annotator.Annotate(sp, results, pcommon.NewTimestampFromTime(now))
 	sink(context.Background(), td)
 }
