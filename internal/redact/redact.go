@@ -17,6 +17,13 @@ type Redactor struct {
 	tmpl     string
 	numbered bool // the template has {n}
 	count    func(detector string)
+	// existing finds placeholders of this template already in a text (a
+	// judge's reason quotes the prompt's [REDACTED:email#1]): new values
+	// are numbered after them, never reusing their numbers. Its first
+	// group is the name, its second the number; lit is a literal every
+	// placeholder holds, to skip the expression on most texts.
+	existing *regexp.Regexp
+	lit      string
 }
 
 // New builds a redactor from a validated config; count, when not nil, is
@@ -30,6 +37,7 @@ func New(cfg Config, count func(detector string)) (*Redactor, error) {
 		return nil, nil
 	}
 	r := &Redactor{tmpl: cfg.Replacement, numbered: strings.Contains(cfg.Replacement, "{n}"), count: count}
+	r.existing, r.lit = placeholderRE(cfg.Replacement, r.numbered)
 	// Built-ins in priority order, whatever order the config lists them.
 	want := map[string]bool{}
 	for _, d := range cfg.Detectors {
@@ -190,6 +198,7 @@ func (s *Session) Text(text string) string {
 	if len(ms) == 0 {
 		return text
 	}
+	s.seed(text)
 	var b strings.Builder
 	b.Grow(len(text))
 	last := 0
@@ -200,6 +209,69 @@ func (s *Session) Text(text string) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// placeholderRE matches the placeholders a template makes; nil when the
+// template does not number them (no {name} and no {n}).
+func placeholderRE(tmpl string, numbered bool) (*regexp.Regexp, string) {
+	const name, num = `([a-z0-9_]+)`, `([0-9]+)`
+	var expr strings.Builder
+	lit := ""
+	rest := tmpl
+	for rest != "" {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			i = len(rest)
+		}
+		if len(rest[:i]) > len(lit) {
+			lit = rest[:i]
+		}
+		expr.WriteString(regexp.QuoteMeta(rest[:i]))
+		rest = rest[i:]
+		switch {
+		case rest == "":
+		case strings.HasPrefix(rest, "{name}") && numbered:
+			expr.WriteString(name)
+			rest = rest[len("{name}"):]
+		case strings.HasPrefix(rest, "{name}"):
+			expr.WriteString(name + "#" + num)
+			rest = rest[len("{name}"):]
+		case strings.HasPrefix(rest, "{n}"):
+			expr.WriteString(num)
+			rest = rest[len("{n}"):]
+		default:
+			expr.WriteString(regexp.QuoteMeta("{"))
+			rest = rest[1:]
+		}
+	}
+	if !strings.Contains(tmpl, "{name}") || (numbered && strings.Index(tmpl, "{n}") < strings.Index(tmpl, "{name}")) {
+		return nil, "" // no name, or the number before the name: not worth reading back
+	}
+	re, err := regexp.Compile(expr.String())
+	if err != nil {
+		return nil, ""
+	}
+	return re, lit
+}
+
+// seed numbers new values after the placeholders already in text.
+func (s *Session) seed(text string) {
+	re := s.r.existing
+	if re == nil || (s.r.lit != "" && !strings.Contains(text, s.r.lit)) {
+		return
+	}
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		n, err := strconv.Atoi(m[2])
+		if err != nil {
+			continue
+		}
+		if s.next == nil {
+			s.seen, s.next = map[string]string{}, map[string]int{}
+		}
+		if n > s.next[m[1]] {
+			s.next[m[1]] = n
+		}
+	}
 }
 
 func (s *Session) placeholder(det int, value string) string {

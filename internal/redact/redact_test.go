@@ -137,3 +137,22 @@ func TestCutValuesDropped(t *testing.T) {
 		assert.Equal(t, want, string(r.JSON([]byte(in))), in)
 	}
 }
+
+// A text that already holds placeholders (a judge's reason quoting its
+// prompt) gets new values numbered after them: a different address is not
+// made to look like the prompt's email#1.
+func TestNumberingAfterExistingPlaceholders(t *testing.T) {
+	r, err := New(NewDefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "[REDACTED:email#1] and [REDACTED:email#3] wrote to [REDACTED:email#4]",
+		r.Text("[REDACTED:email#1] and [REDACTED:email#3] wrote to bob@example.org"))
+	cfg := NewDefaultConfig()
+	cfg.Replacement = "<{name}:{n}>"
+	r, err = New(cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "<phone:2> then <phone:3>", r.Text("<phone:2> then +44 20 7946 0958"))
+	cfg.Replacement = "***"
+	r, err = New(cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "*** and ***", r.Text("a@example.com and b@example.com"))
+}
