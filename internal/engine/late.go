@@ -305,6 +305,7 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	attrs.PutStr(AttrTargetSpanName, t.target.spanName)
 	results := []evaluators.Result{r}
 	e.redactResults(results)
+	e.redactCopied(attrs, AttrTargetSpanName)
 	annotator.AnnotateCase(sp, results, pcommon.NewTimestampFromTime(now), t.target.info)
 	sink(context.Background(), td)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
@@ -97,5 +98,23 @@ func (e *Engine) redactResults(results []evaluators.Result) {
 	}
 	for i := range results {
 		results[i].Reason = e.redactor.Text(results[i].Reason)
+	}
+}
+
+// redactCopied masks the given string attributes of a span evalbridge
+// creates (an evaluate_session span, a late-result span): the text they
+// copy from the evaluated spans (conversation id, agent name, span name)
+// is written back like a reason. One numbering per span.
+func (e *Engine) redactCopied(attrs pcommon.Map, keys ...string) {
+	if e.redactor == nil {
+		return
+	}
+	s := e.redactor.NewSession()
+	for _, k := range keys {
+		if v, ok := attrs.Get(k); ok && v.Type() == pcommon.ValueTypeStr {
+			if red := s.Text(v.Str()); red != v.Str() {
+				v.SetStr(red)
+			}
+		}
 	}
 }

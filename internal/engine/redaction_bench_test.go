@@ -24,19 +24,25 @@ func (j *capturingJudge) Complete(_ context.Context, msgs []judge.Message) (stri
 }
 func (j *capturingJudge) MaxFieldBytes() int { return 8192 }
 
-// benchCase is an agent run whose user typed personal data: an input with
-// an e-mail address, a phone number and a card number, three tool calls,
-// and an answer of about size bytes.
-func benchCase(size int) adapter.Case {
+// benchCase is an agent run with three tool calls and an answer of about
+// size bytes; with pii, the user typed an e-mail address, a phone number
+// and a card number, which the tool calls carry too.
+func benchCase(size int, pii bool) adapter.Case {
 	filler := strings.Repeat("The flight leaves at 10:45 on 2026-06-12 from gate B12, order ORD-2024-001234, fare $1,234.56. ", size/64+1)[:size]
 	c := adapter.Case{
 		Level:  adapter.LevelAgent,
 		Input:  "I am jane.doe@example.com, call +44 20 7946 0958, charge 4111 1111 1111 1111. Book SFO to LIS on June 12.",
 		Output: "Booked for jane.doe@example.com. " + filler,
 	}
+	email, card := "jane.doe@example.com", "4111111111111111"
+	if !pii {
+		c.Input = "I am Jane, a frequent flyer. Book SFO to LIS on June 12, window seat, no checked bags please."
+		c.Output = "Booked for Jane. " + filler
+		email, card = "on file", "on file"
+	}
 	for i, n := range []string{"search_flights", "book_flight", "charge_card"} {
 		c.ToolCalls = append(c.ToolCalls, adapter.ToolCall{Name: n,
-			Arguments: map[string]any{"email": "jane.doe@example.com", "card": "4111111111111111", "n": i},
+			Arguments: map[string]any{"email": email, "card": card, "n": i},
 			Result:    `{"status":"ok","id":"` + fmt.Sprint(550+i) + `e8400-e29b-41d4-a716-446655440000"}`, HasResult: true})
 	}
 	return c
@@ -49,8 +55,11 @@ func benchCase(size int) adapter.Case {
 // (every built-in detector); it reports the redaction's cost as a ratio
 // of the building's.
 func BenchmarkRedactionPerPrompt(b *testing.B) {
-	for _, size := range []int{512, 4096} {
-		b.Run(fmt.Sprintf("answer=%dB", size), func(b *testing.B) {
+	for _, bc := range []struct {
+		size int
+		pii  bool
+	}{{512, true}, {4096, true}, {512, false}, {4096, false}} {
+		b.Run(fmt.Sprintf("answer=%dB/pii=%v", bc.size, bc.pii), func(b *testing.B) {
 			j := &capturingJudge{}
 			insts, err := evaluators.Build([]evaluators.Config{{Type: "llm_judge", Judge: "default",
 				Options: map[string]any{"criteria": "Is the answer helpful?", "inputs": []any{"input", "output", "tool_calls"}}}},
@@ -62,7 +71,7 @@ func BenchmarkRedactionPerPrompt(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c := benchCase(size)
+			c := benchCase(bc.size, bc.pii)
 			ctx := context.Background()
 			var build, red time.Duration
 			promptBytes := 0

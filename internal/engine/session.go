@@ -103,6 +103,7 @@ func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, d
 		now := pcommon.NewTimestampFromTime(time.Now())
 		ref.Span.SetEndTimestamp(now)
 		e.redactResults(results)
+		e.redactCopied(ref.Span.Attributes(), sessions.AttrConversationID, sessions.AttrAgentName)
 		annotator.AnnotateCase(ref.Span, results, now, annotator.CaseInfo{AgentName: c.AgentName, Model: c.Model})
 		done(SessionReport{Report: Report{Evaluations: []Evaluation{{Case: c, Results: results}}}, Traces: td, Ref: ref})
 	}

@@ -17,6 +17,13 @@ type Redactor struct {
 	tmpl     string
 	numbered bool // the template has {n}
 	count    func(detector string)
+	// existing finds placeholders of this template already in a text (a
+	// judge's reason quotes the prompt's [REDACTED:email#1]): new values
+	// are numbered after them, never reusing their numbers. Its first
+	// group is the name, its second the number; lit is a literal every
+	// placeholder holds, to skip the expression on most texts.
+	existing *regexp.Regexp
+	lit      string
 }
 
 // New builds a redactor from a validated config; count, when not nil, is
@@ -30,6 +37,7 @@ func New(cfg Config, count func(detector string)) (*Redactor, error) {
 		return nil, nil
 	}
 	r := &Redactor{tmpl: cfg.Replacement, numbered: strings.Contains(cfg.Replacement, "{n}"), count: count}
+	r.existing, r.lit = placeholderRE(cfg.Replacement, r.numbered)
 	// Built-ins in priority order, whatever order the config lists them.
 	want := map[string]bool{}
 	for _, d := range cfg.Detectors {
@@ -135,15 +143,62 @@ func (d *detector) findIn(text string, ws, we, di int, out []match) []match {
 	return out
 }
 
+// CutMarker is what evalbridge writes where it cut a field to
+// max_field_bytes ("…" then " [truncated: N more bytes]").
+const CutMarker = "… [truncated: "
+
+// dropCutValues removes, before each cut marker, the partial value the cut
+// may have left: the trailing tokens that hold a digit or an '@' (a card
+// number cut after 10 digits fails the Luhn check, an address cut before
+// its domain is no address; neither must leave). Prose words stay.
+func dropCutValues(text string) string {
+	if !strings.Contains(text, CutMarker) {
+		return text
+	}
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, CutMarker)
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		start, pos := i, i
+		for {
+			t := pos
+			for t > 0 && tokenByte(rest[t-1]) {
+				t--
+			}
+			if t == pos || !strings.ContainsAny(rest[t:pos], "0123456789@") {
+				break
+			}
+			start = t
+			if t == 0 || rest[t-1] != ' ' {
+				break
+			}
+			pos = t - 1
+		}
+		b.WriteString(rest[:start])
+		b.WriteString(rest[i : i+len(CutMarker)])
+		rest = rest[i+len(CutMarker):]
+	}
+}
+
+func tokenByte(c byte) bool {
+	return isAlnum(c) || c >= 0x80 || strings.IndexByte("@._%+-()/:=~", c) >= 0
+}
+
 // Text redacts s, numbering values within the session.
 func (s *Session) Text(text string) string {
 	if s == nil || text == "" {
 		return text
 	}
+	text = dropCutValues(text)
 	ms := s.r.find(text)
 	if len(ms) == 0 {
 		return text
 	}
+	s.seed(text)
 	var b strings.Builder
 	b.Grow(len(text))
 	last := 0
@@ -154,6 +209,69 @@ func (s *Session) Text(text string) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// placeholderRE matches the placeholders a template makes; nil when the
+// template does not number them (no {name} and no {n}).
+func placeholderRE(tmpl string, numbered bool) (*regexp.Regexp, string) {
+	const name, num = `([a-z0-9_]+)`, `([0-9]+)`
+	var expr strings.Builder
+	lit := ""
+	rest := tmpl
+	for rest != "" {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			i = len(rest)
+		}
+		if len(rest[:i]) > len(lit) {
+			lit = rest[:i]
+		}
+		expr.WriteString(regexp.QuoteMeta(rest[:i]))
+		rest = rest[i:]
+		switch {
+		case rest == "":
+		case strings.HasPrefix(rest, "{name}") && numbered:
+			expr.WriteString(name)
+			rest = rest[len("{name}"):]
+		case strings.HasPrefix(rest, "{name}"):
+			expr.WriteString(name + "#" + num)
+			rest = rest[len("{name}"):]
+		case strings.HasPrefix(rest, "{n}"):
+			expr.WriteString(num)
+			rest = rest[len("{n}"):]
+		default:
+			expr.WriteString(regexp.QuoteMeta("{"))
+			rest = rest[1:]
+		}
+	}
+	if !strings.Contains(tmpl, "{name}") || (numbered && strings.Index(tmpl, "{n}") < strings.Index(tmpl, "{name}")) {
+		return nil, "" // no name, or the number before the name: not worth reading back
+	}
+	re, err := regexp.Compile(expr.String())
+	if err != nil {
+		return nil, ""
+	}
+	return re, lit
+}
+
+// seed numbers new values after the placeholders already in text.
+func (s *Session) seed(text string) {
+	re := s.r.existing
+	if re == nil || (s.r.lit != "" && !strings.Contains(text, s.r.lit)) {
+		return
+	}
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		n, err := strconv.Atoi(m[2])
+		if err != nil {
+			continue
+		}
+		if s.next == nil {
+			s.seen, s.next = map[string]string{}, map[string]int{}
+		}
+		if n > s.next[m[1]] {
+			s.next[m[1]] = n
+		}
+	}
 }
 
 func (s *Session) placeholder(det int, value string) string {

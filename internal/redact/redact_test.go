@@ -119,3 +119,40 @@ func TestDetectorsSpotChecks(t *testing.T) {
 		assert.Equal(t, want, r.Text(in), in)
 	}
 }
+
+// A field cut to max_field_bytes may end in part of a value that no
+// detector recognises any more: the partial tokens before the cut marker
+// go when they hold a digit or an '@'; prose stays.
+func TestCutValuesDropped(t *testing.T) {
+	r, err := New(NewDefaultConfig(), nil)
+	require.NoError(t, err)
+	for in, want := range map[string]string{
+		"pay with 4111 1111 11… [truncated: 6 more bytes]":          "pay with … [truncated: 6 more bytes]",
+		"write to jane.doe@exa… [truncated: 8 more bytes]":          "write to … [truncated: 8 more bytes]",
+		"key sk-proj-Q7vX2m… [truncated: 30 more bytes]":            "key … [truncated: 30 more bytes]",
+		"the customer said hello… [truncated: 99 more bytes]":       "the customer said hello… [truncated: 99 more bytes]",
+		"a@example.com wrote: fine… [truncated: 3 more bytes]":      "[REDACTED:email#1] wrote: fine… [truncated: 3 more bytes]",
+		`{"input": "IBAN DE89 3704 00… [truncated: 9 more bytes]"}`: `{"input": "IBAN … [truncated: 9 more bytes]"}`,
+	} {
+		assert.Equal(t, want, string(r.JSON([]byte(in))), in)
+	}
+}
+
+// A text that already holds placeholders (a judge's reason quoting its
+// prompt) gets new values numbered after them: a different address is not
+// made to look like the prompt's email#1.
+func TestNumberingAfterExistingPlaceholders(t *testing.T) {
+	r, err := New(NewDefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "[REDACTED:email#1] and [REDACTED:email#3] wrote to [REDACTED:email#4]",
+		r.Text("[REDACTED:email#1] and [REDACTED:email#3] wrote to bob@example.org"))
+	cfg := NewDefaultConfig()
+	cfg.Replacement = "<{name}:{n}>"
+	r, err = New(cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "<phone:2> then <phone:3>", r.Text("<phone:2> then +44 20 7946 0958"))
+	cfg.Replacement = "***"
+	r, err = New(cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "*** and ***", r.Text("a@example.com and b@example.com"))
+}
