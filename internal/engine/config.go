@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge"
@@ -59,8 +60,36 @@ type Config struct {
 	// with the reason (and counted), so a slow judge cannot grow memory and
 	// goroutines without bound.
 	MaxPendingJudgeTasks int `mapstructure:"max_pending_judge_tasks"`
+	// MaxHold bounds how long one trace is held (docs/contract.md §17): it
+	// is scored and released at most this long after its first span, however
+	// long spans keep coming. evalctl reads and ignores it.
+	MaxHold time.Duration `mapstructure:"max_hold"`
+	// MaxTraceSpans bounds the spans plus GenAI log records held for one
+	// trace; reaching it scores and releases the trace at once. evalctl
+	// reads and ignores it.
+	MaxTraceSpans int `mapstructure:"max_trace_spans"`
+	// ReleaseRetry is how a release the next consumer refuses with a
+	// retryable error is retried; past max_elapsed_time it is dropped,
+	// logged and counted. evalctl reads and ignores it.
+	ReleaseRetry configretry.BackOffConfig `mapstructure:"release_retry"`
 
 	_ struct{}
+}
+
+// Defaults of the §17 bounds.
+const (
+	DefaultMaxHold       = 5 * time.Minute
+	DefaultMaxTraceSpans = 100000
+)
+
+// NewDefaultReleaseRetry is release_retry when not set: configretry's
+// shape, 1s to 30s, given up after 5 minutes.
+func NewDefaultReleaseRetry() configretry.BackOffConfig {
+	r := configretry.NewDefaultBackOffConfig()
+	r.InitialInterval = time.Second
+	r.MaxInterval = 30 * time.Second
+	r.MaxElapsedTime = 5 * time.Minute
+	return r
 }
 
 // NewDefaultConfig returns the defaults of docs/contract.md §5.
@@ -76,6 +105,10 @@ func NewDefaultConfig() Config {
 		Sessions:         sessions.NewDefaultConfig(),
 
 		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,
+
+		MaxHold:       DefaultMaxHold,
+		MaxTraceSpans: DefaultMaxTraceSpans,
+		ReleaseRetry:  NewDefaultReleaseRetry(),
 	}
 }
 
@@ -103,6 +136,13 @@ func (c *Config) Validate() error {
 	if c.MaxPendingJudgeTasks <= 0 {
 		errs = append(errs, fmt.Errorf("max_pending_judge_tasks: %d must be positive", c.MaxPendingJudgeTasks))
 	}
+	if c.MaxHold <= 0 || c.MaxHold < c.Wait {
+		errs = append(errs, fmt.Errorf("max_hold: %v must be positive and at least wait (%v)", c.MaxHold, c.Wait))
+	}
+	if c.MaxTraceSpans <= 0 {
+		errs = append(errs, fmt.Errorf("max_trace_spans: %d must be positive", c.MaxTraceSpans))
+	}
+	// release_retry validates itself (confmap.Validate walks into it).
 	if c.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("workers: %d must be positive", c.Workers))
 	}

@@ -57,7 +57,7 @@ type Engine struct {
 	hasSessions   bool
 	maxFieldBytes int
 	turnMu        sync.RWMutex
-	turnSink      TurnSink
+	turnSink      TurnOriginSink
 }
 
 type instance struct {
@@ -256,7 +256,12 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 	// config does not decode every LLM span's messages.
 	cases, problems := adapter.AdaptWith(spans, e.levels)
 	rep := Report{Problems: problems}
-	e.recordTurns(cases, spans)
+	prog := progressFrom(ctx)
+	if !prog.begin(e, cases, spans) {
+		done(rep) // taken over while adapting: the spans are not ours any more
+		return
+	}
+	e.recordTurns(ctx, cases, spans)
 	if len(cases) == 0 {
 		done(rep)
 		return
@@ -294,6 +299,10 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 			ref, ok = find(c.SpanID)
 		}
 		if !ok {
+			if !prog.reach(i, nil) {
+				done(rep)
+				return
+			}
 			continue
 		}
 		selected = selected[:0]
@@ -305,19 +314,39 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 			selected = append(selected, in)
 		}
 		if len(selected) == 0 {
+			if !prog.reach(i, nil) {
+				done(rep)
+				return
+			}
 			continue
 		}
 		// Sized once: judge tasks write into their own element.
 		sc := &scoredCase{c: c, ref: ref, results: make([]evaluators.Result, len(selected))}
+		if prog != nil {
+			sc.insts = append([]*instance(nil), selected...)
+		}
 		all = append(all, sc)
+		if !prog.reach(i, sc) {
+			done(rep)
+			return
+		}
 		var target *lateTarget
 		for k, in := range selected {
 			if !in.Background() || ctx.Err() != nil {
-				sc.results[k] = runInstance(ctx, in, c)
+				if !prog.set(sc, k, runInstance(ctx, in, c)) {
+					// Taken over while this evaluator ran: the spans are
+					// forwarded; read nothing of them any more.
+					done(rep)
+					return
+				}
 				continue
 			}
-			tasks = append(tasks, e.newJudgeTask(in, c, ref, &target, &sc.results[k]))
+			tasks = append(tasks, e.newJudgeTask(ctx, in, c, ref, &target, &sc.results[k]))
 		}
+	}
+	if !prog.done() {
+		done(rep)
+		return
 	}
 	finish := func() {
 		if claim, ok := ctx.Value(annotateGuardKey{}).(func() bool); ok && !claim() {
@@ -358,6 +387,8 @@ type scoredCase struct {
 	c       *adapter.Case
 	ref     adapter.SpanRef
 	results []evaluators.Result
+	// insts are the instances of results, kept only with a Progress.
+	insts []*instance
 }
 
 func runInstance(ctx context.Context, in *instance, c *adapter.Case) evaluators.Result {

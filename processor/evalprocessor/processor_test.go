@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"errors"
+	"go.opentelemetry.io/collector/config/configretry"
 	"path/filepath"
 	"testing"
 	"time"
@@ -79,6 +80,12 @@ func TestLoadConfig(t *testing.T) {
 			Wait: 10 * time.Second, RootGrace: 2 * time.Second, MaxTraces: 1000, Timeout: 30 * time.Second, Workers: 8, LateResults: "drop", ResultLogRecords: true,
 			Sessions:             sessions.NewDefaultConfig(),
 			MaxPendingJudgeTasks: engine.DefaultMaxPendingJudgeTasks,
+			MaxHold:              time.Minute, MaxTraceSpans: 5000,
+			ReleaseRetry: func() configretry.BackOffConfig {
+				r := engine.NewDefaultReleaseRetry()
+				r.InitialInterval, r.MaxElapsedTime = 2*time.Second, time.Minute
+				return r
+			}(),
 			Evaluators: []evaluators.Config{
 				{Type: "tool_trajectory", Name: "booking_flow", Threshold: &one,
 					When: []string{`attributes["gen_ai.agent.name"] == "travel_agent"`}, SampleRate: &quarter,
@@ -98,6 +105,9 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(Type, "bad_when"), wantErr: "when"},
 		{id: component.NewIDWithName(Type, "unknown_option"), wantErr: "no_such_option"},
 		{id: component.NewIDWithName(Type, "bad_late_results"), wantErr: `late_results: "keep" must be span or drop`},
+		{id: component.NewIDWithName(Type, "max_hold_below_wait"), wantErr: "max_hold: 1s must be positive and at least wait (5s)"},
+		{id: component.NewIDWithName(Type, "zero_max_trace_spans"), wantErr: "max_trace_spans: 0 must be positive"},
+		{id: component.NewIDWithName(Type, "bad_release_retry"), wantErr: "must not be less than 'max_interval'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {
@@ -320,13 +330,13 @@ func TestNextConsumerError(t *testing.T) {
 	agentTrace(b, 1, false)
 	h.consume(b.td)
 	h.clk.advance(time.Second)
-	require.Eventually(t, func() bool { return h.counter(metricSpansUndelivered, "reason", "permanent") == 5 },
-		5*time.Second, time.Millisecond, "undelivered: %d", h.counter(metricSpansUndelivered))
+	require.Eventually(t, func() bool { return h.counter(metricSpansDropped, "reason", "permanent") == 5 },
+		5*time.Second, time.Millisecond, "undelivered: %d", h.counter(metricSpansDropped))
 	assert.Equal(t, int64(2), h.counter(metricNextConsumerErrors))
 	assert.Equal(t, int64(0), h.counter(metricReleaseRetries))
-	e := logs.FilterMessageSnippet("refused released spans permanently").All()
+	e := logs.FilterMessageSnippet("refused them permanently").All()
 	require.Len(t, e, 1)
-	assert.Equal(t, int64(5), e[0].ContextMap()["spans"])
+	assert.Equal(t, int64(5), e[0].ContextMap()["items"])
 	assert.Contains(t, e[0].ContextMap()["error"], "boom")
 }
 
