@@ -189,6 +189,10 @@ func (f *forwarder) finish(ctx context.Context) {
 // they are accepted or shutdown's time is up (then they are dropped,
 // reason shutdown; with storage: they stay in it).
 func (f *forwarder) final() {
+	now := time.Now()
+	for _, r := range f.waiting {
+		r.due = now // one more attempt at once; then their backoff, within shutdown's time
+	}
 	for {
 		f.drain()
 		if len(f.waiting) == 0 {
