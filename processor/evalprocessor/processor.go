@@ -95,8 +95,8 @@ type evalProcessor struct {
 	scoreFn func(context.Context, []adapter.SpanRef, func(engine.Report))
 
 	in     chan ingestMsg // ConsumeTraces -> loop (unbuffered: back-pressure)
-	jobs   chan job      // loop -> workers
-	stop   chan struct{} // closed by Shutdown
+	jobs   chan job       // loop -> workers
+	stop   chan struct{}  // closed by Shutdown
 	runCtx context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -137,13 +137,13 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 		return nil, err
 	}
 	p := &evalProcessor{
-		cfg:     cfg,
-		id:      set.ID,
-		set:     set.TelemetrySettings,
-		logger:  set.Logger,
-		next:    next,
-		clk:     realClock,
-		tel:     tel,
+		cfg:    cfg,
+		id:     set.ID,
+		set:    set.TelemetrySettings,
+		logger: set.Logger,
+		next:   next,
+		clk:    realClock,
+		tel:    tel,
 
 		deadlineGrace: defaultDeadlineGrace,
 	}

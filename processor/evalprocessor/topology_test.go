@@ -133,7 +133,7 @@ func TestMaxTraceSpansReleasesAtOnce(t *testing.T) {
 	agentTrace(b, 1, true) // 5 spans
 	h.consume(b.td)
 	require.NoError(t, h.p.ConsumeLogs(context.Background(), contentLogsFor(1, 2, 3))) // 8
-	h.waitSpans(5) // no tick: released by the bound
+	h.waitSpans(5)                                                                     // no tick: released by the bound
 	assert.Equal(t, "failed", strAttr(spansOf(h.sink, 1)[1], "eval.tool_error.status"))
 	assert.Equal(t, int64(1), h.counter(metricReleasedEarly, "reason", "max_trace_spans"))
 	b = newBatch()
@@ -346,7 +346,9 @@ type mutator struct {
 	spans int
 }
 
-func (m *mutator) Capabilities() consumer.Capabilities { return consumer.Capabilities{MutatesData: true} }
+func (m *mutator) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
+}
 func (m *mutator) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	adapter.ForEachSpan(td, func(r adapter.SpanRef) { r.Span.Attributes().PutStr("touched", "yes") })
 	m.mu.Lock()
