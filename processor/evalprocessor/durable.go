@@ -269,7 +269,10 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 	newest := func(id pcommon.TraceID) uint64 { cs := byTrace[id]; return cs[len(cs)-1].stamp }
 	sort.Slice(ids, func(i, j int) bool { return newest(ids[i]) < newest(ids[j]) })
 	spans, records, redelivered, redeliveredRecords := 0, 0, 0, 0
-	for _, id := range ids {
+	// max_traces applies to what is restored too: beyond it the oldest go
+	// on unscored first thing (reason overflow), as they would live.
+	over := max(len(ids)-p.cfg.MaxTraces, 0)
+	for n, id := range ids {
 		t := &heldTrace{id: id, first: now, lastSeen: now, restored: map[pcommon.SpanID]struct{}{}, restoredLogs: map[recordKey]struct{}{}}
 		for _, c := range byTrace[id] {
 			if c.isLogs {
@@ -289,8 +292,11 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 		if t.root && p.cfg.RootGrace > 0 {
 			p.lists[1].pushBack(t)
 		}
-		if age := time.Duration(uint64(now.UnixNano()) - min(newest(id), uint64(now.UnixNano()))); age > maxAge {
+		switch age := time.Duration(uint64(now.UnixNano()) - min(newest(id), uint64(now.UnixNano()))); {
+		case age > maxAge:
 			p.restoredOld = append(p.restoredOld, t)
+		case n < over:
+			p.restoredOverflow = append(p.restoredOverflow, t)
 		}
 	}
 	p.tel.tracesHeld.Add(ctx, int64(len(ids)))
@@ -304,7 +310,7 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 		p.tel.recordsRedelivered.Add(ctx, int64(redeliveredRecords))
 	}
 	p.logger.Info("restored held traces from storage", zap.Int("traces", len(ids)), zap.Int("spans", spans),
-		zap.Int("log_records", records), zap.Int("too_old", len(p.restoredOld)), zap.Duration("max_age", maxAge))
+		zap.Int("log_records", records), zap.Int("too_old", len(p.restoredOld)), zap.Int("beyond_max_traces", len(p.restoredOverflow)), zap.Duration("max_age", maxAge))
 	return nil
 }
 

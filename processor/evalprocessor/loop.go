@@ -213,6 +213,13 @@ func (p *evalProcessor) loop(tick ticker) {
 		}
 		p.dispatch(old, p.clk.now(), false, reasonTooOld)
 	}
+	if over := p.restoredOverflow; len(over) > 0 {
+		p.restoredOverflow = nil
+		for _, t := range over {
+			p.unhold(t)
+		}
+		p.dispatch(over, p.clk.now(), false, reasonOverflow)
+	}
 	for {
 		select {
 		case m := <-p.in:

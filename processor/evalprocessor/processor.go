@@ -114,8 +114,11 @@ type evalProcessor struct {
 	store *durable
 	// restoredOld are restored traces too old to hold again; the loop
 	// forwards them unscored first thing.
-	restoredOld   []*heldTrace
-	storageLogged atomic.Bool
+	restoredOld []*heldTrace
+	// restoredOverflow are restored traces beyond max_traces (the oldest);
+	// the loop forwards them unscored first thing.
+	restoredOverflow []*heldTrace
+	storageLogged    atomic.Bool
 
 	badInputLogged atomic.Bool
 	refusedLogged  atomic.Bool

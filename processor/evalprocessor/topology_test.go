@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -397,4 +399,31 @@ func TestWatchdogForwardsWhileEvaluatorReads(t *testing.T) {
 	require.Eventually(t, func() bool { return rounds.Load() > after+100 }, 10*time.Second, time.Microsecond)
 	close(release)
 	wg.Wait()
+}
+
+// Suspected: the Kafka-partition map keyed by client metadata never
+// expires. It did not (any client able to set `kafka.partition` metadata,
+// e.g. an OTLP receiver with include_metadata, grew it by one entry per
+// distinct value: 100,000 values, 100,000 entries). Now entries not seen
+// for 10 × wait (at least 10 min) are forgotten and at most 4096 kept.
+func TestPartitionWatchIsBounded(t *testing.T) {
+	var w partitionWatch
+	now := time.Unix(1_700_000_000, 0)
+	ctxOf := func(part string) context.Context {
+		return client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{
+			"kafka.partition": {part}})})
+	}
+	for i := 0; i < 100_000; i++ {
+		assert.True(t, w.recent(ctxOf(strconv.Itoa(i)), now, time.Second), "a new value counts as new")
+		now = now.Add(time.Millisecond)
+	}
+	assert.LessOrEqual(t, w.size(), maxPartitions)
+	// a partition still consumed stays remembered, and is old after wait
+	w.recent(ctxOf("steady"), now, time.Second)
+	for i := 0; i < 100; i++ {
+		now = now.Add(time.Minute)
+		w.recent(ctxOf("steady"), now, time.Second)
+	}
+	assert.False(t, w.recent(ctxOf("steady"), now, time.Second))
+	assert.Equal(t, 1, w.size(), "the others were forgotten")
 }
