@@ -75,7 +75,7 @@ func TestPipelineShapeWarnings(t *testing.T) {
 
 func TestPipelineWarningsSamplers(t *testing.T) {
 	conf := confmap.NewFromStringMap(map[string]any{"service": map[string]any{"pipelines": map[string]any{
-		"traces": map[string]any{"processors": []any{"tail_sampling", "probabilistic_sampler/x", "eval"}},
+		"traces":    map[string]any{"processors": []any{"tail_sampling", "probabilistic_sampler/x", "eval"}},
 		"traces/ok": map[string]any{"processors": []any{"memory_limiter", "eval", "tail_sampling"}},
 	}}})
 	w := pipelineWarnings(conf)

@@ -427,3 +427,39 @@ func TestPartitionWatchIsBounded(t *testing.T) {
 	assert.False(t, w.recent(ctxOf("steady"), now, time.Second))
 	assert.Equal(t, 1, w.size(), "the others were forgotten")
 }
+
+// refusingLogs refuses every request (retryable).
+type refusingLogs struct{ calls atomic.Int64 }
+
+func (r *refusingLogs) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+func (r *refusingLogs) ConsumeLogs(context.Context, plog.Logs) error {
+	r.calls.Add(1)
+	return errors.New("sending queue is full")
+}
+
+// Released log records the logs pipeline keeps refusing are dropped when
+// release_retry gives up, counted apart from spans.
+func TestReleaseRetryGivesUpOnLogRecords(t *testing.T) {
+	bad := &refusingLogs{}
+	h := newHarnessWith(t, nil, nil, nil, func(p *evalProcessor) {
+		p.nextLogs = bad
+		p.cfg.ResultLogRecords = false
+		p.cfg.ReleaseRetry.InitialInterval = time.Millisecond
+		p.cfg.ReleaseRetry.MaxInterval = time.Millisecond
+		p.cfg.ReleaseRetry.MaxElapsedTime = 20 * time.Millisecond
+	})
+	b := newBatch()
+	agentTrace(b, 1, false)
+	h.consume(b.td)
+	require.Error(t, h.p.ConsumeLogs(context.Background(), plog.NewLogs()), "pass-through refusals go back to the caller")
+	bad.calls.Store(0)
+	ld := contentLogsFor(1, 2, 4)
+	// held with trace 1 (nothing passes through, so the call succeeds)
+	require.NoError(t, h.p.ConsumeLogs(context.Background(), ld))
+	h.clk.advance(time.Second)
+	h.waitSpans(5)
+	require.Eventually(t, func() bool { return h.counter(metricLogRecordsDropped, "reason", "refused") == 4 },
+		10*time.Second, time.Millisecond)
+	assert.Equal(t, int64(0), h.counter(metricSpansDropped))
+	assert.Greater(t, bad.calls.Load(), int64(1), "retried before giving up")
+}
