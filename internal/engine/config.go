@@ -136,8 +136,10 @@ func (c *Config) Validate() error {
 	if c.MaxPendingJudgeTasks <= 0 {
 		errs = append(errs, fmt.Errorf("max_pending_judge_tasks: %d must be positive", c.MaxPendingJudgeTasks))
 	}
-	if c.MaxHold <= 0 || c.MaxHold < c.Wait {
-		errs = append(errs, fmt.Errorf("max_hold: %v must be positive and at least wait (%v)", c.MaxHold, c.Wait))
+	// max_hold below wait is allowed (every trace then goes at max_hold):
+	// a config written before max_hold existed, with a long wait, still loads.
+	if c.MaxHold <= 0 {
+		errs = append(errs, fmt.Errorf("max_hold: %v must be positive", c.MaxHold))
 	}
 	if c.MaxTraceSpans <= 0 {
 		errs = append(errs, fmt.Errorf("max_trace_spans: %d must be positive", c.MaxTraceSpans))

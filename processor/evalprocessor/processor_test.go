@@ -105,7 +105,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(Type, "bad_when"), wantErr: "when"},
 		{id: component.NewIDWithName(Type, "unknown_option"), wantErr: "no_such_option"},
 		{id: component.NewIDWithName(Type, "bad_late_results"), wantErr: `late_results: "keep" must be span or drop`},
-		{id: component.NewIDWithName(Type, "max_hold_below_wait"), wantErr: "max_hold: 1s must be positive and at least wait (5s)"},
+		{id: component.NewIDWithName(Type, "zero_max_hold"), wantErr: "max_hold: 0s must be positive"},
 		{id: component.NewIDWithName(Type, "zero_max_trace_spans"), wantErr: "max_trace_spans: 0 must be positive"},
 		{id: component.NewIDWithName(Type, "bad_release_retry"), wantErr: "must not be less than 'max_interval'"},
 	}
