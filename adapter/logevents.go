@@ -68,6 +68,14 @@ func JoinEvents(spans []SpanRef, records []plog.LogRecord) (unjoined int) {
 	for i := range spans {
 		byID[spans[i].Span.SpanID()] = i
 	}
+	// seen finds an identical record already attached to the same span in
+	// constant time (by a hash of what hasRecord compares): joining stays
+	// linear in the records, however many one span has.
+	type slot struct {
+		span int
+		h    uint64
+	}
+	var seen map[slot][]plog.LogRecord
 	onlyLLM := -2 // -2: not looked for yet; -1: none or several
 	for _, lr := range records {
 		if !IsGenAIEvent(lr) {
@@ -86,11 +94,88 @@ func JoinEvents(spans []SpanRef, records []plog.LogRecord) (unjoined int) {
 			unjoined++
 			continue
 		}
-		if !hasRecord(spans[i].Events, lr) {
-			spans[i].Events = append(spans[i].Events, lr)
+		if seen == nil {
+			seen = make(map[slot][]plog.LogRecord, len(records))
 		}
+		if _, done := seen[slot{span: i, h: 0}]; !done {
+			// the span's own events (span events read earlier) count too
+			seen[slot{span: i, h: 0}] = nil
+			for _, e := range spans[i].Events {
+				k := slot{span: i, h: recordHash(e) | 1}
+				seen[k] = append(seen[k], e)
+			}
+		}
+		k := slot{span: i, h: recordHash(lr) | 1} // never 0: 0 marks the span as indexed
+		if hasRecord(seen[k], lr) {
+			continue
+		}
+		seen[k] = append(seen[k], lr)
+		spans[i].Events = append(spans[i].Events, lr)
 	}
 	return unjoined
+}
+
+// recordHash hashes what hasRecord compares: timestamps, event name, body
+// and attributes (maps in any order).
+func recordHash(lr plog.LogRecord) uint64 {
+	h := uint64(14695981039346656037)
+	h = mixHash(h, uint64(lr.Timestamp()))
+	h = mixHash(h, uint64(lr.ObservedTimestamp()))
+	h = hashString(h, lr.EventName())
+	h = hashValue(h, lr.Body())
+	return mixHash(h, hashMap(lr.Attributes()))
+}
+
+func mixHash(h, v uint64) uint64 {
+	h ^= v
+	h *= 1099511628211
+	h ^= h >> 29
+	return h
+}
+
+func hashString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return mixHash(h, uint64(len(s)))
+}
+
+func hashMap(m pcommon.Map) uint64 {
+	var sum uint64 // order-free: Equal ignores the order of keys
+	m.Range(func(k string, v pcommon.Value) bool {
+		sum += hashValue(hashString(7, k), v)
+		return true
+	})
+	return sum
+}
+
+func hashValue(h uint64, v pcommon.Value) uint64 {
+	h = mixHash(h, uint64(v.Type()))
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return hashString(h, v.Str())
+	case pcommon.ValueTypeInt:
+		return mixHash(h, uint64(v.Int()))
+	case pcommon.ValueTypeDouble:
+		return mixHash(h, uint64(int64(v.Double()*1e6)))
+	case pcommon.ValueTypeBool:
+		if v.Bool() {
+			return mixHash(h, 1)
+		}
+		return mixHash(h, 2)
+	case pcommon.ValueTypeBytes:
+		return hashString(h, string(v.Bytes().AsRaw()))
+	case pcommon.ValueTypeMap:
+		return mixHash(h, hashMap(v.Map()))
+	case pcommon.ValueTypeSlice:
+		sl := v.Slice()
+		for i := 0; i < sl.Len(); i++ {
+			h = hashValue(h, sl.At(i))
+		}
+		return mixHash(h, uint64(sl.Len()))
+	}
+	return h
 }
 
 // hasRecord says whether an identical record is already in evs: a client

@@ -1,10 +1,12 @@
 package adapter
 
 import (
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // logRec builds a content log record of the span id (0: none). With
@@ -197,5 +199,42 @@ func TestEventName(t *testing.T) {
 	lr.SetEventName("gen_ai.evaluation.result")
 	if IsGenAIEvent(lr) {
 		t.Fatal("results are not content events")
+	}
+}
+
+// BenchmarkJoinEventsOneSpan joins n content records that all name one
+// span (a long conversation logged on one chat call): linear in n.
+func BenchmarkJoinEventsOneSpan(b *testing.B) {
+	for _, n := range []int{2000, 4000, 8000, 16000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			td := ptrace.NewTraces()
+			rs := td.ResourceSpans().AppendEmpty()
+			ss := rs.ScopeSpans().AppendEmpty()
+			sp := ss.Spans().AppendEmpty()
+			sp.SetTraceID(pcommon.TraceID{1})
+			sp.SetSpanID(pcommon.SpanID{1})
+			sp.Attributes().PutStr("gen_ai.operation.name", "chat")
+			ld := plog.NewLogs()
+			lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+			for i := 0; i < n; i++ {
+				lr := lrs.AppendEmpty()
+				lr.SetTraceID(pcommon.TraceID{1})
+				lr.SetSpanID(pcommon.SpanID{1})
+				lr.SetEventName(EventUserMessage)
+				lr.SetTimestamp(1_700_000_000_000_000_000)
+				lr.Body().SetEmptyMap().PutStr("content", "message "+strconv.Itoa(i)+" of a long conversation")
+			}
+			records := make([]plog.LogRecord, n)
+			for i := range records {
+				records[i] = lrs.At(i)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				spans := []SpanRef{{Span: sp, ResourceSpans: rs, ScopeSpans: ss}}
+				if JoinEvents(spans, records) != 0 || len(spans[0].Events) != n {
+					b.Fatal("not joined")
+				}
+			}
+		})
 	}
 }

@@ -369,6 +369,18 @@ func (g *generator) hostile1(kind string, start time.Time, gap time.Duration) []
 		root.Attributes().PutStr("gen_ai.agent.name", bad)
 		root.Attributes().PutStr("gen_ai.input.messages", `[{"role":"user","parts":[{"type":"text","content":"`+bad+`"}]}]`)
 		return b.chunks(start, 2, gap, maxSpans)
+	case "endless_trace":
+		// A trace that keeps getting spans (a long conversation kept in
+		// one trace): 40 requests 250 ms apart, each under `wait`.
+		b := g.newTrace(k, false, start)
+		root := b.span("invoke_agent travel_agent", pcommon.NewSpanIDEmpty(), ptrace.SpanKindInternal, time.Second)
+		root.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+		b.markAgent(root)
+		for i := 0; i < 200; i++ {
+			s := b.span("chat gpt-4o", root.SpanID(), ptrace.SpanKindClient, time.Millisecond)
+			s.Attributes().PutStr("gen_ai.operation.name", "chat")
+		}
+		return b.chunks(start, 40, 250*time.Millisecond, maxSpans)
 	case "huge_trace":
 		b := g.newTrace(k, false, start)
 		root := b.span("invoke_agent travel_agent", pcommon.NewSpanIDEmpty(), ptrace.SpanKindInternal, time.Second)

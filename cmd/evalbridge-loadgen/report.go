@@ -13,27 +13,35 @@ import (
 type report struct {
 	Scenario string
 
-	Traces       int   // traces started
-	Spans        int   // spans generated
-	SpansAcked   int   // distinct spans in an acknowledged request
-	CopiesAcked  int64 // span copies acknowledged, resends included
-	Requests     int64 // requests acknowledged
-	Refused      int64 // requests the collector refused until the client gave up
-	Retries      int64 // retryable refusals (back-pressure) the client retried
-	Received     int   // span copies the sink received
-	Arrived      int   // distinct generated spans the sink received
-	Lost         int   // acknowledged spans that never arrived
-	Duplicated   int   // copies beyond the first
-	Scored       int   // agent spans that arrived with eval.* results
-	Unscored     int   // agent spans of normal runs that arrived without results
-	FalseFail    int   // runs designed to pass whose agent span says failed
-	BadPasses    int   // hostile runs scored passed on a check they must fail (token_usage on bad counts)
-	Misplaced    int   // spans other than the agent span that carry eval.* results
-	P99          time.Duration
-	P99Runs      time.Duration // spans of normal agent runs (pass and fail kinds): held for the processor's wait
-	P99Plain     time.Duration // non-GenAI spans only: the pass-through delay
-	MaxHostile   time.Duration // longest forwarding delay of a hostile span
-	KeyLeaks     int           // output spans plus log lines holding a fragment of the judge key
+	Traces      int   // traces started
+	Spans       int   // spans generated
+	SpansAcked  int   // distinct spans in an acknowledged request
+	CopiesAcked int64 // span copies acknowledged, resends included
+	Requests    int64 // requests acknowledged
+	Refused     int64 // requests the collector refused until the client gave up
+	Retries     int64 // retryable refusals (back-pressure) the client retried
+	Received    int   // span copies the sink received
+	Arrived     int   // distinct generated spans the sink received
+	Lost        int   // acknowledged spans that never arrived
+	Duplicated  int   // copies beyond the first
+	Scored      int   // agent spans that arrived with eval.* results
+	Unscored    int   // agent spans of normal runs that arrived without results
+	FalseFail   int   // runs designed to pass whose agent span says failed
+	BadPasses   int   // hostile runs scored passed on a check they must fail (token_usage on bad counts)
+	Misplaced   int   // spans other than the agent span that carry eval.* results
+	P99         time.Duration
+	P99Runs     time.Duration // spans of normal agent runs (pass and fail kinds): held for the processor's wait
+	P99Plain    time.Duration // non-GenAI spans only: the pass-through delay
+	MaxHostile  time.Duration // longest forwarding delay of a hostile span
+	KeyLeaks    int           // output spans plus log lines holding a fragment of the judge key
+	// CrossDelivered: spans that reached the backend of a pipeline they did
+	// not come in through (two_pipelines).
+	CrossDelivered int
+	// MaxHostileBound: the longest hostile delay allowed (0: none).
+	MaxHostileBound time.Duration
+	// NoDuplicates: a scenario whose backend must get each span once
+	// (alert_down: a down side channel must not multiply the export).
+	NoDuplicates bool
 	LeakExamples []string
 
 	// From the collector process (suite only; 0 when unknown).
@@ -189,6 +197,15 @@ func (r report) failures() []string {
 	}
 	if r.Misplaced > 0 {
 		out = append(out, fmt.Sprintf("%d spans with results that are not the agent span", r.Misplaced))
+	}
+	if r.CrossDelivered > 0 {
+		out = append(out, fmt.Sprintf("%d spans went on through another pipeline", r.CrossDelivered))
+	}
+	if r.MaxHostileBound > 0 && r.MaxHostile > r.MaxHostileBound {
+		out = append(out, fmt.Sprintf("a hostile span waited %s (bound %s)", round(r.MaxHostile), r.MaxHostileBound))
+	}
+	if r.NoDuplicates && r.Duplicated > 0 {
+		out = append(out, fmt.Sprintf("%d span copies delivered more than once", r.Duplicated))
 	}
 	return out
 }

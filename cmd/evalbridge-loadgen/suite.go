@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,14 @@ type scenario struct {
 	drain     time.Duration    // how long to wait for the spans after the load
 	allAcked  bool             // every request must be acknowledged in the end (back-pressure, not refusal)
 	scoreWait time.Duration    // the processor's wait, to know when the sink can go quiet
+	// topology: "" (one pipeline), "two_pipelines" (a second traces
+	// pipeline through the same eval, from a receiver that gets nothing,
+	// to a second sink that must get nothing), "alert_down" (the webhook
+	// exporter beside the backend, its endpoint down).
+	topology string
+	// maxHostile bounds the longest forwarding delay of a hostile span
+	// (0: no bound), a broken promise beyond it.
+	maxHostile time.Duration
 }
 
 // suiteOptions are the suite's flags.
@@ -128,6 +137,31 @@ func scenarios(short bool) []scenario {
 			sigterm: 3 * time.Second, drain: 30 * time.Second, scoreWait: 2 * time.Second,
 		},
 		{
+			name: "two_pipelines", about: "one eval in two traces pipelines (otlp/a -> eval -> backend a, otlp/b -> eval -> backend b); all load through a: nothing may reach b",
+			eval: holdEval, evals: normalEvaluators, topology: "two_pipelines",
+			load: with(func(c *loadConfig) { c.seed = 8 }), drain: 30 * time.Second, allAcked: true, scoreWait: time.Second,
+		},
+		{
+			name: "alert_down", about: "eval -> [backend, webhook]: the alert endpoint never answers and the webhook's queue holds 2; the backend must get every span, once, on time",
+			eval: holdEval, evals: normalEvaluators, topology: "alert_down",
+			load: with(func(c *loadConfig) { c.failShare = 0.5; c.seed = 9 }), drain: 30 * time.Second, allAcked: true, scoreWait: time.Second,
+		},
+		{
+			name: "endless_trace", about: "a trace that gets a request every 250 ms for 10 s (wait 1s, max_hold 3s), under 20 normal traces/s",
+			eval: holdEval + "\n    max_hold: 3s", evals: normalEvaluators,
+			load: with(func(c *loadConfig) {
+				c.rate = 20
+				c.duration = 4 * time.Second
+				c.hostileAt = 200 * time.Millisecond
+				c.hostileKinds = []string{"endless_trace"}
+				c.seed = 10
+			}),
+			drain: 30 * time.Second, allAcked: true, scoreWait: time.Second,
+			// its first spans wait at most max_hold (+ a tick and the
+			// backend's answer): 3 s, not the 11 s the last request sets
+			maxHostile: 5 * time.Second,
+		},
+		{
 			name: "judge", about: "a judge that hangs, 500s and echoes the key (max_concurrency 2), 100 traces/s for 3 s",
 			eval: "wait: 500ms\n    timeout: 3s", judge: true,
 			load:  with(func(c *loadConfig) { c.rate = 100; c.failShare = 0; c.seed = 7 }),
@@ -144,7 +178,47 @@ func scenarios(short bool) []scenario {
 	return all
 }
 
+// topologyParts are the extra receivers, exporters and pipelines of a
+// scenario's topology, and the main pipeline's exporters.
+func topologyParts(sc scenario, otherSink string, otherPort int) (receivers, exporters, pipelines, mainExporters string) {
+	mainExporters = "[otlp_http]"
+	switch sc.topology {
+	case "two_pipelines":
+		receivers = fmt.Sprintf(`
+  otlp/b:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:%d`, otherPort)
+		exporters = fmt.Sprintf(`
+  otlp_http/b:
+    endpoint: http://%s`, otherSink)
+		pipelines = `
+    traces/b:
+      receivers: [otlp/b]
+      processors: [eval]
+      exporters: [otlp_http/b]`
+	case "alert_down":
+		exporters = fmt.Sprintf(`
+  webhook:
+    endpoint: http://127.0.0.1:%d/alerts
+    timeout: 5s
+    max_alerts_per_minute: 0
+    sending_queue:
+      queue_size: 2
+      num_consumers: 1
+    retry_on_failure:
+      enabled: false`, otherPort)
+		mainExporters = "[otlp_http, webhook]"
+	}
+	return receivers, exporters, pipelines, mainExporters
+}
+
 func collectorConfig(sc scenario, p ports, sinkAddr, judgeAddr, key string) string {
+	return collectorConfigWith(sc, p, sinkAddr, judgeAddr, key, "", 0)
+}
+
+func collectorConfigWith(sc scenario, p ports, sinkAddr, judgeAddr, key, otherSink string, otherPort int) string {
+	extraRecv, extraExp, extraPipes, mainExp := topologyParts(sc, otherSink, otherPort)
 	evals := sc.evals
 	judges := ""
 	if sc.judge {
@@ -182,7 +256,7 @@ receivers:
     protocols:
       grpc:
         endpoint: 127.0.0.1:%[4]d
-        max_recv_msg_size_mib: 128
+        max_recv_msg_size_mib: 128%[12]s
 processors:
   eval:
     %[5]s%[6]s
@@ -194,7 +268,7 @@ exporters:
       enabled: true
       initial_interval: 500ms
       max_interval: 2s
-      max_elapsed_time: 5m
+      max_elapsed_time: 5m%[13]s
 service:
   extensions: [health_check, pprof]
   telemetry:
@@ -212,8 +286,9 @@ service:
     traces:
       receivers: [otlp]
       processors: %[11]s
-      exporters: [otlp_http]
-`, sc.name, p.health, p.pprof, p.grpc, sc.eval, judges, evals, batch, sinkAddr, p.metrics, processors)
+      exporters: %[15]s%[14]s
+`, sc.name, p.health, p.pprof, p.grpc, sc.eval, judges, evals, batch, sinkAddr, p.metrics, processors,
+		extraRecv, extraExp, extraPipes, mainExp)
 }
 
 // runSuite runs the scenarios and prints a report per scenario and a table.
@@ -301,7 +376,34 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 	if err != nil {
 		return report{}, err
 	}
-	col, err := startCollector(bin, dir, sc.name, collectorConfig(sc, p, s.addr, judgeAddr, key), p)
+	// The second backend of two_pipelines (it must get nothing), or the
+	// down alert endpoint of alert_down (a free port nobody listens on).
+	var other *sink
+	otherPort := 0
+	switch sc.topology {
+	case "two_pipelines":
+		if other, err = newSink("127.0.0.1:0"); err != nil {
+			return report{}, err
+		}
+		defer other.close()
+		if otherPort, err = freePort(); err != nil {
+			return report{}, err
+		}
+	case "alert_down":
+		// The alert endpoint hangs: the kernel completes the connection,
+		// nobody ever answers, so the webhook's queue fills.
+		hang, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return report{}, err
+		}
+		defer hang.Close()
+		otherPort = hang.Addr().(*net.TCPAddr).Port
+	}
+	otherAddr := ""
+	if other != nil {
+		otherAddr = other.addr
+	}
+	col, err := startCollector(bin, dir, sc.name, collectorConfigWith(sc, p, s.addr, judgeAddr, key, otherAddr, otherPort), p)
 	if err != nil {
 		return report{}, err
 	}
@@ -392,6 +494,13 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 		s.quiet(ctx, time.Second, time.Now().Add(5*time.Second), func() bool { return true })
 	}
 	r := account(sc.name, l, s)
+	if other != nil {
+		_, received, _, _, _ := other.snapshot()
+		r.CrossDelivered = received
+		notes = append(notes, fmt.Sprintf("the other pipeline's backend received %d spans (must be 0)", received))
+	}
+	r.MaxHostileBound = sc.maxHostile
+	r.NoDuplicates = sc.topology == "alert_down"
 	r.PeakRSSMiB, r.PeakGoroutines = col.peaks()
 	col.mu.Lock()
 	notes = append(notes, fmt.Sprintf("exporter sending queue peak %.0f of 1000 requests", col.peakQueue))

@@ -68,6 +68,8 @@ func settings() otelcol.CollectorSettings {
 					httpsprovider.NewFactory(),
 					yamlprovider.NewFactory(),
 				},
+				// warns about pipeline shapes that defeat eval (pipelinecheck.go)
+				ConverterFactories: []confmap.ConverterFactory{newPipelineCheckFactory()},
 			},
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge"
@@ -68,8 +69,36 @@ type Config struct {
 	// docs/redaction.md). It validates itself (confmap.Validate walks into
 	// it); the default runs every built-in detector.
 	Redaction redact.Config `mapstructure:"redaction"`
+	// MaxHold bounds how long one trace is held (docs/contract.md §17): it
+	// is scored and released at most this long after its first span, however
+	// long spans keep coming. evalctl reads and ignores it.
+	MaxHold time.Duration `mapstructure:"max_hold"`
+	// MaxTraceSpans bounds the spans plus GenAI log records held for one
+	// trace; reaching it scores and releases the trace at once. evalctl
+	// reads and ignores it.
+	MaxTraceSpans int `mapstructure:"max_trace_spans"`
+	// ReleaseRetry is how a release the next consumer refuses with a
+	// retryable error is retried; past max_elapsed_time it is dropped,
+	// logged and counted. evalctl reads and ignores it.
+	ReleaseRetry configretry.BackOffConfig `mapstructure:"release_retry"`
 
 	_ struct{}
+}
+
+// Defaults of the §17 bounds.
+const (
+	DefaultMaxHold       = 5 * time.Minute
+	DefaultMaxTraceSpans = 100000
+)
+
+// NewDefaultReleaseRetry is release_retry when not set: configretry's
+// shape, 1s to 30s, given up after 5 minutes.
+func NewDefaultReleaseRetry() configretry.BackOffConfig {
+	r := configretry.NewDefaultBackOffConfig()
+	r.InitialInterval = time.Second
+	r.MaxInterval = 30 * time.Second
+	r.MaxElapsedTime = 5 * time.Minute
+	return r
 }
 
 // NewDefaultConfig returns the defaults of docs/contract.md §5.
@@ -87,6 +116,9 @@ func NewDefaultConfig() Config {
 		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,
 		Sampling:             NewDefaultSamplingConfig(),
 		Redaction:            redact.NewDefaultConfig(),
+		MaxHold:       DefaultMaxHold,
+		MaxTraceSpans: DefaultMaxTraceSpans,
+		ReleaseRetry:  NewDefaultReleaseRetry(),
 	}
 }
 
@@ -114,6 +146,15 @@ func (c *Config) Validate() error {
 	if c.MaxPendingJudgeTasks <= 0 {
 		errs = append(errs, fmt.Errorf("max_pending_judge_tasks: %d must be positive", c.MaxPendingJudgeTasks))
 	}
+	// max_hold below wait is allowed (every trace then goes at max_hold):
+	// a config written before max_hold existed, with a long wait, still loads.
+	if c.MaxHold <= 0 {
+		errs = append(errs, fmt.Errorf("max_hold: %v must be positive", c.MaxHold))
+	}
+	if c.MaxTraceSpans <= 0 {
+		errs = append(errs, fmt.Errorf("max_trace_spans: %d must be positive", c.MaxTraceSpans))
+	}
+	// release_retry validates itself (confmap.Validate walks into it).
 	if c.Workers <= 0 {
 		errs = append(errs, fmt.Errorf("workers: %d must be positive", c.Workers))
 	}

@@ -61,7 +61,7 @@ type Engine struct {
 	hasSessions   bool
 	maxFieldBytes int
 	turnMu        sync.RWMutex
-	turnSink      TurnSink
+	turnSink      TurnOriginSink
 	// redactor masks what leaves and what is written back (redaction.go);
 	// nil when `redaction:` turns everything off.
 	redactor *redact.Redactor
@@ -272,7 +272,12 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 	// config does not decode every LLM span's messages.
 	cases, problems := adapter.AdaptWith(spans, e.levels)
 	rep := Report{Problems: problems}
-	e.recordTurns(cases, spans)
+	prog := progressFrom(ctx)
+	if !prog.begin(e, cases, spans) {
+		done(rep) // taken over while adapting: the spans are not ours any more
+		return
+	}
+	e.recordTurns(ctx, cases, spans)
 	if len(cases) == 0 {
 		done(rep)
 		return
@@ -310,6 +315,10 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 			ref, ok = find(c.SpanID)
 		}
 		if !ok {
+			if !prog.reach(i, nil) {
+				done(rep)
+				return
+			}
 			continue
 		}
 		selected = selected[:0]
@@ -321,12 +330,34 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 			selected = append(selected, in)
 		}
 		if len(selected) == 0 {
+			if !prog.reach(i, nil) {
+				done(rep)
+				return
+			}
 			continue
 		}
 		// Sized once: judge tasks write into their own element.
 		sc := &scoredCase{c: c, ref: ref, results: make([]evaluators.Result, len(selected))}
+		if prog != nil {
+			sc.insts = append([]*instance(nil), selected...)
+		}
 		all = append(all, sc)
-		tasks = append(tasks, e.planCase(ctx, selected, c, ref, sc.results)...)
+		if !prog.reach(i, sc) {
+			done(rep)
+			return
+		}
+		caseTasks, ok := e.planCase(ctx, selected, c, ref, sc.results, func(k int, r evaluators.Result) bool { return prog.set(sc, k, r) })
+		if !ok {
+			// Taken over while an evaluator ran: the spans are
+			// forwarded; read nothing of them any more.
+			done(rep)
+			return
+		}
+		tasks = append(tasks, caseTasks...)
+	}
+	if !prog.done() {
+		done(rep)
+		return
 	}
 	finish := func() {
 		if claim, ok := ctx.Value(annotateGuardKey{}).(func() bool); ok && !claim() {
@@ -368,6 +399,8 @@ type scoredCase struct {
 	c       *adapter.Case
 	ref     adapter.SpanRef
 	results []evaluators.Result
+	// insts are the instances of results, kept only with a Progress.
+	insts []*instance
 }
 
 func runInstance(ctx context.Context, in *instance, c *adapter.Case) evaluators.Result {

@@ -67,7 +67,26 @@ type lateTarget struct {
 	resource pcommon.Resource
 	// info is the case's agent and model, for the result events.
 	info annotator.CaseInfo
+	// origin is what the caller's WithSpanOrigin said of the evaluated
+	// span; the late sink gets it back (OriginFrom).
+	origin any
 }
+
+type originFuncKey struct{}
+type originKey struct{}
+
+// WithSpanOrigin returns ctx carrying origin: ScoreTraceAsync calls it on
+// the span of each case that may give a late result (while the caller
+// still owns the spans), and the late-result sink's context carries what
+// it returned (OriginFrom). The processor uses it to send a late result
+// through the pipeline the evaluated span went.
+func WithSpanOrigin(ctx context.Context, origin func(adapter.SpanRef) any) context.Context {
+	return context.WithValue(ctx, originFuncKey{}, origin)
+}
+
+// OriginFrom is the origin of the evaluated span in a late-result sink's
+// context; nil when the caller set none.
+func OriginFrom(ctx context.Context) any { return ctx.Value(originKey{}) }
 
 // SetLateResults sets where late results go: a function that takes a batch
 // holding one late-result span. The processor forwards it to the next
@@ -92,7 +111,7 @@ func (e *Engine) sink() func(context.Context, ptrace.Traces) {
 // the case's late target, shared by its tasks (only read once built): it is
 // built on the first task that needs it, so a case with many judge
 // evaluators copies its resource once.
-func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef, target **lateTarget, slot *evaluators.Result) *judgeTask {
+func (e *Engine) newJudgeTask(ctx context.Context, in *instance, c *adapter.Case, ref adapter.SpanRef, target **lateTarget, slot *evaluators.Result) *judgeTask {
 	t := &judgeTask{steps: []taskStep{{in: in, slot: slot}}, c: c}
 	if e.sink() != nil {
 		if *target == nil {
@@ -100,6 +119,9 @@ func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef
 			ref.Resource().CopyTo(res)
 			*target = &lateTarget{traceID: c.TraceID, spanID: c.SpanID, spanName: ref.Span.Name(), resource: res,
 				info: annotator.CaseInfo{AgentName: c.AgentName, Model: c.Model}}
+			if origin, ok := ctx.Value(originFuncKey{}).(func(adapter.SpanRef) any); ok {
+				(*target).origin = origin(ref)
+			}
 		}
 		t.target = *target
 	}
@@ -307,7 +329,7 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	e.redactResults(results)
 	e.redactCopied(attrs, AttrTargetSpanName)
 	annotator.AnnotateCase(sp, results, pcommon.NewTimestampFromTime(now), t.target.info)
-	sink(context.Background(), td)
+	sink(context.WithValue(context.Background(), originKey{}, t.target.origin), td)
 }
 
 // Attributes of a late-result span besides the eval.<name>.* results.

@@ -17,9 +17,12 @@ import (
 // a judge behind a deterministic check is decided once the check is in,
 // inline; a check or judge behind a judge waits for that judge.
 
-// planCase runs the inline instances of selected on case c, writing
-// results[k] for selected[k], and returns the tasks of the others.
-func (e *Engine) planCase(ctx context.Context, selected []*instance, c *adapter.Case, ref adapter.SpanRef, results []evaluators.Result) []*judgeTask {
+// planCase runs the inline instances of selected on case c, handing the
+// result of selected[k] to set(k, …) (which writes results[k]), and returns
+// the tasks of the others. ok is false when set refused a result (the
+// caller took the trace over): nothing more is run then.
+func (e *Engine) planCase(ctx context.Context, selected []*instance, c *adapter.Case, ref adapter.SpanRef, results []evaluators.Result,
+	set func(k int, r evaluators.Result) bool) (tasks []*judgeTask, ok bool) {
 	n := len(selected)
 	deferred := make([]bool, n)
 	group := make([]int, n) // union-find of the instances that share a task
@@ -53,13 +56,15 @@ func (e *Engine) planCase(ctx context.Context, selected []*instance, c *adapter.
 		if deferred[k] {
 			continue
 		}
-		results[k] = e.evaluate(ctx, in, c, seen)
+		r := e.evaluate(ctx, in, c, seen)
+		if !set(k, r) {
+			return nil, false
+		}
 		if seen != nil {
-			seen[in.Name] = results[k]
+			seen[in.Name] = r
 		}
 	}
 	var (
-		tasks  []*judgeTask
 		byRoot map[int]*judgeTask
 		target *lateTarget
 	)
@@ -72,7 +77,7 @@ func (e *Engine) planCase(ctx context.Context, selected []*instance, c *adapter.
 			t.steps = append(t.steps, taskStep{in: in, slot: &results[k]})
 			continue
 		}
-		t := e.newJudgeTask(in, c, ref, &target, &results[k])
+		t := e.newJudgeTask(ctx, in, c, ref, &target, &results[k])
 		t.prior = seen // read-only from here on; a task with steps clones it
 		if byRoot == nil {
 			byRoot = map[int]*judgeTask{}
@@ -80,7 +85,7 @@ func (e *Engine) planCase(ctx context.Context, selected []*instance, c *adapter.
 		byRoot[root] = t
 		tasks = append(tasks, t)
 	}
-	return tasks
+	return tasks, true
 }
 
 func find(parent []int, i int) int {

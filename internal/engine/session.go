@@ -20,9 +20,22 @@ import (
 // evalctl record them in a sessions.Store.
 type TurnSink func(c *adapter.Case, ref adapter.SpanRef)
 
+// TurnOriginSink is a TurnSink that also gets what the scoring context's
+// WithSpanOrigin said of the turn's span (nil without one).
+type TurnOriginSink func(c *adapter.Case, ref adapter.SpanRef, origin any)
+
 // SetTurnSink sets where turns go. Without one, or without `case: session`
 // evaluators, turns are not reported.
 func (e *Engine) SetTurnSink(sink TurnSink) {
+	if sink == nil {
+		e.SetTurnOriginSink(nil)
+		return
+	}
+	e.SetTurnOriginSink(func(c *adapter.Case, ref adapter.SpanRef, _ any) { sink(c, ref) })
+}
+
+// SetTurnOriginSink is SetTurnSink with the turn span's origin.
+func (e *Engine) SetTurnOriginSink(sink TurnOriginSink) {
 	e.turnMu.Lock()
 	e.turnSink = sink
 	e.turnMu.Unlock()
@@ -37,7 +50,7 @@ func (e *Engine) MaxFieldBytes() int { return e.maxFieldBytes }
 
 // recordTurns hands the trace's turns to the sink, before any evaluator
 // runs: a turn is recorded however its trace's own scoring ends.
-func (e *Engine) recordTurns(cases []adapter.Case, spans []adapter.SpanRef) {
+func (e *Engine) recordTurns(ctx context.Context, cases []adapter.Case, spans []adapter.SpanRef) {
 	if !e.hasSessions {
 		return
 	}
@@ -54,7 +67,11 @@ func (e *Engine) recordTurns(cases []adapter.Case, spans []adapter.SpanRef) {
 		}
 		for k := len(spans) - 1; k >= 0; k-- {
 			if spans[k].Span.SpanID() == c.SpanID {
-				sink(c, spans[k])
+				var origin any
+				if f, ok := ctx.Value(originFuncKey{}).(func(adapter.SpanRef) any); ok {
+					origin = f(spans[k])
+				}
+				sink(c, spans[k], origin)
 				break
 			}
 		}
@@ -98,7 +115,7 @@ func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, d
 		return
 	}
 	results := make([]evaluators.Result, len(selected))
-	tasks := e.planCase(ctx, selected, c, ref, results)
+	tasks, _ := e.planCase(ctx, selected, c, ref, results, func(k int, r evaluators.Result) bool { results[k] = r; return true })
 	finish := func() {
 		now := pcommon.NewTimestampFromTime(time.Now())
 		ref.Span.SetEndTimestamp(now)

@@ -30,9 +30,11 @@ import (
 // A chunk's key is deleted once the next consumer has accepted the released
 // data it belongs to. On Start, what the storage holds is held again.
 //
-// Layout: one key per chunk, "t/<trace id hex>/<stamp>" (ptrace proto) or
-// "l/<trace id hex>/<stamp>" (plog proto), where stamp is 16 hex digits of
-// the persisting time in Unix ns, made unique and increasing. All chunks of
+// Layout: one key per chunk, "t/<trace id hex>/<stamp>/<route>" (ptrace
+// proto) or "l/<trace id hex>/<stamp>/<route>" (plog proto), where stamp is
+// 16 hex digits of the persisting time in Unix ns, made unique and
+// increasing, and route 2 hex digits: the pipeline it came in through
+// (routes.go; keys without it, from earlier versions, are route 0). All chunks of
 // one ConsumeTraces/ConsumeLogs call go in one storage Batch (one
 // transaction in file_storage), and every key is self-describing, so there
 // is no index to keep in step: a crash at any point leaves whole chunks or
@@ -96,36 +98,46 @@ func (d *durable) stamp() uint64 {
 	}
 }
 
-func chunkKey(prefix string, id pcommon.TraceID, stamp uint64) string {
+func chunkKey(prefix string, id pcommon.TraceID, stamp uint64, r route) string {
 	var b strings.Builder
-	b.Grow(2 + 32 + 1 + 16)
+	b.Grow(2 + 32 + 1 + 16 + 3)
 	b.WriteString(prefix)
 	b.WriteString(hex.EncodeToString(id[:]))
 	b.WriteByte('/')
 	s := strconv.FormatUint(stamp, 16)
 	b.WriteString(strings.Repeat("0", 16-len(s)))
 	b.WriteString(s)
+	b.WriteByte('/')
+	b.WriteString(hex.EncodeToString([]byte{byte(r)}))
 	return b.String()
 }
 
 // parseKey reads a chunk key; ok is false for keys of another kind.
-func parseKey(k string) (id pcommon.TraceID, isLogs bool, stamp uint64, ok bool) {
+func parseKey(k string) (id pcommon.TraceID, isLogs bool, stamp uint64, r route, ok bool) {
 	switch {
 	case strings.HasPrefix(k, keyTraces):
 	case strings.HasPrefix(k, keyLogs):
 		isLogs = true
 	default:
-		return id, false, 0, false
+		return id, false, 0, 0, false
 	}
 	rest := k[2:]
+	if len(rest) == 32+1+16+3 && rest[49] == '/' {
+		var b [1]byte
+		if n, err := hex.Decode(b[:], []byte(rest[50:])); err != nil || n != 1 {
+			return id, false, 0, 0, false
+		}
+		r = route(b[0])
+		rest = rest[:49]
+	}
 	if len(rest) != 32+1+16 || rest[32] != '/' {
-		return id, false, 0, false
+		return id, false, 0, 0, false
 	}
 	if n, err := hex.Decode(id[:], []byte(rest[:32])); err != nil || n != 16 {
-		return id, false, 0, false
+		return id, false, 0, 0, false
 	}
 	stamp, err := strconv.ParseUint(rest[33:], 16, 64)
-	return id, isLogs, stamp, err == nil
+	return id, isLogs, stamp, r, err == nil
 }
 
 // persist writes chunks in one batch and gives each its key.
@@ -146,7 +158,7 @@ func (d *durable) persist(ctx context.Context, chunks []*chunk) error {
 		if err != nil {
 			return err
 		}
-		c.key = chunkKey(prefix, c.id, d.stamp())
+		c.key = chunkKey(prefix, c.id, d.stamp(), c.route)
 		ops[i] = storage.SetOperation(c.key, b)
 	}
 	if err := d.client.Batch(ctx, ops...); err != nil {
@@ -181,7 +193,7 @@ func (d *durable) load(ctx context.Context) (map[pcommon.TraceID][]restoredChunk
 	var tu ptrace.ProtoUnmarshaler
 	var lu plog.ProtoUnmarshaler
 	err := d.walker.Walk(ctx, func(k string, v []byte) ([]*storage.Operation, error) {
-		id, isLogs, stamp, ok := parseKey(k)
+		id, isLogs, stamp, rt, ok := parseKey(k)
 		if !ok {
 			return nil, nil // not ours
 		}
@@ -218,6 +230,7 @@ func (d *durable) load(ctx context.Context) (map[pcommon.TraceID][]restoredChunk
 			})
 		}
 		c.key = k
+		c.route = rt
 		byTrace[id] = append(byTrace[id], restoredChunk{chunk: c, stamp: stamp})
 		if stamp > d.last.Load() {
 			d.last.Store(stamp)
@@ -256,8 +269,11 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 	newest := func(id pcommon.TraceID) uint64 { cs := byTrace[id]; return cs[len(cs)-1].stamp }
 	sort.Slice(ids, func(i, j int) bool { return newest(ids[i]) < newest(ids[j]) })
 	spans, records, redelivered, redeliveredRecords := 0, 0, 0, 0
-	for _, id := range ids {
-		t := &heldTrace{id: id, lastSeen: now, restored: map[pcommon.SpanID]struct{}{}, restoredLogs: map[recordKey]struct{}{}}
+	// max_traces applies to what is restored too: beyond it the oldest go
+	// on unscored first thing (reason overflow), as they would live.
+	over := max(len(ids)-p.cfg.MaxTraces, 0)
+	for n, id := range ids {
+		t := &heldTrace{id: id, first: now, lastSeen: now, restored: map[pcommon.SpanID]struct{}{}, restoredLogs: map[recordKey]struct{}{}}
 		for _, c := range byTrace[id] {
 			if c.isLogs {
 				redeliveredRecords += t.dropRestoredLogs(c.chunk, true)
@@ -272,11 +288,15 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 		p.traces[id] = t
 		p.dir[id] = stateHeld
 		p.lists[0].pushBack(t)
+		p.lists[2].pushBack(t)
 		if t.root && p.cfg.RootGrace > 0 {
 			p.lists[1].pushBack(t)
 		}
-		if age := time.Duration(uint64(now.UnixNano()) - min(newest(id), uint64(now.UnixNano()))); age > maxAge {
+		switch age := time.Duration(uint64(now.UnixNano()) - min(newest(id), uint64(now.UnixNano()))); {
+		case age > maxAge:
 			p.restoredOld = append(p.restoredOld, t)
+		case n < over:
+			p.restoredOverflow = append(p.restoredOverflow, t)
 		}
 	}
 	p.tel.tracesHeld.Add(ctx, int64(len(ids)))
@@ -290,19 +310,19 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 		p.tel.recordsRedelivered.Add(ctx, int64(redeliveredRecords))
 	}
 	p.logger.Info("restored held traces from storage", zap.Int("traces", len(ids)), zap.Int("spans", spans),
-		zap.Int("log_records", records), zap.Int("too_old", len(p.restoredOld)), zap.Duration("max_age", maxAge))
+		zap.Int("log_records", records), zap.Int("too_old", len(p.restoredOld)), zap.Int("beyond_max_traces", len(p.restoredOverflow)), zap.Duration("max_age", maxAge))
 	return nil
 }
 
 // addChunk adds a span chunk to t.
 func (t *heldTrace) addChunk(c *chunk) {
-	if c.key != "" {
-		t.keys = append(t.keys, c.key)
-	}
 	if c.spans == 0 {
+		if c.key != "" {
+			t.parts = append(t.parts, tracePart{route: c.route, key: c.key})
+		}
 		return
 	}
-	t.chunks = append(t.chunks, c.td)
+	t.parts = append(t.parts, tracePart{td: c.td, route: c.route, spans: c.spans, key: c.key})
 	if t.refs == nil {
 		t.refs = c.refs // the chunk is done with: no copy
 	} else {

@@ -310,3 +310,28 @@ type nopExtension struct{}
 
 func (nopExtension) Start(context.Context, component.Host) error { return nil }
 func (nopExtension) Shutdown(context.Context) error              { return nil }
+
+// Suspected: restore applies max_traces only later. It did: 6 traces
+// restored into max_traces 2 stayed held (6) until the next ingest. Now
+// the oldest beyond max_traces go on unscored first thing (overflow).
+func TestDurableRestoreAppliesMaxTraces(t *testing.T) {
+	dir := t.TempDir()
+	st1 := startFileStorage(t, dir)
+	h1 := startDurable(t, st1, nil, 0)
+	for tr := byte(1); tr <= 6; tr++ {
+		b := newBatch()
+		agentTrace(b, tr, false)
+		h1.consume(b.td)
+	}
+	st1.dead.Store(true)
+	h1.shutdown(context.Background())
+	st1.stop()
+
+	h2 := startDurable(t, startFileStorage(t, dir), func(c *Config) { c.MaxTraces = 2 }, time.Second)
+	assert.Equal(t, int64(6), h2.counter(metricRestoredTraces))
+	h2.waitSpans(20) // four traces, unscored, without any new span or tick
+	assert.Equal(t, int64(20), h2.counter(metricSpansUnscored, "reason", "overflow"))
+	assert.Equal(t, int64(2), h2.counter(metricTracesHeld))
+	got := traceIDsOf(h2.sink)
+	assert.Equal(t, map[byte]int{1: 5, 2: 5, 3: 5, 4: 5}, got, "the oldest four")
+}

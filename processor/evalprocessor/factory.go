@@ -12,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 )
 
@@ -30,16 +32,54 @@ func NewFactory() processor.Factory {
 	)
 }
 
-// createTraces builds the processor, or returns the one the logs pipeline
-// of the same component id already built. It does no work: the engine is
-// built and every goroutine started in Start.
+// createTraces builds the processor, or shares the one another pipeline of
+// the same component id already built, and gives this pipeline its own
+// route: what comes in through it goes on through its next consumer
+// (docs/contract.md §17). It does no work: the engine is built and every
+// goroutine started in Start.
 func createTraces(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	return instances.get(set, cfg.(*Config), func(p *evalProcessor) { p.next = next })
+	sp, err := instances.get(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	r, err := sp.addTracesRoute(next)
+	if err != nil {
+		return nil, err
+	}
+	return &tracesPipeline{sharedProcessor: sp, route: r}, nil
 }
 
 // createLogs builds (or shares) the processor for a logs pipeline.
 func createLogs(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	return instances.get(set, cfg.(*Config), func(p *evalProcessor) { p.nextLogs = next })
+	sp, err := instances.get(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	r, err := sp.addLogsRoute(next)
+	if err != nil {
+		return nil, err
+	}
+	return &logsPipeline{sharedProcessor: sp, route: r}, nil
+}
+
+// tracesPipeline is the shared processor as one traces pipeline sees it.
+type tracesPipeline struct {
+	*sharedProcessor
+	route route
+}
+
+func (t *tracesPipeline) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return t.consumeTraces(ctx, td, t.route)
+}
+
+// logsPipeline is the shared processor as one logs pipeline sees it.
+type logsPipeline struct {
+	*sharedProcessor
+	route route
+}
+
+func (l *logsPipeline) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	return l.consumeLogs(ctx, ld, l.route)
 }
 
 // instances holds one processor per component config: the traces and the
@@ -53,7 +93,7 @@ type sharedInstances struct {
 	m  map[*Config]*sharedProcessor
 }
 
-func (s *sharedInstances) get(set processor.Settings, cfg *Config, wire func(*evalProcessor)) (*sharedProcessor, error) {
+func (s *sharedInstances) get(set processor.Settings, cfg *Config) (*sharedProcessor, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sp, ok := s.m[cfg]
@@ -65,7 +105,6 @@ func (s *sharedInstances) get(set processor.Settings, cfg *Config, wire func(*ev
 		sp = &sharedProcessor{evalProcessor: p, key: cfg}
 		s.m[cfg] = sp
 	}
-	wire(sp.evalProcessor)
 	return sp, nil
 }
 
@@ -76,8 +115,11 @@ func (s *sharedInstances) remove(cfg *Config) {
 }
 
 // sharedProcessor starts and shuts down its processor once, however many
-// pipelines list it. The collector shuts every receiver down before any
-// processor, so the first Shutdown finds no pipeline still sending.
+// pipelines list it. The collector shuts components down in topological
+// order, so at the first Shutdown every consumer downstream of every
+// pipeline's `eval` still runs and takes the flush; what an upstream
+// component of another pipeline sends after it goes straight through that
+// pipeline (unscored, never lost).
 type sharedProcessor struct {
 	*evalProcessor
 	key *Config

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -37,47 +38,46 @@ const (
 // (gRPC) and OTLP senders retry.
 var errBackPressure = errors.New("eval processor: released spans are waiting for the next consumer; retry later")
 
-// backoff is the retry policy for refused releases: exponential from
-// initial to max, each wait jittered to [d/2, 3d/2) and capped at max.
-type backoff struct {
-	initial, max time.Duration
-}
-
-var defaultBackoff = backoff{initial: 50 * time.Millisecond, max: 5 * time.Second}
-
-func (b backoff) wait(d time.Duration) time.Duration {
-	j := d/2 + time.Duration(rand.Int64N(int64(d)+1))
-	return min(j, b.max)
-}
-
 // outItem is released spans, or released log records (when isLogs), ready
-// to go on. spans counts the items either way.
+// to go on through route. n counts the items either way.
 type outItem struct {
+	route  route
 	td     ptrace.Traces
 	ld     plog.Logs
 	isLogs bool
-	spans  int
+	n      int
 	// keys are the storage keys of the held chunks in it (storage:),
 	// deleted once the next consumer has accepted it.
 	keys []string
 }
 
-// forwarder hands released spans to the next consumer from one goroutine:
-// it merges what is waiting into requests of at most maxRequestSpans, and
-// retries a request the next consumer refuses with a retryable error (with
-// backoff) before it sends anything else. Spans are dropped only when the
-// next consumer refuses them permanently, or when shutdown's time is up;
-// both are logged and counted.
+// retrying is a request the next consumer refused with a retryable error,
+// waiting for its next attempt. Only the forwarder's goroutine touches it.
+type retrying struct {
+	outItem
+	first   time.Time
+	due     time.Time
+	delay   time.Duration
+	retries int
+}
+
+// forwarder hands released data to the next consumers from one goroutine:
+// it merges what is waiting into requests of at most maxRequestSpans per
+// route, and sends each once. A request refused with a retryable error is
+// set aside and retried on its own schedule (release_retry) while newer
+// requests go on: one refused release never holds back another. Data is
+// dropped only when release_retry gives up, when the next consumer refuses
+// it permanently, or when shutdown's time is up; each is logged and counted.
 type forwarder struct {
-	p       *evalProcessor
-	backoff backoff
+	p     *evalProcessor
+	retry configretry.BackOffConfig
 
 	mu      sync.Mutex
 	items   []outItem
 	stopped bool // run has ended: push forwards at once
 	backlog atomic.Int64
-	// outage is set from the first retryable refusal to the next success:
-	// one warning per outage, not one per request.
+	// outage is set from the first retryable refusal to the moment no
+	// request waits for a retry: one warning per outage.
 	outage atomic.Bool
 
 	wake    chan struct{} // capacity 1
@@ -86,37 +86,30 @@ type forwarder struct {
 	// stopBy ends the retries at shutdown (see shutdownRetryLimit).
 	stopBy time.Time
 	exited chan struct{}
+
+	// waiting are the refused requests (the goroutine's own).
+	waiting []*retrying
 }
 
-func newForwarder(p *evalProcessor, b backoff) *forwarder {
-	return &forwarder{p: p, backoff: b, wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
+func newForwarder(p *evalProcessor, retry configretry.BackOffConfig) *forwarder {
+	return &forwarder{p: p, retry: retry, wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
 }
 
-// push queues released spans. It never blocks.
-func (f *forwarder) push(td ptrace.Traces, spans int) {
-	f.pushItem(outItem{td: td, spans: spans})
-}
-
-// pushHeld queues released held spans with their storage keys.
-func (f *forwarder) pushHeld(td ptrace.Traces, spans int, keys []string) {
-	f.pushItem(outItem{td: td, spans: spans, keys: keys})
+// pushTraces queues a released trace's spans for its route. It never
+// blocks. Without spans it only deletes the keys.
+func (f *forwarder) pushTraces(rt routedTraces) {
+	f.pushItem(outItem{route: rt.route, td: rt.td, n: rt.spans, keys: rt.keys})
 }
 
 // pushLogs queues released log records (held with their trace, and the
-// results as log records). It never blocks. They share the span backlog
-// and its retry: the logs pipeline's exporter fails like the traces one.
-func (f *forwarder) pushLogs(ld plog.Logs, records int) {
-	f.pushItem(outItem{ld: ld, isLogs: true, spans: records})
-}
-
-// pushLogsHeld queues released held log records with their storage keys.
-func (f *forwarder) pushLogsHeld(ld plog.Logs, records int, keys []string) {
-	f.pushItem(outItem{ld: ld, isLogs: true, spans: records, keys: keys})
+// results as log records) for route r. They share the backlog and its
+// retry: the logs pipeline's exporter fails like the traces one.
+func (f *forwarder) pushLogs(r route, ld plog.Logs, records int, keys []string) {
+	f.pushItem(outItem{route: r, ld: ld, isLogs: true, n: records, keys: keys})
 }
 
 func (f *forwarder) pushItem(it outItem) {
-	spans := it.spans
-	if spans == 0 {
+	if it.n == 0 {
 		f.p.removeKeys(it.keys) // nothing left to deliver
 		return
 	}
@@ -125,19 +118,32 @@ func (f *forwarder) pushItem(it outItem) {
 		f.mu.Unlock()
 		// Only a straggler gets here (the engine finishing a trace after
 		// Shutdown); it is sent once, and its fate is counted.
-		f.backlog.Add(int64(spans))
-		f.p.tel.releaseBacklog.Add(context.Background(), int64(spans))
-		f.send(it, true)
+		f.grow(it.n)
+		if f.deliver(it) {
+			f.drop(it, reasonShutdown, 0, errors.New("refused after shutdown"))
+		}
+		f.shrink(it.n)
 		return
 	}
 	f.items = append(f.items, it)
 	f.mu.Unlock()
-	f.backlog.Add(int64(spans))
-	f.p.tel.releaseBacklog.Add(context.Background(), int64(spans))
+	f.grow(it.n)
 	select {
 	case f.wake <- struct{}{}:
 	default:
 	}
+}
+
+func (f *forwarder) grow(n int) {
+	f.backlog.Add(int64(n))
+	f.p.tel.releaseBacklog.Add(context.Background(), int64(n))
+}
+
+func (f *forwarder) shrink(n int) {
+	if f.backlog.Add(-int64(n)) == 0 {
+		f.p.refusedLogged.Store(false) // warn again in the next episode
+	}
+	f.p.tel.releaseBacklog.Add(context.Background(), -int64(n))
 }
 
 func (f *forwarder) full() bool { return f.backlog.Load() > maxBacklogSpans }
@@ -146,13 +152,27 @@ func (f *forwarder) full() bool { return f.backlog.Load() > maxBacklogSpans }
 func (f *forwarder) run() {
 	defer close(f.exited)
 	for {
+		var timer *time.Timer
+		var due <-chan time.Time
+		if next, ok := f.nextDue(); ok {
+			timer = time.NewTimer(time.Until(next))
+			due = timer.C
+		}
 		select {
 		case <-f.wake:
-			f.drain(false)
+		case <-due:
 		case <-f.stop:
-			f.drain(true)
+			if timer != nil {
+				timer.Stop()
+			}
+			f.final()
 			return
 		}
+		if timer != nil {
+			timer.Stop()
+		}
+		f.drain()
+		f.retryDue(time.Now(), false)
 	}
 }
 
@@ -165,14 +185,55 @@ func (f *forwarder) finish(ctx context.Context) {
 	<-f.exited
 }
 
-func (f *forwarder) drain(final bool) {
+// final delivers what is queued, then retries the refused requests until
+// they are accepted or shutdown's time is up (then they are dropped,
+// reason shutdown; with storage: they stay in it).
+func (f *forwarder) final() {
+	now := time.Now()
+	for _, r := range f.waiting {
+		r.due = now // one more attempt at once; then their backoff, within shutdown's time
+	}
+	for {
+		f.drain()
+		if len(f.waiting) == 0 {
+			f.mu.Lock()
+			if len(f.items) == 0 {
+				f.stopped = true
+				f.mu.Unlock()
+				return
+			}
+			f.mu.Unlock()
+			continue
+		}
+		if f.stopCtx.Err() != nil || !time.Now().Before(f.stopBy) {
+			for _, r := range f.waiting {
+				f.drop(r.outItem, reasonShutdown, r.retries, errors.New("shutdown's time was up"))
+				f.shrink(r.n)
+			}
+			f.waiting = nil
+			continue
+		}
+		next, _ := f.nextDue()
+		if next.After(f.stopBy) {
+			next = f.stopBy
+		}
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-t.C:
+		case <-f.wake:
+		case <-f.stopCtx.Done():
+		}
+		t.Stop()
+		f.retryDue(time.Now(), true)
+	}
+}
+
+// drain sends what is queued, merged into requests per route and kind.
+func (f *forwarder) drain() {
 	for {
 		f.mu.Lock()
 		items := f.items
 		f.items = nil
-		if len(items) == 0 && final {
-			f.stopped = true
-		}
 		f.mu.Unlock()
 		if len(items) == 0 {
 			return
@@ -181,86 +242,146 @@ func (f *forwarder) drain(final bool) {
 			req := items[0]
 			items[0] = outItem{}
 			items = items[1:]
-			for len(items) > 0 && items[0].isLogs == req.isLogs && req.spans+items[0].spans <= maxRequestSpans {
+			for len(items) > 0 && items[0].isLogs == req.isLogs && items[0].route == req.route && req.n+items[0].n <= maxRequestSpans {
 				if req.isLogs {
 					items[0].ld.ResourceLogs().MoveAndAppendTo(req.ld.ResourceLogs())
 				} else {
 					items[0].td.ResourceSpans().MoveAndAppendTo(req.td.ResourceSpans())
 				}
-				req.spans += items[0].spans
+				req.n += items[0].n
 				req.keys = append(req.keys, items[0].keys...)
 				items[0] = outItem{}
 				items = items[1:]
 			}
-			final = f.send(req, final)
+			if f.deliver(req) {
+				f.refused(req)
+				continue
+			}
+			f.shrink(req.n)
 		}
 	}
 }
 
-// send delivers one request, retrying retryable refusals. It returns
-// whether it is now in shutdown mode.
-func (f *forwarder) send(req outItem, final bool) bool {
+// deliver sends one request once. It returns true when the next consumer
+// refused it with a retryable error; otherwise the request is done with
+// (accepted, or dropped as refused permanently).
+func (f *forwarder) deliver(req outItem) (retry bool) {
 	p := f.p
-	defer func() {
-		if f.backlog.Add(-int64(req.spans)) == 0 {
-			p.refusedLogged.Store(false) // warn again in the next episode
-		}
-		p.tel.releaseBacklog.Add(context.Background(), -int64(req.spans))
-	}()
-	delay := f.backoff.initial
-	retries := 0
-	for {
-		err := f.consume(req)
-		if err == nil {
-			if f.outage.CompareAndSwap(true, false) {
-				p.logger.Info("next consumer accepted released spans after retries",
-					zap.Int("spans", req.spans), zap.Int("retries", retries))
-			}
-			p.removeKeys(req.keys)
-			return final
-		}
-		p.tel.nextConsumerErrors.Add(context.Background(), 1)
-		if consumererror.IsPermanent(err) {
-			p.tel.undelivered(context.Background(), reasonPermanent, req.spans)
-			p.logger.Error("next consumer refused released spans permanently; they are dropped",
-				zap.Int("spans", req.spans), zap.Error(err))
-			p.removeKeys(req.keys) // restoring them would only be refused again
-			return final
-		}
-		if f.outage.CompareAndSwap(false, true) {
-			p.logger.Warn("next consumer refused released spans; retrying with backoff (new GenAI spans are refused while the backlog is full)",
-				zap.Int("spans", req.spans), zap.Int64("backlog_spans", f.backlog.Load()), zap.Error(err))
-		}
-		if final {
-			if f.stopCtx.Err() != nil || !time.Now().Before(f.stopBy) {
-				p.tel.undelivered(context.Background(), reasonShutdown, req.spans)
-				p.logger.Error("next consumer still refused released spans when shutdown's time was up; they are dropped (with storage: they stay in it and are restored on the next start)",
-					zap.Int("spans", req.spans), zap.Int("retries", retries), zap.Error(err))
-				return final
-			}
-		}
-		retries++
-		p.tel.releaseRetries.Add(context.Background(), 1)
-		t := time.NewTimer(f.backoff.wait(delay))
-		delay = min(2*delay, f.backoff.max)
-		if final {
-			select {
-			case <-t.C:
-			case <-f.stopCtx.Done():
-			}
-		} else {
-			select {
-			case <-t.C:
-			case <-f.stop:
-				final = true
-			}
-		}
-		t.Stop()
+	err := f.consume(req)
+	if err == nil {
+		p.removeKeys(req.keys)
+		return false
+	}
+	p.tel.nextConsumerErrors.Add(context.Background(), 1)
+	if consumererror.IsPermanent(err) {
+		f.drop(req, reasonPermanent, 0, err)
+		p.removeKeys(req.keys) // restoring them would only be refused again
+		return false
+	}
+	return true
+}
+
+// refused sets a request refused with a retryable error aside for its
+// retries, or drops it when release_retry is disabled.
+func (f *forwarder) refused(req outItem) {
+	if !f.retry.Enabled {
+		f.drop(req, reasonRefused, 0, errors.New("refused with a retryable error and release_retry is disabled"))
+		f.p.removeKeys(req.keys)
+		f.shrink(req.n)
+		return
+	}
+	now := time.Now()
+	r := &retrying{outItem: req, first: now, delay: f.retry.InitialInterval}
+	r.due = now.Add(f.jitter(r.delay))
+	f.waiting = append(f.waiting, r)
+	if f.outage.CompareAndSwap(false, true) {
+		f.p.logger.Warn("the next consumer refused released data; it is retried on its own (release_retry) while later releases go on (new GenAI spans are refused while the backlog is full)",
+			zap.Int("items", req.n), zap.Bool("logs", req.isLogs), zap.Int64("backlog", f.backlog.Load()))
 	}
 }
 
-// consume calls the next consumer; a panic there is a permanent refusal
-// (logged), not the end of the collector.
+// retryDue retries the requests whose time has come (all of them at
+// shutdown when final and their time is not yet up).
+func (f *forwarder) retryDue(now time.Time, final bool) {
+	if len(f.waiting) == 0 {
+		return
+	}
+	kept := f.waiting[:0]
+	for _, r := range f.waiting {
+		if now.Before(r.due) {
+			kept = append(kept, r)
+			continue
+		}
+		r.retries++
+		f.p.tel.releaseRetries.Add(context.Background(), 1)
+		if !f.deliver(r.outItem) {
+			f.shrink(r.n)
+			continue
+		}
+		if !final && f.retry.MaxElapsedTime > 0 && now.Sub(r.first) >= f.retry.MaxElapsedTime {
+			f.drop(r.outItem, reasonRefused, r.retries, errors.New("still refused after release_retry.max_elapsed_time"))
+			f.p.removeKeys(r.keys)
+			f.shrink(r.n)
+			continue
+		}
+		r.delay = min(time.Duration(float64(r.delay)*max(f.retry.Multiplier, 1)), max(f.retry.MaxInterval, f.retry.InitialInterval))
+		r.due = now.Add(f.jitter(r.delay))
+		kept = append(kept, r)
+	}
+	clear(f.waiting[len(kept):])
+	f.waiting = kept
+	if len(f.waiting) == 0 && f.outage.CompareAndSwap(true, false) {
+		f.p.logger.Info("the next consumer accepts released data again; no refused release is waiting")
+	}
+}
+
+// nextDue is when the earliest refused request is due.
+func (f *forwarder) nextDue() (time.Time, bool) {
+	if len(f.waiting) == 0 {
+		return time.Time{}, false
+	}
+	next := f.waiting[0].due
+	for _, r := range f.waiting[1:] {
+		if r.due.Before(next) {
+			next = r.due
+		}
+	}
+	return next, true
+}
+
+// jitter spreads d by release_retry.randomization_factor.
+func (f *forwarder) jitter(d time.Duration) time.Duration {
+	rf := f.retry.RandomizationFactor
+	if rf <= 0 || d <= 0 {
+		return d
+	}
+	delta := rf * float64(d)
+	return time.Duration(float64(d) - delta + rand.Float64()*(2*delta+1))
+}
+
+// drop logs (at error level) and counts released data that is not
+// delivered.
+func (f *forwarder) drop(req outItem, reason string, retries int, err error) {
+	f.p.tel.dropped(context.Background(), reason, req.isLogs, req.n)
+	what := "spans"
+	if req.isLogs {
+		what = "log records"
+	}
+	msg := "released " + what + " are dropped: "
+	switch reason {
+	case reasonPermanent:
+		msg += "the next consumer refused them permanently"
+	case reasonRefused:
+		msg += "the next consumer still refused them when release_retry gave up"
+	default:
+		msg += "the next consumer still refused them when shutdown's time was up (with storage: they stay in it and are restored on the next start)"
+	}
+	f.p.logger.Error(msg, zap.Int("items", req.n), zap.Int("retries", retries),
+		zap.String("reason", reason), zap.Error(err))
+}
+
+// consume calls the next consumer of req's route; a panic there is a
+// permanent refusal (logged), not the end of the collector.
 func (f *forwarder) consume(req outItem) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -273,12 +394,12 @@ func (f *forwarder) consume(req outItem) (err error) {
 				}
 			}
 			f.p.logger.Error("next consumer panicked on released spans", zap.String("trace_id", first),
-				zap.Int("spans", req.spans), zap.Any("panic", r), zap.Stack("stack"))
+				zap.Int("spans", req.n), zap.Any("panic", r), zap.Stack("stack"))
 			err = consumererror.NewPermanent(fmt.Errorf("next consumer panicked: %v", r))
 		}
 	}()
 	if req.isLogs {
-		return f.p.nextLogs.ConsumeLogs(context.Background(), req.ld)
+		return f.p.sendLogs(context.Background(), req.route, req.ld)
 	}
-	return f.p.next.ConsumeTraces(context.Background(), req.td)
+	return f.p.sendTraces(context.Background(), req.route, req.td)
 }

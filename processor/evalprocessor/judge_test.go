@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/evaluators"
@@ -132,4 +134,32 @@ func TestShutdownWithPendingJudge(t *testing.T) {
 	h.shutdown(ctx)
 	assert.Equal(t, 5, h.sink.SpanCount(), "nothing dropped")
 	assert.Equal(t, "timeout", strAttr(spansOf(h.sink, 1)[1], "eval.helpful.status"))
+}
+
+// With eval in two traces pipelines, a late judge result goes through the
+// pipeline its evaluated span went (contract §17), not the first one.
+func TestLateJudgeResultGoesWhereItsSpanWent(t *testing.T) {
+	release := make(chan struct{})
+	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		<-release
+		return judgetest.Reply{Content: `{"score": 0.2, "reason": "unhelpful"}`}
+	})
+	other := new(consumertest.TracesSink)
+	var second route
+	h := newHarnessWith(t, func(c *Config) { withJudge(srv)(c); c.Timeout = 50 * time.Millisecond }, nil, nil,
+		func(p *evalProcessor) {
+			p.tracesOut = []consumer.Traces{p.next}
+			var err error
+			second, err = p.addTracesRoute(other)
+			require.NoError(t, err)
+		})
+	b := newBatch()
+	slowAgentTrace(b, 1)
+	require.NoError(t, h.p.consumeTraces(context.Background(), b.td, second))
+	h.clk.advance(time.Second)
+	require.Eventually(t, func() bool { return other.SpanCount() == 5 }, 10*time.Second, time.Millisecond)
+	close(release)
+	require.Eventually(t, func() bool { return other.SpanCount() == 6 }, 10*time.Second, time.Millisecond,
+		"the late-result span follows its trace")
+	assert.Zero(t, h.sink.SpanCount(), "nothing through the first pipeline")
 }

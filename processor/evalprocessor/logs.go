@@ -20,14 +20,21 @@ import (
 // is read with the spans', and they go on unchanged when the trace is
 // released. Every other record passes straight through.
 
-// ConsumeLogs routes log records: a record of a held trace, or a GenAI
-// content event (whose trace may not have arrived yet: it starts holding
-// it), is copied and held; everything else goes on at once, as it is.
+// ConsumeLogs routes log records that come in through route 0.
 func (p *evalProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	return p.consumeLogs(ctx, ld, 0)
+}
+
+// consumeLogs routes log records that came in through route rt: a record
+// of a held trace (held from any traces pipeline), or a GenAI content event
+// (whose trace may not have arrived yet: it starts holding it), is copied
+// and held; everything else goes on at once, as it is. All or nothing, as
+// consumeTraces.
+func (p *evalProcessor) consumeLogs(ctx context.Context, ld plog.Logs, rt route) error {
 	p.lifeMu.RLock()
 	if !p.running {
 		p.lifeMu.RUnlock()
-		return p.forwardLogsSync(ctx, ld)
+		return p.forwardLogsSync(ctx, rt, ld)
 	}
 	if p.fwd.full() && p.wouldHoldLogs(ld) {
 		p.lifeMu.RUnlock()
@@ -40,29 +47,34 @@ func (p *evalProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 		if late > 0 {
 			p.tel.logRecordsLate.Add(ctx, int64(late))
 		}
-		return p.forwardLogsSync(ctx, ld) // nothing held: as-is, zero copy
+		return p.forwardLogsSync(ctx, rt, ld) // nothing held: as-is, zero copy
 	}
-	fwd, chunks := splitLogs(ld, dec)
+	fwd, chunks := splitLogs(ld, dec, rt)
 	if err := p.persistChunks(ctx, chunks); err != nil {
 		// Nothing of ld is held or forwarded: the sender retries it all.
+		p.takeBack(dec, nil)
 		p.lifeMu.RUnlock()
 		p.tel.logRecordsRefused.Add(ctx, int64(ld.LogRecordCount()))
 		return err
 	}
-	p.in <- chunks
+	if fwd.ResourceLogs().Len() > 0 {
+		if err := p.forwardLogsSync(ctx, rt, fwd); err != nil {
+			p.takeBack(dec, chunks)
+			p.lifeMu.RUnlock()
+			return err
+		}
+	}
+	p.in <- ingestMsg{chunks: chunks}
 	p.lifeMu.RUnlock()
 	p.tel.logRecordsHeld.Add(ctx, int64(held))
 	if late > 0 {
 		p.tel.logRecordsLate.Add(ctx, int64(late))
 	}
-	if fwd.ResourceLogs().Len() == 0 {
-		return nil
-	}
-	return p.forwardLogsSync(ctx, fwd)
+	return nil
 }
 
-func (p *evalProcessor) forwardLogsSync(ctx context.Context, ld plog.Logs) error {
-	err := p.nextLogs.ConsumeLogs(ctx, ld)
+func (p *evalProcessor) forwardLogsSync(ctx context.Context, rt route, ld plog.Logs) error {
+	err := p.sendLogs(ctx, rt, ld)
 	if err != nil {
 		p.tel.nextConsumerErrors.Add(ctx, 1)
 	}
@@ -113,16 +125,18 @@ func (p *evalProcessor) routeLogs(ld plog.Logs) (dec map[pcommon.TraceID]decisio
 			return
 		}
 		if d, ok := dec[id]; ok {
-			if d == decHold {
+			if d.holds() {
 				held++
 			}
 			return
 		}
 		st := p.dir[id]
+		d := decHold
 		switch {
 		case st == stateHeld:
 		case st == stateUnknown && adapter.IsGenAIEvent(lr):
 			p.dir[id] = stateHeld
+			d = decHoldNew
 		default:
 			if st.done() && adapter.IsGenAIEvent(lr) {
 				late++
@@ -132,7 +146,7 @@ func (p *evalProcessor) routeLogs(ld plog.Logs) (dec map[pcommon.TraceID]decisio
 		if dec == nil {
 			dec = make(map[pcommon.TraceID]decision, 4)
 		}
-		dec[id] = decHold
+		dec[id] = d
 		held++
 	})
 	return dec, held, late
@@ -140,7 +154,7 @@ func (p *evalProcessor) routeLogs(ld plog.Logs) (dec map[pcommon.TraceID]decisio
 
 // splitLogs copies the records of ld: held traces' into one chunk per trace,
 // the rest into fwd. ld itself is never written.
-func splitLogs(ld plog.Logs, dec map[pcommon.TraceID]decision) (plog.Logs, []*chunk) {
+func splitLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.Logs, []*chunk) {
 	fwd := newLogChunk(pcommon.TraceID{})
 	chunks := make(map[pcommon.TraceID]*chunk, len(dec))
 	var order []*chunk
@@ -154,9 +168,10 @@ func splitLogs(ld plog.Logs, dec map[pcommon.TraceID]decision) (plog.Logs, []*ch
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
 				c := fwd
-				if id := lr.TraceID(); dec[id] == decHold {
+				if id := lr.TraceID(); dec[id].holds() {
 					if c = chunks[id]; c == nil {
 						c = newLogChunk(id)
+						c.route = rt
 						chunks[id] = c
 						order = append(order, c)
 					}
@@ -209,43 +224,40 @@ func (c *chunk) addRecord(i int, rl plog.ResourceLogs, j int, sl plog.ScopeLogs,
 // ingestLogs adds a log chunk to its held trace (the loop's side of
 // ConsumeLogs).
 func (t *heldTrace) ingestLogs(c *chunk) {
-	t.logs = append(t.logs, c.ld)
-	if c.key != "" {
-		t.logKeys = append(t.logKeys, c.key)
-	}
+	t.logParts = append(t.logParts, logPartHeld{ld: c.ld, route: c.route, count: c.count, key: c.key})
 	t.records = append(t.records, c.records...)
 	t.logCount += c.count
 }
 
-// forwardLogs hands on a released trace's held log records, with the
-// results as log records appended (results may be empty).
+// forwardLogs hands on a released trace's held log records, each through
+// the logs pipeline it came in through, with the results as log records
+// appended to the first (the trace's first held records' pipeline, else
+// the first logs pipeline). results may be empty.
 func (p *evalProcessor) forwardLogs(t *heldTrace, results plog.Logs, n int) {
-	if len(t.logs) == 0 && n == 0 {
+	if len(t.logParts) == 0 && n == 0 {
 		return
 	}
-	var ld plog.Logs
-	if len(t.logs) > 0 {
-		ld = t.logs[0]
-		for _, l := range t.logs[1:] {
-			l.ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
-		}
-	} else {
-		ld = plog.NewLogs()
-	}
+	rls := logsByRoute(t.logParts)
 	if n > 0 {
-		results.ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
+		if len(rls) == 0 {
+			rls = append(rls, routedLogs{ld: plog.NewLogs()})
+		}
+		results.ResourceLogs().MoveAndAppendTo(rls[0].ld.ResourceLogs())
+		rls[0].count += n
 		p.tel.resultRecords.Add(context.Background(), int64(n))
 	}
 	if t.logCount > 0 {
 		p.tel.logRecordsReleased.Add(context.Background(), int64(t.logCount))
 	}
-	p.fwd.pushLogsHeld(ld, t.logCount+n, t.logKeys)
-	t.logs, t.records, t.logCount, t.logKeys = nil, nil, 0, nil
+	for _, rl := range rls {
+		p.fwd.pushLogs(rl.route, rl.ld, rl.count, rl.keys)
+	}
+	t.logParts, t.records, t.logCount = nil, nil, 0
 }
 
 // resultLogsOn says whether results are also emitted as log records.
 func (p *evalProcessor) resultLogsOn() bool {
-	return p.nextLogs != nil && p.cfg.ResultLogRecords
+	return len(p.logsOut) > 0 && p.cfg.ResultLogRecords
 }
 
 // resultRecords builds the gen_ai.evaluation.result log records of a

@@ -235,7 +235,7 @@ func TestFactorySharesOneInstance(t *testing.T) {
 	require.NoError(t, err)
 	lp, err := f.CreateLogs(context.Background(), set, cfg, new(consumertest.LogsSink))
 	require.NoError(t, err)
-	require.Same(t, tp, lp)
+	require.Same(t, tp.(*tracesPipeline).sharedProcessor, lp.(*logsPipeline).sharedProcessor)
 	host := componenttest.NewNopHost()
 	require.NoError(t, tp.Start(context.Background(), host))
 	require.NoError(t, lp.Start(context.Background(), host))
@@ -247,6 +247,6 @@ func TestFactorySharesOneInstance(t *testing.T) {
 	cfg2.Evaluators = toolErrorOnly()
 	tp2, err := f.CreateTraces(context.Background(), set, cfg2, new(consumertest.TracesSink))
 	require.NoError(t, err)
-	require.NotSame(t, tp, tp2)
+	require.NotSame(t, tp.(*tracesPipeline).sharedProcessor, tp2.(*tracesPipeline).sharedProcessor)
 	require.NoError(t, tp2.Shutdown(context.Background()))
 }

@@ -12,46 +12,88 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
 // heldTrace is one GenAI trace being held. Only the loop touches it until it
 // is handed to a worker.
 type heldTrace struct {
-	id       pcommon.TraceID
-	chunks   []ptrace.Traces
+	id pcommon.TraceID
+	// parts are the span chunks held, each with its route and storage key.
+	parts    []tracePart
 	refs     []adapter.SpanRef
 	spans    int
 	root     bool
+	first    time.Time // its first span's arrival (max_hold)
 	lastSeen time.Time
 
-	// The logs side: the trace's log records held with it (logs), the
+	// The logs side: the trace's log records held with it (logParts), the
 	// GenAI content events among them for the adapter (records), and the
 	// results as log records once scored (results, resultN).
-	logs     []plog.Logs
+	logParts []logPartHeld
 	records  []plog.LogRecord
 	logCount int
 	results  plog.Logs
 	resultN  int
 
-	// Durable holding (durable.go): the storage keys of the span chunks
-	// (keys) and log chunks (logKeys) held, and, for a trace restored
-	// from storage, the span ids it holds (a redelivered copy is dropped).
-	keys         []string
-	logKeys      []string
+	// Durable holding (durable.go): for a trace restored from storage, the
+	// span ids it holds (a redelivered copy is dropped).
 	restored     map[pcommon.SpanID]struct{}
 	restoredLogs map[recordKey]struct{}
 
 	// outcome is what its results say, for sampling (sampling.go).
 	outcome sampleOutcome
 
-	prev, next [2]*heldTrace
-	in         [2]bool
+	prev, next [3]*heldTrace
+	in         [3]bool
 }
 
-// traceList is an intrusive doubly linked list of held traces ordered by
-// their last span's arrival: the front is the next to be released. List 0
-// holds every trace, list 1 those whose root span has arrived (root_grace).
+// size is what max_trace_spans bounds: spans plus GenAI log records held.
+func (t *heldTrace) size() int { return t.spans + len(t.records) }
+
+// origin returns, for the engine (engine.WithSpanOrigin), the route of
+// the chunk a span of t came in: the trace's only route nearly always, else
+// looked up by the span's resource. It is built before scoring starts, so
+// it reads nothing of t afterwards.
+func (t *heldTrace) origin() func(adapter.SpanRef) any {
+	var first route
+	if len(t.parts) > 0 {
+		first = t.parts[0].route
+	}
+	var byRS map[ptrace.ResourceSpans]route
+	for _, pt := range t.parts {
+		if pt.route == first || pt.spans == 0 {
+			continue
+		}
+		byRS = map[ptrace.ResourceSpans]route{}
+		break
+	}
+	if byRS == nil {
+		return func(adapter.SpanRef) any { return first }
+	}
+	for _, pt := range t.parts {
+		if pt.spans == 0 {
+			continue
+		}
+		rss := pt.td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			byRS[rss.At(i)] = pt.route
+		}
+	}
+	return func(ref adapter.SpanRef) any {
+		if r, ok := byRS[ref.ResourceSpans]; ok {
+			return r
+		}
+		return first
+	}
+}
+
+// traceList is an intrusive doubly linked list of held traces. Lists 0
+// and 1 are ordered by their last span's arrival (the front is the next to
+// be released): list 0 holds every trace, list 1 those whose root span has
+// arrived (root_grace). List 2 holds every trace by its first span's
+// arrival, for max_hold.
 type traceList struct {
 	idx        int
 	head, tail *heldTrace
@@ -107,45 +149,56 @@ type job struct {
 
 // group is the traces released together (one tick, one overflow, the
 // shutdown flush). Each trace joins it once forwarded; once all have (or
-// have left it to wait for a judge), they go on as one request, cut at
-// maxRequestSpans.
+// have left it to wait for a judge), they go on as one request per route,
+// cut at maxRequestSpans.
 type group struct {
 	mu      sync.Mutex
 	pending int
-	td      ptrace.Traces
-	spans   int
-	keys    []string
+	out     []routedTraces
 }
 
-// add gives the group one trace's spans (none: the trace leaves the group
-// and goes on by itself later).
-func (g *group) add(f *forwarder, td ptrace.Traces, spans int, keys []string) {
-	var out [2]outItem
-	n := 0
+// add gives the group one trace's spans, by route (none: the trace leaves
+// the group and goes on by itself later).
+func (g *group) add(f *forwarder, rts []routedTraces) {
+	var flush []routedTraces
 	g.mu.Lock()
-	if spans > 0 {
-		if g.spans > 0 && g.spans+spans > maxRequestSpans {
-			out[n] = outItem{td: g.td, spans: g.spans, keys: g.keys}
-			n++
-			g.td, g.spans, g.keys = ptrace.Traces{}, 0, nil
+	for _, rt := range rts {
+		if rt.spans == 0 {
+			flush = append(flush, rt) // storage keys only
+			continue
 		}
-		if g.spans == 0 {
-			g.td = td
+		i := 0
+		for i < len(g.out) && g.out[i].route != rt.route {
+			i++
+		}
+		if i == len(g.out) {
+			g.out = append(g.out, routedTraces{route: rt.route})
+		}
+		o := &g.out[i]
+		if o.spans > 0 && o.spans+rt.spans > maxRequestSpans {
+			flush = append(flush, *o)
+			*o = routedTraces{route: rt.route}
+		}
+		if o.spans == 0 {
+			o.td = rt.td
 		} else {
-			td.ResourceSpans().MoveAndAppendTo(g.td.ResourceSpans())
+			rt.td.ResourceSpans().MoveAndAppendTo(o.td.ResourceSpans())
 		}
-		g.spans += spans
-		g.keys = append(g.keys, keys...)
+		o.spans += rt.spans
+		o.keys = append(o.keys, rt.keys...)
 	}
 	g.pending--
-	if g.pending == 0 && g.spans > 0 {
-		out[n] = outItem{td: g.td, spans: g.spans, keys: g.keys}
-		n++
-		g.td, g.spans, g.keys = ptrace.Traces{}, 0, nil
+	if g.pending == 0 {
+		for _, o := range g.out {
+			if o.spans > 0 {
+				flush = append(flush, o)
+			}
+		}
+		g.out = nil
 	}
 	g.mu.Unlock()
-	for _, o := range out[:n] {
-		f.pushHeld(o.td, o.spans, o.keys)
+	for _, o := range flush {
+		f.pushTraces(o)
 	}
 }
 
@@ -163,10 +216,17 @@ func (p *evalProcessor) loop(tick ticker) {
 		}
 		p.dispatch(old, p.clk.now(), false, reasonTooOld)
 	}
+	if over := p.restoredOverflow; len(over) > 0 {
+		p.restoredOverflow = nil
+		for _, t := range over {
+			p.unhold(t)
+		}
+		p.dispatch(over, p.clk.now(), false, reasonOverflow)
+	}
 	for {
 		select {
-		case chunks := <-p.in:
-			p.ingest(chunks)
+		case m := <-p.in:
+			p.ingest(m)
 		case now := <-tick.C():
 			p.release(now)
 		case <-p.stop:
@@ -174,8 +234,8 @@ func (p *evalProcessor) loop(tick ticker) {
 			// what may still be pending, then hand every held trace on.
 			for {
 				select {
-				case chunks := <-p.in:
-					p.ingest(chunks)
+				case m := <-p.in:
+					p.ingest(m)
 					continue
 				default:
 				}
@@ -191,9 +251,13 @@ func (p *evalProcessor) loop(tick ticker) {
 	}
 }
 
-func (p *evalProcessor) ingest(chunks []*chunk) {
+func (p *evalProcessor) ingest(m ingestMsg) {
+	if len(m.undo) > 0 {
+		p.forgetUnheld(m.undo)
+	}
 	now := p.clk.now()
-	for _, c := range chunks {
+	var full []*heldTrace
+	for _, c := range m.chunks {
 		t := p.traces[c.id]
 		if t == nil {
 			p.dirMu.RLock()
@@ -203,16 +267,26 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 				// Released between ConsumeTraces' routing and now: late.
 				if c.isLogs {
 					p.tel.logRecordsLate.Add(context.Background(), int64(c.count))
-					p.fwd.pushLogsHeld(c.ld, c.count, keysOf(c))
+					p.fwd.pushLogs(c.route, c.ld, c.count, keysOf(c))
 					continue
 				}
 				p.tel.spansLate.Add(context.Background(), int64(c.spans))
-				p.fwd.pushHeld(c.td, c.spans, keysOf(c))
+				p.fwd.pushTraces(routedTraces{route: c.route, td: c.td, spans: c.spans, keys: keysOf(c)})
 				continue
 			}
-			t = &heldTrace{id: c.id}
+			if st == stateUnknown {
+				// Another call took its mark back after this chunk was
+				// routed (takeBack): the trace is held after all.
+				p.dirMu.Lock()
+				if p.dir[c.id] == stateUnknown {
+					p.dir[c.id] = stateHeld
+				}
+				p.dirMu.Unlock()
+			}
+			t = &heldTrace{id: c.id, first: now}
 			p.traces[c.id] = t
 			p.lists[0].pushBack(t)
+			p.lists[2].pushBack(t)
 			p.tel.tracesHeld.Add(context.Background(), 1)
 		} else {
 			p.lists[0].moveToBack(t)
@@ -223,17 +297,25 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 				p.tel.recordsRedelivered.Add(context.Background(), int64(n))
 			}
 			t.ingestLogs(c)
-			continue
-		}
-		if t.restored != nil {
-			if n := t.dropRestored(c, false); n > 0 {
-				p.tel.spansRedelivered.Add(context.Background(), int64(n))
+		} else {
+			if t.restored != nil {
+				if n := t.dropRestored(c, false); n > 0 {
+					p.tel.spansRedelivered.Add(context.Background(), int64(n))
+				}
+			}
+			t.addChunk(c)
+			if t.root && p.cfg.RootGrace > 0 {
+				p.lists[1].moveToBack(t)
 			}
 		}
-		t.addChunk(c)
-		if t.root && p.cfg.RootGrace > 0 {
-			p.lists[1].moveToBack(t)
+		if t.size() >= p.cfg.MaxTraceSpans {
+			// max_trace_spans: scored and released at once.
+			full = append(full, p.unhold(t))
 		}
+	}
+	if len(full) > 0 {
+		p.bounded(boundMaxTraceSpans, full)
+		p.dispatch(full, now, true, "")
 	}
 	if len(p.traces) > p.cfg.MaxTraces {
 		var over []*heldTrace
@@ -244,8 +326,21 @@ func (p *evalProcessor) ingest(chunks []*chunk) {
 	}
 }
 
-// release hands on every trace whose wait (or root grace) has passed, and
-// forgets released ids whose retention has passed.
+// forgetUnheld forgets the held mark of trace ids a failed call took back,
+// unless chunks of the trace are held (another call's).
+func (p *evalProcessor) forgetUnheld(ids []pcommon.TraceID) {
+	p.dirMu.Lock()
+	defer p.dirMu.Unlock()
+	for _, id := range ids {
+		if p.traces[id] == nil && p.dir[id] == stateHeld {
+			delete(p.dir, id)
+		}
+	}
+}
+
+// release hands on every trace whose wait (or root grace) has passed, or
+// that has been held for max_hold, and forgets released ids whose
+// retention has passed.
 func (p *evalProcessor) release(now time.Time) {
 	var due []*heldTrace
 	for t := p.lists[0].head; t != nil && !now.Before(t.lastSeen.Add(p.cfg.Wait)); t = p.lists[0].head {
@@ -255,6 +350,13 @@ func (p *evalProcessor) release(now time.Time) {
 		for t := p.lists[1].head; t != nil && !now.Before(t.lastSeen.Add(p.cfg.RootGrace)); t = p.lists[1].head {
 			due = append(due, p.unhold(t))
 		}
+	}
+	n := len(due)
+	for t := p.lists[2].head; t != nil && !now.Before(t.first.Add(p.cfg.MaxHold)); t = p.lists[2].head {
+		due = append(due, p.unhold(t))
+	}
+	if len(due) > n {
+		p.bounded(boundMaxHold, due[n:])
 	}
 	p.dispatch(due, now, true, "")
 	if p.mem.needsExpiry(now) {
@@ -268,6 +370,7 @@ func (p *evalProcessor) release(now time.Time) {
 func (p *evalProcessor) unhold(t *heldTrace) *heldTrace {
 	p.lists[0].remove(t)
 	p.lists[1].remove(t)
+	p.lists[2].remove(t)
 	delete(p.traces, t.id)
 	return t
 }
@@ -329,8 +432,9 @@ func (p *evalProcessor) process(w *workerSlot, j job) bool {
 	return true
 }
 
-// forwardReleased merges a released trace's chunks and hands them on, in
-// its group when g is set, counting them as unscored when reason is set.
+// forwardReleased merges a released trace's chunks by route and hands them
+// on, in its group when g is set, counting them as unscored when reason is
+// set. It is the one place a released trace leaves the processor.
 func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
 	if reason != "" {
 		p.tel.unscored(context.Background(), reason, t.spans)
@@ -340,24 +444,15 @@ func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
 		return
 	}
 	p.forwardLogs(t, t.results, t.resultN)
-	if len(t.chunks) == 0 {
-		p.removeKeys(t.keys) // chunks emptied by dropRestored
-		if g != nil {
-			g.add(p.fwd, ptrace.Traces{}, 0, nil)
-		}
-		return
-	}
-	td := t.chunks[0]
-	for _, c := range t.chunks[1:] {
-		c.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
-	}
-	keys := t.keys
-	t.chunks, t.refs, t.keys = nil, nil, nil
+	rts := byRoute(t.parts)
+	t.parts, t.refs = nil, nil
 	if g != nil {
-		g.add(p.fwd, td, t.spans, keys)
+		g.add(p.fwd, rts)
 		return
 	}
-	p.fwd.pushHeld(td, t.spans, keys)
+	for _, rt := range rts {
+		p.fwd.pushTraces(rt)
+	}
 }
 
 // Who owns a trace's spans while it is scored.
@@ -392,6 +487,7 @@ func (s *scoring) claimScorer() bool {
 type workerSlot struct {
 	mu        sync.Mutex
 	s         *scoring
+	prog      *engine.Progress
 	j         job
 	deadline  time.Time
 	abandoned bool
@@ -404,21 +500,16 @@ type workerSlot struct {
 // returns false when the watchdog took the worker over.
 func (p *evalProcessor) score(w *workerSlot, j job) bool {
 	t := j.t
-	refs, dups := uniqueSpans(t.refs)
-	if dups > 0 {
-		p.tel.spansDuplicate.Add(context.Background(), int64(dups))
-	}
-	if len(t.records) > 0 {
-		// Content from the trace's GenAI log records fills what its spans
-		// lack.
-		if n := adapter.JoinEvents(refs, t.records); n > 0 {
-			p.tel.logRecordsUnjoined.Add(context.Background(), int64(n))
-		}
-	}
 	ctx, cancel := context.WithTimeout(p.runCtx, p.cfg.Timeout)
 	s := &scoring{}
+	prog := engine.NewProgress()
 	ctx = engine.WithAnnotateGuard(ctx, s.claimScorer)
+	ctx = engine.WithProgress(ctx, prog)
+	ctx = engine.WithSpanOrigin(ctx, t.origin())
 	start := time.Now()
+	// refs is set on this goroutine before scoreFn runs; finish reads it
+	// after (on this goroutine or the engine's background).
+	var refs []adapter.SpanRef
 	finish := func(rep engine.Report) {
 		s.mu.Lock()
 		if s.finished || s.owner == ownerForwarder {
@@ -454,7 +545,7 @@ func (p *evalProcessor) score(w *workerSlot, j job) bool {
 		p.forwardReleased(t, g, reason)
 	}
 	w.mu.Lock()
-	w.s, w.j, w.deadline = s, j, start.Add(p.cfg.Timeout+p.deadlineGrace)
+	w.s, w.prog, w.j, w.deadline = s, prog, j, start.Add(p.cfg.Timeout+p.deadlineGrace)
 	w.mu.Unlock()
 	func() {
 		defer func() {
@@ -466,11 +557,26 @@ func (p *evalProcessor) score(w *workerSlot, j job) bool {
 				finish(engine.Report{Problems: []string{fmt.Sprintf("scoring panicked: %v", r)}})
 			}
 		}()
+		// Everything that reads the trace runs under the deadline and the
+		// watchdog: the duplicate check, the join of its log records
+		// (linear), adapting and evaluating.
+		var dups int
+		refs, dups = uniqueSpans(t.refs)
+		if dups > 0 {
+			p.tel.spansDuplicate.Add(context.Background(), int64(dups))
+		}
+		if len(t.records) > 0 {
+			// Content from the trace's GenAI log records fills what its
+			// spans lack.
+			if n := adapter.JoinEvents(refs, t.records); n > 0 {
+				p.tel.logRecordsUnjoined.Add(context.Background(), int64(n))
+			}
+		}
 		p.scoreFn(ctx, refs, finish)
 	}()
 	w.mu.Lock()
 	abandoned := w.abandoned
-	w.s, w.j = nil, job{}
+	w.s, w.prog, w.j = nil, nil, job{}
 	w.mu.Unlock()
 	if abandoned {
 		cancel()
@@ -483,7 +589,7 @@ func (p *evalProcessor) score(w *workerSlot, j job) bool {
 	async := s.async
 	s.mu.Unlock()
 	if async {
-		j.g.add(p.fwd, ptrace.Traces{}, 0, nil)
+		j.g.add(p.fwd, nil)
 	}
 	return true
 }
@@ -526,13 +632,17 @@ func (p *evalProcessor) takeOverOverdue(now time.Time) {
 	p.slotsMu.Unlock()
 	for _, w := range overdue {
 		w.mu.Lock()
-		s, j := w.s, w.j
+		s, j, prog := w.s, w.j, w.prog
+		var partial []engine.Partial
 		claimed := false
 		if s != nil && !w.abandoned {
 			s.mu.Lock()
 			if s.owner == ownerNone {
-				s.owner = ownerForwarder
-				claimed = true
+				// Too late when the deterministic part is over: the
+				// engine's judges finish the trace at the deadline.
+				if partial, claimed = prog.TakeOver(); claimed {
+					s.owner = ownerForwarder
+				}
 			}
 			s.mu.Unlock()
 		}
@@ -547,9 +657,18 @@ func (p *evalProcessor) takeOverOverdue(now time.Time) {
 		if shutdown {
 			reason = reasonShutdown
 		}
-		p.logger.Warn("an evaluator outran the trace's deadline; its spans are forwarded unscored and its results will be discarded",
-			zap.Stringer("trace_id", j.t.id), zap.String("reason", reason), zap.Duration("timeout", p.cfg.Timeout))
-		p.forwardReleased(j.t, j.g, reason)
+		p.logger.Warn("an evaluator outran the trace's deadline; the trace is forwarded with the results that finished (the rest `timeout`), and the evaluator's result will be discarded",
+			zap.Stringer("trace_id", j.t.id), zap.String("reason", reason), zap.Duration("timeout", p.cfg.Timeout),
+			zap.Int("cases_with_results", len(partial)))
+		// The stuck evaluator may still read the trace's spans and log
+		// records: what goes on is a copy, and the originals stay with it.
+		cp := j.t.copyForTakeOver(partial, p.resultLogsOn())
+		for i := range partial {
+			for k := range partial[i].Results {
+				p.tel.evaluation(context.Background(), &partial[i].Results[k])
+			}
+		}
+		p.forwardReleased(cp, j.g, reason)
 		p.slotsMu.Lock()
 		delete(p.slots, w)
 		p.slotsMu.Unlock()
@@ -557,6 +676,58 @@ func (p *evalProcessor) takeOverOverdue(now time.Time) {
 		go p.worker()
 		p.wg.Done() // the stuck worker's
 	}
+}
+
+// copyForTakeOver returns a copy of the trace's spans and log records with
+// the partial results written on the copies of the evaluated spans (and,
+// with resultLogs, as result log records). t itself is only read.
+func (t *heldTrace) copyForTakeOver(partial []engine.Partial, resultLogs bool) *heldTrace {
+	cp := &heldTrace{id: t.id, spans: t.spans, logCount: t.logCount}
+	var spanMap map[ptrace.Span]adapter.SpanRef
+	if len(partial) > 0 {
+		spanMap = make(map[ptrace.Span]adapter.SpanRef, t.spans)
+	}
+	for _, pt := range t.parts {
+		c := tracePart{route: pt.route, spans: pt.spans, key: pt.key}
+		if pt.spans > 0 {
+			c.td = ptrace.NewTraces()
+			pt.td.CopyTo(c.td)
+			if spanMap != nil {
+				var orig []ptrace.Span
+				adapter.ForEachSpan(pt.td, func(r adapter.SpanRef) { orig = append(orig, r.Span) })
+				i := 0
+				adapter.ForEachSpan(c.td, func(r adapter.SpanRef) {
+					spanMap[orig[i]] = r
+					i++
+				})
+			}
+		}
+		cp.parts = append(cp.parts, c)
+	}
+	for _, lp := range t.logParts {
+		c := logPartHeld{ld: plog.NewLogs(), route: lp.route, count: lp.count, key: lp.key}
+		lp.ld.CopyTo(c.ld)
+		cp.logParts = append(cp.logParts, c)
+	}
+	if len(partial) == 0 {
+		return cp
+	}
+	now := pcommon.NewTimestampFromTime(time.Now())
+	rep := engine.Report{}
+	var refs []adapter.SpanRef
+	for _, pa := range partial {
+		ref, ok := spanMap[pa.Ref.Span]
+		if !ok {
+			continue
+		}
+		annotator.Annotate(ref.Span, pa.Results, now)
+		rep.Evaluations = append(rep.Evaluations, engine.Evaluation{Case: pa.Case, Results: pa.Results})
+		refs = append(refs, ref)
+	}
+	if resultLogs {
+		cp.results, cp.resultN = resultRecords(rep, refs, now)
+	}
+	return cp
 }
 
 // uniqueSpans returns refs without the copies of a span that came before

@@ -20,12 +20,26 @@ const (
 	metadataKafkaTopic     = "kafka.topic"
 )
 
-// partitionWatch remembers when this collector first saw each partition.
-// Its size is the number of partitions it ever consumed.
+// partitionWatch remembers when this collector first and last saw each
+// partition. The keys come from client metadata, which a receiver other
+// than Kafka's may fill from request headers (`include_metadata`): an entry
+// not seen for forgetAfter is forgotten (a partition consumed again after
+// so long is a new assignment anyway), and at most maxPartitions are kept
+// (beyond, a new key counts as new without being remembered).
 type partitionWatch struct {
-	mu    sync.Mutex
-	first map[string]time.Time
+	mu        sync.Mutex
+	seen      map[string]partitionSeen
+	lastSweep time.Time
 }
+
+type partitionSeen struct{ first, last time.Time }
+
+const (
+	maxPartitions  = 4096
+	minForgetAfter = 10 * time.Minute
+)
+
+func forgetAfter(window time.Duration) time.Duration { return max(10*window, minForgetAfter) }
 
 // recent says whether the batch in ctx came from a Kafka partition first
 // seen within window before now; false for batches not from Kafka.
@@ -39,15 +53,38 @@ func (w *partitionWatch) recent(ctx context.Context, now time.Time, window time.
 	if topic := md.Get(metadataKafkaTopic); len(topic) > 0 {
 		key = topic[0] + "/" + key
 	}
+	forget := forgetAfter(window)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.first == nil {
-		w.first = map[string]time.Time{}
+	if w.seen == nil {
+		w.seen = map[string]partitionSeen{}
 	}
-	t, ok := w.first[key]
-	if !ok {
-		w.first[key] = now
+	if since := now.Sub(w.lastSweep); since >= forget/2 || (len(w.seen) >= maxPartitions && since >= time.Second) {
+		w.sweep(now, forget)
+	}
+	e, ok := w.seen[key]
+	if !ok || now.Sub(e.last) >= forget {
+		if len(w.seen) < maxPartitions {
+			w.seen[key] = partitionSeen{first: now, last: now}
+		}
 		return true
 	}
-	return now.Sub(t) < window
+	e.last = now
+	w.seen[key] = e
+	return now.Sub(e.first) < window
+}
+
+func (w *partitionWatch) sweep(now time.Time, forget time.Duration) {
+	w.lastSweep = now
+	for k, e := range w.seen {
+		if now.Sub(e.last) >= forget {
+			delete(w.seen, k)
+		}
+	}
+}
+
+func (w *partitionWatch) size() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
 }

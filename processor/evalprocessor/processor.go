@@ -50,7 +50,13 @@ type evalProcessor struct {
 	cfg    *Config
 	set    component.TelemetrySettings
 	logger *zap.Logger
-	next   consumer.Traces
+	// next and nextLogs are the single next consumers a test sets
+	// directly; Start takes them as route 0 (routes.go). The factory fills
+	// tracesOut and logsOut, one per pipeline listing this component.
+	next      consumer.Traces
+	routesMu  sync.Mutex
+	tracesOut []consumer.Traces
+	logsOut   []consumer.Logs
 	// partitions watches the Kafka partitions batches come from (fleets).
 	partitions partitionWatch
 	// nextLogs is set when the same `eval` component is in a logs pipeline
@@ -75,8 +81,7 @@ type evalProcessor struct {
 	mem   *decisions
 
 	// fwd hands released spans on, in batches, retrying refusals.
-	fwd     *forwarder
-	backoff backoff
+	fwd *forwarder
 	// deadlineGrace is how long past a trace's deadline the watchdog waits
 	// for a scorer to return before it forwards the spans unscored.
 	deadlineGrace time.Duration
@@ -89,16 +94,16 @@ type evalProcessor struct {
 	// replace it with evaluators that ignore their context).
 	scoreFn func(context.Context, []adapter.SpanRef, func(engine.Report))
 
-	in     chan []*chunk // ConsumeTraces -> loop (unbuffered: back-pressure)
-	jobs   chan job      // loop -> workers
-	stop   chan struct{} // closed by Shutdown
+	in     chan ingestMsg // ConsumeTraces -> loop (unbuffered: back-pressure)
+	jobs   chan job       // loop -> workers
+	stop   chan struct{}  // closed by Shutdown
 	runCtx context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	// loop-owned
 	traces map[pcommon.TraceID]*heldTrace
-	lists  [2]traceList // 0: every held trace by last span; 1: those whose root arrived
+	lists  [3]traceList // 0: every held trace by last span; 1: those whose root arrived; 2: every held trace by first span
 
 	// sess is the sessions side (sessions.go); nil until Start.
 	sess *sessionState
@@ -109,14 +114,27 @@ type evalProcessor struct {
 	store *durable
 	// restoredOld are restored traces too old to hold again; the loop
 	// forwards them unscored first thing.
-	restoredOld   []*heldTrace
-	storageLogged atomic.Bool
+	restoredOld []*heldTrace
+	// restoredOverflow are restored traces beyond max_traces (the oldest);
+	// the loop forwards them unscored first thing.
+	restoredOverflow []*heldTrace
+	storageLogged    atomic.Bool
 
 	badInputLogged atomic.Bool
 	refusedLogged  atomic.Bool
+	// boundLogged: each bound (max_hold, max_trace_spans) is logged once.
+	boundLogged [2]atomic.Bool
 
 	// sampling decides which scored traces are forwarded (sampling.go).
 	sampling *sampler
+}
+
+// ingestMsg is what ConsumeTraces/ConsumeLogs hand the loop: chunks to
+// hold, or (undo) the trace ids a call marked held and then took back
+// because it returned an error.
+type ingestMsg struct {
+	chunks []*chunk
+	undo   []pcommon.TraceID
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk *clock) (*evalProcessor, error) {
@@ -125,14 +143,13 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 		return nil, err
 	}
 	p := &evalProcessor{
-		cfg:     cfg,
-		id:      set.ID,
-		set:     set.TelemetrySettings,
-		logger:  set.Logger,
-		next:    next,
-		clk:     realClock,
-		tel:     tel,
-		backoff: defaultBackoff,
+		cfg:    cfg,
+		id:     set.ID,
+		set:    set.TelemetrySettings,
+		logger: set.Logger,
+		next:   next,
+		clk:    realClock,
+		tel:    tel,
 
 		deadlineGrace: defaultDeadlineGrace,
 	}
@@ -149,6 +166,7 @@ func (p *evalProcessor) Capabilities() consumer.Capabilities {
 
 // Start builds the engine and starts the loop and the workers.
 func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
+	p.fixRoutes()
 	eng, err := engine.New(&p.cfg.Config, p.set)
 	if err != nil {
 		return err
@@ -170,13 +188,13 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	}
 	p.dir = make(map[pcommon.TraceID]traceState)
 	p.mem = newDecisions(p.cfg.Wait, p.cfg.Timeout, maxRememberedIDs)
-	p.fwd = newForwarder(p, p.backoff)
+	p.fwd = newForwarder(p, p.cfg.ReleaseRetry)
 	p.traces = make(map[pcommon.TraceID]*heldTrace)
-	p.in = make(chan []*chunk)
+	p.in = make(chan ingestMsg)
 	p.jobs = make(chan job, p.cfg.Workers)
 	p.stop = make(chan struct{})
 	p.runCtx, p.cancel = context.WithCancel(context.Background())
-	p.lists[0].idx, p.lists[1].idx = 0, 1
+	p.lists[0].idx, p.lists[1].idx, p.lists[2].idx = 0, 1, 2
 	if p.store != nil {
 		if err := p.restore(ctx); err != nil {
 			return errors.Join(err, eng.Shutdown(ctx), p.closeStore(ctx))
@@ -249,14 +267,22 @@ func (p *evalProcessor) closeStore(ctx context.Context) error {
 	return err
 }
 
-// ConsumeTraces routes spans: those of traces without a GenAI span go on at
-// once, those of GenAI traces are copied and held, those of traces already
-// released go on as they are (late).
+// ConsumeTraces routes spans that come in through route 0 (the factory
+// gives each pipeline its own route; see consumeTraces).
 func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return p.consumeTraces(ctx, td, 0)
+}
+
+// consumeTraces routes spans that came in through route rt: those of
+// traces without a GenAI span go on at once, those of GenAI traces are
+// copied and held, those of traces already released go on as they are
+// (late). All or nothing: when it returns an error, nothing of td is held,
+// persisted or marked (the sender's retry is the only copy).
+func (p *evalProcessor) consumeTraces(ctx context.Context, td ptrace.Traces, rt route) error {
 	p.lifeMu.RLock()
 	if !p.running {
 		p.lifeMu.RUnlock()
-		return p.forwardSync(ctx, td)
+		return p.forwardSync(ctx, rt, td)
 	}
 	if p.fwd.full() && p.wouldHold(td) {
 		p.lifeMu.RUnlock()
@@ -274,17 +300,29 @@ func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) err
 				return nil // late spans of traces dropped by sampling
 			}
 		}
-		return p.forwardSync(ctx, td) // nothing held: as-is, zero copy
+		return p.forwardSync(ctx, rt, td) // nothing held: as-is, zero copy
 	}
-	fwd, chunks := p.split(td, r)
+	fwd, chunks := p.split(td, r, rt)
 	if err := p.persistChunks(ctx, chunks); err != nil {
 		// Nothing of td is held or forwarded: the sender retries it all.
-		// Trace ids route marked held stay so; the retry joins them.
+		p.takeBack(r.dec, nil)
 		p.lifeMu.RUnlock()
 		p.tel.spansRefused.Add(ctx, int64(td.SpanCount()))
 		return err
 	}
-	p.in <- chunks
+	if r.late > 0 {
+		fwd, _ = p.sampling.dropLate(fwd) // late spans of traces dropped by sampling
+	}
+	if fwd.ResourceSpans().Len() > 0 {
+		// The part that goes on at once goes first: when the next consumer
+		// refuses it, the held part is taken back and the error returned.
+		if err := p.forwardSync(ctx, rt, fwd); err != nil {
+			p.takeBack(r.dec, chunks)
+			p.lifeMu.RUnlock()
+			return err
+		}
+	}
+	p.in <- ingestMsg{chunks: chunks}
 	p.lifeMu.RUnlock()
 	if r.late > 0 {
 		p.tel.spansLate.Add(ctx, int64(r.late))
@@ -292,13 +330,31 @@ func (p *evalProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) err
 	if r.started > 0 && p.partitions.recent(ctx, p.clk.now(), p.cfg.Wait) {
 		p.tel.tracesNewPartition.Add(ctx, int64(r.started))
 	}
-	if r.late > 0 {
-		fwd, _ = p.sampling.dropLate(fwd)
+	return nil
+}
+
+// takeBack undoes what a call that returns an error did: it deletes the
+// chunks it persisted and has the loop forget the trace ids it marked held
+// (unless another call's chunks of the same trace are held meanwhile).
+// The caller holds lifeMu for reading while running.
+func (p *evalProcessor) takeBack(dec map[pcommon.TraceID]decision, persisted []*chunk) {
+	var keys []string
+	for _, c := range persisted {
+		if c.key != "" {
+			keys = append(keys, c.key)
+			c.key = ""
+		}
 	}
-	if fwd.ResourceSpans().Len() == 0 {
-		return nil
+	p.removeKeys(keys)
+	var undo []pcommon.TraceID
+	for id, d := range dec {
+		if d == decHoldNew {
+			undo = append(undo, id)
+		}
 	}
-	return p.forwardSync(ctx, fwd)
+	if len(undo) > 0 {
+		p.in <- ingestMsg{undo: undo}
+	}
 }
 
 // refuse answers a batch with new GenAI spans while the release backlog is
@@ -337,8 +393,8 @@ func (p *evalProcessor) wouldHold(td ptrace.Traces) bool {
 
 // forwardSync hands spans on within ConsumeTraces; an error goes back to
 // the caller (and is counted).
-func (p *evalProcessor) forwardSync(ctx context.Context, td ptrace.Traces) error {
-	err := p.next.ConsumeTraces(ctx, td)
+func (p *evalProcessor) forwardSync(ctx context.Context, rt route, td ptrace.Traces) error {
+	err := p.sendTraces(ctx, rt, td)
 	if err != nil {
 		p.tel.nextConsumerErrors.Add(ctx, 1)
 	}
@@ -346,19 +402,21 @@ func (p *evalProcessor) forwardSync(ctx context.Context, td ptrace.Traces) error
 }
 
 // forwardLateResult sends on a judge's answer that came after its trace had
-// gone: a span of its own, linked to the evaluated span.
-func (p *evalProcessor) forwardLateResult(_ context.Context, td ptrace.Traces) {
+// gone: a span of its own, linked to the evaluated span, through the route
+// the evaluated span went (the engine hands back what spanOrigin said).
+func (p *evalProcessor) forwardLateResult(ctx context.Context, td ptrace.Traces) {
+	rt, _ := engine.OriginFrom(ctx).(route)
 	p.tel.lateResults.Add(context.Background(), 1)
 	if p.resultLogsOn() {
 		if ld, n := lateResultRecords(td, pcommon.NewTimestampFromTime(time.Now())); n > 0 {
 			p.tel.resultRecords.Add(context.Background(), int64(n))
-			p.fwd.pushLogs(ld, n)
+			p.fwd.pushLogs(0, ld, n, nil)
 		}
 	}
 	// Its result records above go on; the span goes with its trace when
 	// sampling dropped it.
 	if td, _ = p.sampling.dropLate(td); td.SpanCount() > 0 {
-		p.fwd.push(td, td.SpanCount())
+		p.fwd.pushTraces(routedTraces{route: rt, td: td, spans: td.SpanCount()})
 	}
 }
 
@@ -368,7 +426,12 @@ const (
 	decForward decision = iota
 	decHold
 	decLate
+	// decHoldNew: held, and this call started holding the trace (taken
+	// back if the call fails).
+	decHoldNew
 )
+
+func (d decision) holds() bool { return d == decHold || d == decHoldNew }
 
 // routing is how the spans of one batch go.
 type routing struct {
@@ -439,7 +502,7 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 				default:
 					if _, g := genai[id]; g {
 						p.dir[id] = stateHeld
-						d = decHold
+						d = decHoldNew
 						r.started++
 					}
 				}
@@ -453,7 +516,7 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 			lastID, last, first = id, d, false
 		}
 		switch last {
-		case decHold:
+		case decHold, decHoldNew:
 			r.held++
 		case decLate:
 			r.late++
@@ -464,7 +527,7 @@ func (p *evalProcessor) route(td ptrace.Traces) routing {
 
 // split copies the spans of td: held traces into one chunk per trace, the
 // rest into fwd. td itself is never written.
-func (p *evalProcessor) split(td ptrace.Traces, r routing) (ptrace.Traces, []*chunk) {
+func (p *evalProcessor) split(td ptrace.Traces, r routing, rt route) (ptrace.Traces, []*chunk) {
 	fwd := newChunk(pcommon.TraceID{})
 	chunks := make(map[pcommon.TraceID]*chunk, len(r.dec))
 	var order []*chunk
@@ -483,10 +546,11 @@ func (p *evalProcessor) split(td ptrace.Traces, r routing) (ptrace.Traces, []*ch
 				id := s.TraceID()
 				if first || id != lastID {
 					first, lastID = false, id
-					if r.dec[id] == decHold {
+					if r.dec[id].holds() {
 						c := chunks[id]
 						if c == nil {
 							c = newChunk(id)
+							c.route = rt
 							chunks[id] = c
 							order = append(order, c)
 						}
@@ -508,6 +572,8 @@ type chunk struct {
 	id pcommon.TraceID
 	// isLogs: the chunk holds log records (logPart), not spans.
 	isLogs bool
+	// route is the pipeline it came in through.
+	route route
 	// key is the chunk's storage key once persisted (durable.go).
 	key string
 	logPart

@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"errors"
+	"go.opentelemetry.io/collector/config/configretry"
 	"path/filepath"
 	"testing"
 	"time"
@@ -81,6 +82,12 @@ func TestLoadConfig(t *testing.T) {
 			Sessions:             sessions.NewDefaultConfig(),
 			MaxPendingJudgeTasks: engine.DefaultMaxPendingJudgeTasks,
 			Sampling:             engine.SamplingConfig{Failed: 1, Passed: 0.1, Unscored: 0.5},
+			MaxHold:              time.Minute, MaxTraceSpans: 5000,
+			ReleaseRetry: func() configretry.BackOffConfig {
+				r := engine.NewDefaultReleaseRetry()
+				r.InitialInterval, r.MaxElapsedTime = 2*time.Second, time.Minute
+				return r
+			}(),
 			Evaluators: []evaluators.Config{
 				{Type: "tool_trajectory", Name: "booking_flow", Threshold: &one,
 					When: []string{`attributes["gen_ai.agent.name"] == "travel_agent"`}, SampleRate: &quarter,
@@ -103,6 +110,9 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(Type, "unknown_option"), wantErr: "no_such_option"},
 		{id: component.NewIDWithName(Type, "bad_redaction"), wantErr: `redaction: patterns[0] (order): regex "ORD-(\\d+" is not valid RE2`},
 		{id: component.NewIDWithName(Type, "bad_late_results"), wantErr: `late_results: "keep" must be span or drop`},
+		{id: component.NewIDWithName(Type, "zero_max_hold"), wantErr: "max_hold: 0s must be positive"},
+		{id: component.NewIDWithName(Type, "zero_max_trace_spans"), wantErr: "max_trace_spans: 0 must be positive"},
+		{id: component.NewIDWithName(Type, "bad_release_retry"), wantErr: "must not be less than 'max_interval'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {
@@ -325,13 +335,13 @@ func TestNextConsumerError(t *testing.T) {
 	agentTrace(b, 1, false)
 	h.consume(b.td)
 	h.clk.advance(time.Second)
-	require.Eventually(t, func() bool { return h.counter(metricSpansUndelivered, "reason", "permanent") == 5 },
-		5*time.Second, time.Millisecond, "undelivered: %d", h.counter(metricSpansUndelivered))
+	require.Eventually(t, func() bool { return h.counter(metricSpansDropped, "reason", "permanent") == 5 },
+		5*time.Second, time.Millisecond, "undelivered: %d", h.counter(metricSpansDropped))
 	assert.Equal(t, int64(2), h.counter(metricNextConsumerErrors))
 	assert.Equal(t, int64(0), h.counter(metricReleaseRetries))
-	e := logs.FilterMessageSnippet("refused released spans permanently").All()
+	e := logs.FilterMessageSnippet("refused them permanently").All()
 	require.Len(t, e, 1)
-	assert.Equal(t, int64(5), e[0].ContextMap()["spans"])
+	assert.Equal(t, int64(5), e[0].ContextMap()["items"])
 	assert.Contains(t, e[0].ContextMap()["error"], "boom")
 }
 

@@ -65,7 +65,8 @@ func hasGenAI(td ptrace.Traces) bool {
 // fastRetry makes refused releases retry at once (backoff is not what
 // these tests are about).
 func fastRetry(p *evalProcessor) {
-	p.backoff = backoff{initial: time.Microsecond, max: time.Millisecond}
+	p.cfg.ReleaseRetry.InitialInterval = time.Microsecond
+	p.cfg.ReleaseRetry.MaxInterval = time.Millisecond
 }
 
 // tidN is trace id number n.
@@ -135,10 +136,10 @@ func TestRetryableRefusalKeepsSpans(t *testing.T) {
 	require.Eventually(t, func() bool { return g.sink.SpanCount() == 5 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, "failed", strAttr(spansOf(&g.sink, 1)[1], "eval.tool_error.status"), "scored, then kept")
 	assert.GreaterOrEqual(t, h.counter(metricReleaseRetries), int64(3))
-	assert.Equal(t, int64(0), h.counter(metricSpansUndelivered))
+	assert.Equal(t, int64(0), h.counter(metricSpansDropped))
 	require.Eventually(t, func() bool { return h.counter(metricReleaseBacklog) == 0 }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, 1, logs.FilterMessageSnippet("retrying with backoff").Len(), "warned once per outage")
-	assert.Equal(t, 1, logs.FilterMessageSnippet("accepted released spans after retries").Len())
+	assert.Equal(t, 1, logs.FilterMessageSnippet("it is retried on its own").Len(), "warned once per outage")
+	assert.Equal(t, 1, logs.FilterMessageSnippet("accepts released data again").Len())
 }
 
 // fillBacklog starts a processor whose next consumer refuses GenAI spans,
@@ -199,7 +200,7 @@ func TestShutdownFlushesBacklog(t *testing.T) {
 		g.refusing.Store(false)
 		h.shutdown(context.Background())
 		assert.Equal(t, 5, g.sink.SpanCount())
-		assert.Equal(t, int64(0), h.counter(metricSpansUndelivered))
+		assert.Equal(t, int64(0), h.counter(metricSpansDropped))
 	})
 	t.Run("counted and logged when shutdown's time is up", func(t *testing.T) {
 		core, logs := observer.New(zapcore.InfoLevel)
@@ -214,7 +215,7 @@ func TestShutdownFlushesBacklog(t *testing.T) {
 		cancel()
 		h.shutdown(ctx) // returns although the next consumer never accepts
 		assert.Equal(t, 0, g.sink.SpanCount())
-		assert.Equal(t, int64(10), h.counter(metricSpansUndelivered, "reason", "shutdown"))
+		assert.Equal(t, int64(10), h.counter(metricSpansDropped, "reason", "shutdown"))
 		assert.Equal(t, 1, logs.FilterMessageSnippet("when shutdown's time was up").Len())
 		assert.Equal(t, int64(0), h.counter(metricReleaseBacklog))
 	})

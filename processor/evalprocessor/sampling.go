@@ -196,13 +196,23 @@ func (p *evalProcessor) sampledOut(t *heldTrace, g *group) bool {
 	s.counter.Add(ctx, 1, s.opts[1])
 	s.remember(t.id, p.clk.now())
 	// The held log records go with the trace; the results do not.
-	p.removeKeys(t.logKeys)
-	t.logs, t.records, t.logCount, t.logKeys = nil, nil, 0, nil
+	var keys []string
+	for _, lp := range t.logParts {
+		if lp.key != "" {
+			keys = append(keys, lp.key)
+		}
+	}
+	t.logParts, t.records, t.logCount = nil, nil, 0
 	p.forwardLogs(t, t.results, t.resultN)
-	p.removeKeys(t.keys)
-	t.chunks, t.refs, t.keys = nil, nil, nil
+	for _, pt := range t.parts {
+		if pt.key != "" {
+			keys = append(keys, pt.key)
+		}
+	}
+	p.removeKeys(keys)
+	t.parts, t.refs = nil, nil
 	if g != nil {
-		g.add(p.fwd, ptrace.Traces{}, 0, nil)
+		g.add(p.fwd, nil)
 	}
 	return true
 }

@@ -43,6 +43,11 @@ type sessionState struct {
 	stop  chan struct{}
 	ended chan struct{}
 
+	// routes is the traces route each session's last turn came through,
+	// kept only when eval is in several traces pipelines (routes.go).
+	routesMu sync.Mutex
+	routes   map[sessions.Key]route
+
 	scored       metric.Int64Counter // by reason: idle, overflow, shutdown
 	turns        metric.Int64Counter // turns recorded
 	turnsDropped metric.Int64Counter // by reason: shutdown (not scored in time), max_turns
@@ -80,18 +85,27 @@ func (p *evalProcessor) startSessions() error {
 	s.wake = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.ended = make(chan struct{})
-	p.eng.SetTurnSink(p.recordTurn)
+	p.eng.SetTurnOriginSink(p.recordTurn)
 	tick := s.newTicker(p.cfg.Sessions.TickInterval())
 	go p.runSessions(tick)
 	return nil
 }
 
-// recordTurn is the engine's turn sink.
-func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef) {
+// recordTurn is the engine's turn sink; origin is the route of the turn's
+// span (see score).
+func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef, origin any) {
 	s := p.sess
 	r := s.store.Record(p.clk.now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
 	if !r.OK {
 		return
+	}
+	if rt, ok := origin.(route); ok && len(p.tracesOut) > 1 {
+		s.routesMu.Lock()
+		if s.routes == nil {
+			s.routes = map[sessions.Key]route{}
+		}
+		s.routes[sessions.Key{Service: c.ServiceName, Conversation: c.ConversationID}] = rt
+		s.routesMu.Unlock()
 	}
 	s.turns.Add(context.Background(), 1)
 	if r.Dropped > 0 {
@@ -142,7 +156,9 @@ func (p *evalProcessor) runSessions(tick ticker) {
 // scoreSession scores one session within the trace timeout (and parent)
 // and forwards its evaluate_session span and result log records.
 func (p *evalProcessor) scoreSession(parent context.Context, sn sessions.Snapshot, reason string) {
+	rt := p.sess.takeRoute(sn.Key)
 	ctx, cancel := context.WithTimeout(parent, p.cfg.Timeout)
+	ctx = engine.WithSpanOrigin(ctx, func(adapter.SpanRef) any { return rt })
 	p.eng.ScoreSessionAsync(ctx, &sn, func(r engine.SessionReport) {
 		defer cancel()
 		if !r.Scored() {
@@ -156,11 +172,21 @@ func (p *evalProcessor) scoreSession(parent context.Context, sn sessions.Snapsho
 			ld, n := resultRecords(r.Report, []adapter.SpanRef{r.Ref}, r.Ref.Span.EndTimestamp())
 			if n > 0 {
 				p.tel.resultRecords.Add(context.Background(), int64(n))
-				p.fwd.pushLogs(ld, n)
+				p.fwd.pushLogs(0, ld, n, nil)
 			}
 		}
-		p.fwd.push(r.Traces, 1)
+		p.fwd.pushTraces(routedTraces{route: rt, td: r.Traces, spans: 1})
 	})
+}
+
+// takeRoute is the route of a session's last turn (forgotten: the next
+// turn sets it again).
+func (s *sessionState) takeRoute(k sessions.Key) route {
+	s.routesMu.Lock()
+	defer s.routesMu.Unlock()
+	rt := s.routes[k]
+	delete(s.routes, k)
+	return rt
 }
 
 // stopSessions, at shutdown once no trace is scored any more, scores every

@@ -247,3 +247,41 @@ func TestSessionsKeptInStorageAcrossRestart(t *testing.T) {
 	require.Equal(t, 3, sp.Links().Len())
 	assert.Equal(t, tid(1), sp.Links().At(0).TraceID())
 }
+
+// With eval in two traces pipelines, an evaluate_session span goes through
+// the pipeline of the session's last turn (contract §17).
+func TestSessionSpanGoesWhereItsLastTurnWent(t *testing.T) {
+	h := &sessionHarness{sessTick: make(chan time.Time), logs: new(consumertest.LogsSink)}
+	cfg := createDefaultConfig()
+	cfg.Wait = time.Second
+	cfg.Sessions.Idle = time.Minute
+	cfg.Evaluators = []evaluators.Config{{Type: "tool_error", Name: "session_errors", Case: adapter.LevelSession}}
+	require.NoError(t, cfg.Config.Validate())
+	h.harness = &harness{t: t, sink: new(consumertest.TracesSink), clk: newFakeClock(), tel: componenttest.NewTelemetry(), cfg: cfg}
+	set := processortest.NewNopSettings(Type)
+	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	p, err := newProcessor(set, cfg, nil, h.clk.clock())
+	require.NoError(t, err)
+	first, second := new(consumertest.TracesSink), new(consumertest.TracesSink)
+	_, err = p.addTracesRoute(first)
+	require.NoError(t, err)
+	r2, err := p.addTracesRoute(second)
+	require.NoError(t, err)
+	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
+	h.start(p, componenttest.NewNopHost())
+
+	send := func(tr byte, rt route) {
+		b := newBatch()
+		b.agent(tr).Attributes().PutStr("gen_ai.conversation.id", "conv-1")
+		b.tool(tr, 3, "search_flights", false)
+		require.NoError(t, p.consumeTraces(context.Background(), b.td, rt))
+		h.clk.advance(2 * time.Second)
+	}
+	send(1, 0)
+	require.Eventually(t, func() bool { return first.SpanCount() == 2 }, 5*time.Second, time.Millisecond)
+	send(2, r2) // the last turn came through the second pipeline
+	require.Eventually(t, func() bool { return second.SpanCount() == 2 }, 5*time.Second, time.Millisecond)
+	h.idleTick(2 * time.Minute)
+	require.Eventually(t, func() bool { return len(sessionSpans(second)) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Empty(t, sessionSpans(first))
+}

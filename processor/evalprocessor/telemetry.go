@@ -35,7 +35,9 @@ const (
 	metricReleaseBacklog     = "otelcol_processor_eval_release_backlog"
 	metricReleaseRetries     = "otelcol_processor_eval_release_retries"
 	metricSpansRefused       = "otelcol_processor_eval_spans_refused"
-	metricSpansUndelivered   = "otelcol_processor_eval_spans_undelivered"
+	metricSpansDropped       = "otelcol_processor_eval_spans_dropped"
+	metricLogRecordsDropped  = "otelcol_processor_eval_log_records_dropped"
+	metricReleasedEarly      = "otelcol_processor_eval_traces_released_early"
 	metricDecisionsForgotten = "otelcol_processor_eval_decisions_forgotten"
 	attrReason               = "reason"
 	attrEvaluator            = "evaluator"
@@ -45,6 +47,7 @@ const (
 	reasonBadInput           = "bad_input"
 	reasonTimeout            = "timeout"
 	reasonPermanent          = "permanent"
+	reasonRefused            = "refused"
 )
 
 type telemetry struct {
@@ -65,7 +68,9 @@ type telemetry struct {
 	releaseBacklog     metric.Int64UpDownCounter
 	releaseRetries     metric.Int64Counter
 	spansRefused       metric.Int64Counter
-	spansUndelivered   metric.Int64Counter
+	spansDropped       metric.Int64Counter
+	logRecordsDropped  metric.Int64Counter
+	releasedEarly      metric.Int64Counter
 	decisionsForgotten metric.Int64Counter
 	storageTelemetry
 
@@ -154,23 +159,37 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithDescription("Spans refused with a retryable error because the release backlog was full (back-pressure) or, with storage, persisting them failed: the sender retries."),
 		metric.WithUnit("{spans}"))
 	errs = errors.Join(errs, err)
-	t.spansUndelivered, err = m.Int64Counter(metricSpansUndelivered,
-		metric.WithDescription("Released spans that could not be delivered, by reason (permanent: the next consumer refused them permanently; shutdown: still refused when shutdown's time was up)."),
+	t.spansDropped, err = m.Int64Counter(metricSpansDropped,
+		metric.WithDescription("Released spans that could not be delivered, by reason (refused: still refused with a retryable error after release_retry; permanent: refused permanently; shutdown: still refused when shutdown's time was up)."),
 		metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	t.logRecordsDropped, err = m.Int64Counter(metricLogRecordsDropped,
+		metric.WithDescription("Released log records that could not be delivered, by reason (refused, permanent, shutdown, as for spans)."),
+		metric.WithUnit("{records}"))
+	errs = errors.Join(errs, err)
+	t.releasedEarly, err = m.Int64Counter(metricReleasedEarly,
+		metric.WithDescription("Traces scored and released before their wait had passed, by the bound that released them (max_hold, max_trace_spans)."),
+		metric.WithUnit("{traces}"))
 	errs = errors.Join(errs, err)
 	t.decisionsForgotten, err = m.Int64Counter(metricDecisionsForgotten,
 		metric.WithDescription("Released trace ids forgotten before their retention ended because the memory of released ids was full; late spans of these traces would be held as new traces."),
 		metric.WithUnit("{traces}"))
 	errs = errors.Join(errs, err)
-	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput, reasonTimeout, reasonPermanent, reasonTooOld} {
+	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput, reasonTimeout, reasonPermanent, reasonTooOld,
+		reasonRefused, reasonMaxHold, reasonMaxTraceSpans} {
 		t.reasonOpts[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrReason, r)))
 	}
 	return t, errs
 }
 
-func (t *telemetry) undelivered(ctx context.Context, reason string, spans int) {
-	if spans > 0 {
-		t.spansUndelivered.Add(ctx, int64(spans), t.reasonOpts[reason])
+// dropped counts released data that could not be delivered.
+func (t *telemetry) dropped(ctx context.Context, reason string, isLogs bool, n int) {
+	switch {
+	case n <= 0:
+	case isLogs:
+		t.logRecordsDropped.Add(ctx, int64(n), t.reasonOpts[reason])
+	default:
+		t.spansDropped.Add(ctx, int64(n), t.reasonOpts[reason])
 	}
 }
 
