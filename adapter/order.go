@@ -139,36 +139,156 @@ func (t *trace) quickRequests(llms []int) (calls []ToolCall, ok bool) {
 // "name",…}) of an OTel GenAI messages JSON string to calls. Only messages
 // made of role, parts, finish_reason and name are read: anything else
 // (content, tool_calls, a part without a string id or name) may hold calls
-// only the decoder reads, so ok is false.
+// only the decoder reads, so ok is false. One pass over s: this runs for
+// every LLM call of every agent run with two or more tool spans.
 func quickOTelCalls(s string, calls []ToolCall) (_ []ToolCall, ok bool) {
-	msgs := rawElems(s)
-	if len(msgs) == 0 {
+	i := rawSkipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
 		return nil, false
 	}
-	for _, m := range msgs {
-		if !rawKeysWithin(m, "role", "parts", "finish_reason", "name") {
+	i = rawSkipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return nil, false // no message
+	}
+	for {
+		if i, calls, ok = quickMessage(s, i, calls); !ok {
 			return nil, false
 		}
-		parts := rawElems(rawField(m, "parts"))
-		if parts == nil {
+		i = rawSkipSpace(s, i)
+		if i >= len(s) {
 			return nil, false
 		}
-		for _, p := range parts {
-			typ, _ := rawString(rawField(p, "type"))
-			switch typ {
-			case "tool_call", "tool-call", "tool_use", "function_call":
-			default:
-				continue
-			}
-			id, idOK := rawString(rawField(p, "id"))
-			name, nameOK := rawString(rawField(p, "name"))
-			if !idOK || !nameOK || id == "" || name == "" {
-				return nil, false
-			}
-			calls = append(calls, ToolCall{ID: id, Name: name})
+		switch s[i] {
+		case ',':
+			i = rawSkipSpace(s, i+1)
+		case ']':
+			return calls, true
+		default:
+			return nil, false
 		}
 	}
-	return calls, true
+}
+
+// rawObject calls field with each key of the JSON object at s[i] and the
+// index of its value, which returns the index just after the value; it
+// returns the index just after the object.
+func rawObject(s string, i int, field func(key string, v int) (int, bool)) (int, bool) {
+	if i >= len(s) || s[i] != '{' {
+		return 0, false
+	}
+	i = rawSkipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return 0, false
+		}
+		d := jsonDecoder{s: s, i: i}
+		k, ok := d.str()
+		if !ok {
+			return 0, false
+		}
+		i = rawSkipSpace(s, d.i)
+		if i >= len(s) || s[i] != ':' {
+			return 0, false
+		}
+		if i, ok = field(k, rawSkipSpace(s, i+1)); !ok || i < 0 {
+			return 0, false
+		}
+		i = rawSkipSpace(s, i)
+		if i >= len(s) {
+			return 0, false
+		}
+		switch s[i] {
+		case ',':
+			i = rawSkipSpace(s, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// quickMessage reads the message object at s[i] for quickOTelCalls: its
+// keys must be among role, parts, finish_reason and name, and parts (the
+// last one, as decoding keeps) an array.
+func quickMessage(s string, i int, calls []ToolCall) (int, []ToolCall, bool) {
+	base, hasParts := len(calls), false
+	end, ok := rawObject(s, i, func(key string, v int) (int, bool) {
+		switch key {
+		case "role", "finish_reason", "name":
+			return rawSkipValue(s, v), true
+		case "parts":
+			hasParts = true
+			calls = calls[:base] // a repeated key: the last one counts
+			var ok bool
+			v, calls, ok = quickParts(s, v, calls)
+			return v, ok
+		}
+		return 0, false
+	})
+	return end, calls, ok && hasParts
+}
+
+// quickParts appends the tool calls of the parts array at s[i].
+func quickParts(s string, i int, calls []ToolCall) (int, []ToolCall, bool) {
+	if i >= len(s) || s[i] != '[' {
+		return 0, nil, false
+	}
+	i = rawSkipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return i + 1, calls, true
+	}
+	for {
+		if i < len(s) && s[i] != '{' {
+			// not an object: no type, not a call
+			if i = rawSkipValue(s, i); i < 0 {
+				return 0, nil, false
+			}
+		} else {
+			var typ, id, name string
+			var idOK, nameOK, ok bool
+			i, ok = rawObject(s, i, func(key string, v int) (int, bool) {
+				end := rawSkipValue(s, v)
+				if end < 0 {
+					return 0, false
+				}
+				switch key {
+				case "type":
+					typ, _ = rawString(s[v:end])
+				case "id":
+					id, idOK = rawString(s[v:end])
+				case "name":
+					name, nameOK = rawString(s[v:end])
+				}
+				return end, true
+			})
+			if !ok {
+				return 0, nil, false
+			}
+			switch typ {
+			case "tool_call", "tool-call", "tool_use", "function_call":
+				if !idOK || !nameOK || id == "" || name == "" {
+					return 0, nil, false
+				}
+				calls = append(calls, ToolCall{ID: id, Name: name})
+			}
+		}
+		i = rawSkipSpace(s, i)
+		if i >= len(s) {
+			return 0, nil, false
+		}
+		switch s[i] {
+		case ',':
+			i = rawSkipSpace(s, i+1)
+		case ']':
+			return i + 1, calls, true
+		default:
+			return 0, nil, false
+		}
+	}
 }
 
 // rawString decodes the raw JSON text of a string value.
@@ -179,49 +299,6 @@ func rawString(raw string) (string, bool) {
 	d := jsonDecoder{s: raw}
 	s, ok := d.str()
 	return s, ok && d.i == len(raw)
-}
-
-// rawKeysWithin reports whether the JSON object s has only keys among
-// allowed.
-func rawKeysWithin(s string, allowed ...string) bool {
-	i := rawSkipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return false
-	}
-	i = rawSkipSpace(s, i+1)
-	if i < len(s) && s[i] == '}' {
-		return true
-	}
-	for {
-		if i >= len(s) || s[i] != '"' {
-			return false
-		}
-		d := jsonDecoder{s: s, i: i}
-		k, ok := d.str()
-		if !ok || !slices.Contains(allowed, k) {
-			return false
-		}
-		i = rawSkipSpace(s, d.i)
-		if i >= len(s) || s[i] != ':' {
-			return false
-		}
-		end := rawSkipValue(s, rawSkipSpace(s, i+1))
-		if end < 0 {
-			return false
-		}
-		i = rawSkipSpace(s, end)
-		if i >= len(s) {
-			return false
-		}
-		switch s[i] {
-		case ',':
-			i = rawSkipSpace(s, i+1)
-		case '}':
-			return true
-		default:
-			return false
-		}
-	}
 }
 
 // allMatched reports whether every call was matched to a request.

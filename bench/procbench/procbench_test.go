@@ -140,7 +140,7 @@ func agentTemplate() ptrace.SpanSlice {
 		add(byte(2+i), 1, "chat gpt-4o", map[string]any{
 			"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
 			"gen_ai.input.messages": js(conv), "gen_ai.output.messages": js(out),
-			"gen_ai.tool.definitions": tools,
+			"gen_ai.tool.definitions":   tools,
 			"gen_ai.usage.input_tokens": 900, "gen_ai.usage.output_tokens": 120,
 		})
 		conv = append(conv, out...)
