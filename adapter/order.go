@@ -92,17 +92,17 @@ func fillFromRequests(calls, requested []ToolCall, match []int) {
 // to requests follow the request order, in the slots the matched calls
 // held; unmatched calls stay where they are.
 func orderByRequest(calls []ToolCall, match []int) {
-	var slots []int
+	var slotsBuf, matchedBuf [16]int // on the stack for the usual few calls
+	slots := slotsBuf[:0]
 	for i, k := range match {
 		if k >= 0 {
 			slots = append(slots, i)
 		}
 	}
-	if len(slots) < 2 {
-		return
+	if len(slots) < 2 || slices.IsSortedFunc(slots, func(a, b int) int { return match[a] - match[b] }) {
+		return // already in request order, the usual case
 	}
-	matched := make([]int, len(slots)) // indexes into calls, to sort by request
-	copy(matched, slots)
+	matched := append(matchedBuf[:0], slots...) // indexes into calls, to sort by request
 	slices.SortStableFunc(matched, func(a, b int) int { return match[a] - match[b] })
 	moved := make([]ToolCall, len(slots))
 	for n, i := range matched {
@@ -118,9 +118,10 @@ func orderByRequest(calls []ToolCall, match []int) {
 // needs: a span whose output is already read gives its calls; otherwise
 // its gen_ai.output.messages JSON string is scanned for the ids and names
 // of its tool_call parts without decoding the rest (the messages of a
-// conversation-free run are not decoded). ok is false when a span's output
-// is in any other shape; the caller then decodes the outputs.
-func (t *trace) quickRequests(llms []int) (calls []ToolCall, ok bool) {
+// conversation-free run are not decoded). The calls are appended to calls.
+// ok is false when a span's output is in any other shape; the caller then
+// decodes the outputs.
+func (t *trace) quickRequests(llms []int, calls []ToolCall) (_ []ToolCall, ok bool) {
 	for _, j := range llms {
 		d := &t.spans[j]
 		if d.done&partOutput != 0 {
