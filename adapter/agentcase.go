@@ -128,7 +128,8 @@ func (t *trace) quickMatch(calls []ToolCall, tools, srcs []int) []int {
 	for n > 0 && t.spans[srcs[n-1]].start > last {
 		n--
 	}
-	if req, ok := t.quickRequests(srcs[:n]); ok {
+	// as many requests as calls, most often: room for them at once
+	if req, ok := t.quickRequests(srcs[:n], make([]ToolCall, 0, len(calls))); ok {
 		if m := matchRequests(calls, req); allMatched(m) {
 			return m
 		}

@@ -92,17 +92,17 @@ func fillFromRequests(calls, requested []ToolCall, match []int) {
 // to requests follow the request order, in the slots the matched calls
 // held; unmatched calls stay where they are.
 func orderByRequest(calls []ToolCall, match []int) {
-	var slots []int
+	var slotsBuf, matchedBuf [16]int // on the stack for the usual few calls
+	slots := slotsBuf[:0]
 	for i, k := range match {
 		if k >= 0 {
 			slots = append(slots, i)
 		}
 	}
-	if len(slots) < 2 {
-		return
+	if len(slots) < 2 || slices.IsSortedFunc(slots, func(a, b int) int { return match[a] - match[b] }) {
+		return // already in request order, the usual case
 	}
-	matched := make([]int, len(slots)) // indexes into calls, to sort by request
-	copy(matched, slots)
+	matched := append(matchedBuf[:0], slots...) // indexes into calls, to sort by request
 	slices.SortStableFunc(matched, func(a, b int) int { return match[a] - match[b] })
 	moved := make([]ToolCall, len(slots))
 	for n, i := range matched {
@@ -118,9 +118,10 @@ func orderByRequest(calls []ToolCall, match []int) {
 // needs: a span whose output is already read gives its calls; otherwise
 // its gen_ai.output.messages JSON string is scanned for the ids and names
 // of its tool_call parts without decoding the rest (the messages of a
-// conversation-free run are not decoded). ok is false when a span's output
-// is in any other shape; the caller then decodes the outputs.
-func (t *trace) quickRequests(llms []int) (calls []ToolCall, ok bool) {
+// conversation-free run are not decoded). The calls are appended to calls.
+// ok is false when a span's output is in any other shape; the caller then
+// decodes the outputs.
+func (t *trace) quickRequests(llms []int, calls []ToolCall) (_ []ToolCall, ok bool) {
 	for _, j := range llms {
 		d := &t.spans[j]
 		if d.done&partOutput != 0 {
@@ -139,36 +140,156 @@ func (t *trace) quickRequests(llms []int) (calls []ToolCall, ok bool) {
 // "name",…}) of an OTel GenAI messages JSON string to calls. Only messages
 // made of role, parts, finish_reason and name are read: anything else
 // (content, tool_calls, a part without a string id or name) may hold calls
-// only the decoder reads, so ok is false.
+// only the decoder reads, so ok is false. One pass over s: this runs for
+// every LLM call of every agent run with two or more tool spans.
 func quickOTelCalls(s string, calls []ToolCall) (_ []ToolCall, ok bool) {
-	msgs := rawElems(s)
-	if len(msgs) == 0 {
+	i := rawSkipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
 		return nil, false
 	}
-	for _, m := range msgs {
-		if !rawKeysWithin(m, "role", "parts", "finish_reason", "name") {
+	i = rawSkipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return nil, false // no message
+	}
+	for {
+		if i, calls, ok = quickMessage(s, i, calls); !ok {
 			return nil, false
 		}
-		parts := rawElems(rawField(m, "parts"))
-		if parts == nil {
+		i = rawSkipSpace(s, i)
+		if i >= len(s) {
 			return nil, false
 		}
-		for _, p := range parts {
-			typ, _ := rawString(rawField(p, "type"))
-			switch typ {
-			case "tool_call", "tool-call", "tool_use", "function_call":
-			default:
-				continue
-			}
-			id, idOK := rawString(rawField(p, "id"))
-			name, nameOK := rawString(rawField(p, "name"))
-			if !idOK || !nameOK || id == "" || name == "" {
-				return nil, false
-			}
-			calls = append(calls, ToolCall{ID: id, Name: name})
+		switch s[i] {
+		case ',':
+			i = rawSkipSpace(s, i+1)
+		case ']':
+			return calls, true
+		default:
+			return nil, false
 		}
 	}
-	return calls, true
+}
+
+// rawObject calls field with each key of the JSON object at s[i] and the
+// index of its value, which returns the index just after the value; it
+// returns the index just after the object.
+func rawObject(s string, i int, field func(key string, v int) (int, bool)) (int, bool) {
+	if i >= len(s) || s[i] != '{' {
+		return 0, false
+	}
+	i = rawSkipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return 0, false
+		}
+		d := jsonDecoder{s: s, i: i}
+		k, ok := d.str()
+		if !ok {
+			return 0, false
+		}
+		i = rawSkipSpace(s, d.i)
+		if i >= len(s) || s[i] != ':' {
+			return 0, false
+		}
+		if i, ok = field(k, rawSkipSpace(s, i+1)); !ok || i < 0 {
+			return 0, false
+		}
+		i = rawSkipSpace(s, i)
+		if i >= len(s) {
+			return 0, false
+		}
+		switch s[i] {
+		case ',':
+			i = rawSkipSpace(s, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// quickMessage reads the message object at s[i] for quickOTelCalls: its
+// keys must be among role, parts, finish_reason and name, and parts (the
+// last one, as decoding keeps) an array.
+func quickMessage(s string, i int, calls []ToolCall) (int, []ToolCall, bool) {
+	base, hasParts := len(calls), false
+	end, ok := rawObject(s, i, func(key string, v int) (int, bool) {
+		switch key {
+		case "role", "finish_reason", "name":
+			return rawSkipValue(s, v), true
+		case "parts":
+			hasParts = true
+			calls = calls[:base] // a repeated key: the last one counts
+			var ok bool
+			v, calls, ok = quickParts(s, v, calls)
+			return v, ok
+		}
+		return 0, false
+	})
+	return end, calls, ok && hasParts
+}
+
+// quickParts appends the tool calls of the parts array at s[i].
+func quickParts(s string, i int, calls []ToolCall) (int, []ToolCall, bool) {
+	if i >= len(s) || s[i] != '[' {
+		return 0, nil, false
+	}
+	i = rawSkipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return i + 1, calls, true
+	}
+	for {
+		if i < len(s) && s[i] != '{' {
+			// not an object: no type, not a call
+			if i = rawSkipValue(s, i); i < 0 {
+				return 0, nil, false
+			}
+		} else {
+			var typ, id, name string
+			var idOK, nameOK, ok bool
+			i, ok = rawObject(s, i, func(key string, v int) (int, bool) {
+				end := rawSkipValue(s, v)
+				if end < 0 {
+					return 0, false
+				}
+				switch key {
+				case "type":
+					typ, _ = rawString(s[v:end])
+				case "id":
+					id, idOK = rawString(s[v:end])
+				case "name":
+					name, nameOK = rawString(s[v:end])
+				}
+				return end, true
+			})
+			if !ok {
+				return 0, nil, false
+			}
+			switch typ {
+			case "tool_call", "tool-call", "tool_use", "function_call":
+				if !idOK || !nameOK || id == "" || name == "" {
+					return 0, nil, false
+				}
+				calls = append(calls, ToolCall{ID: id, Name: name})
+			}
+		}
+		i = rawSkipSpace(s, i)
+		if i >= len(s) {
+			return 0, nil, false
+		}
+		switch s[i] {
+		case ',':
+			i = rawSkipSpace(s, i+1)
+		case ']':
+			return i + 1, calls, true
+		default:
+			return 0, nil, false
+		}
+	}
 }
 
 // rawString decodes the raw JSON text of a string value.
@@ -179,49 +300,6 @@ func rawString(raw string) (string, bool) {
 	d := jsonDecoder{s: raw}
 	s, ok := d.str()
 	return s, ok && d.i == len(raw)
-}
-
-// rawKeysWithin reports whether the JSON object s has only keys among
-// allowed.
-func rawKeysWithin(s string, allowed ...string) bool {
-	i := rawSkipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return false
-	}
-	i = rawSkipSpace(s, i+1)
-	if i < len(s) && s[i] == '}' {
-		return true
-	}
-	for {
-		if i >= len(s) || s[i] != '"' {
-			return false
-		}
-		d := jsonDecoder{s: s, i: i}
-		k, ok := d.str()
-		if !ok || !slices.Contains(allowed, k) {
-			return false
-		}
-		i = rawSkipSpace(s, d.i)
-		if i >= len(s) || s[i] != ':' {
-			return false
-		}
-		end := rawSkipValue(s, rawSkipSpace(s, i+1))
-		if end < 0 {
-			return false
-		}
-		i = rawSkipSpace(s, end)
-		if i >= len(s) {
-			return false
-		}
-		switch s[i] {
-		case ',':
-			i = rawSkipSpace(s, i+1)
-		case '}':
-			return true
-		default:
-			return false
-		}
-	}
 }
 
 // allMatched reports whether every call was matched to a request.

@@ -56,8 +56,12 @@ func (sc *schemaCache) mapOf(kind uint8, create bool) map[string]*compiledSchema
 
 type compiledSchema struct {
 	schema *jsonschema.Schema
-	err    error // the schema itself is invalid
+	fast   *fastSchema // nil when the schema is not of that shape
+	err    error       // the schema itself is invalid
 }
+
+// noSchema is a tool defined without parameters: any arguments do.
+var noSchema = &compiledSchema{}
 
 var toolSchemas = &schemaCache{max: 1024, m: map[string]*compiledSchema{}}
 
@@ -129,7 +133,10 @@ func compileSchema(b []byte) *compiledSchema {
 		return &compiledSchema{err: err}
 	}
 	s, err := c.Compile(url)
-	return &compiledSchema{schema: s, err: err}
+	if err != nil {
+		return &compiledSchema{err: err}
+	}
+	return &compiledSchema{schema: s, fast: newFastSchema(b)}
 }
 
 // strictSchema is a copy of the schema that refuses parameters it does not
@@ -298,6 +305,7 @@ func (v *toolCallValidity) Evaluate(ctx context.Context, c *adapter.Case) Result
 			why = "arguments are not a JSON object: " + truncate(tc.RawArguments, 60)
 		case cs.err != nil:
 			schemaTrouble = append(schemaTrouble, tc.Name)
+		case cs.fast != nil && cs.fast.valid(argsOrEmpty(tc.Arguments)):
 		case cs.schema != nil:
 			why = validateArgs(cs.schema, tc.Arguments)
 		}
@@ -356,7 +364,7 @@ func (v *toolCallValidity) lookup(c *adapter.Case) func(string) (*compiledSchema
 				return nil, false
 			}
 			if d.Parameters == nil {
-				return &compiledSchema{}, true
+				return noSchema, true
 			}
 			return toolSchemas.get(d.Parameters, d.RawParameters, v.strict), true
 		}
@@ -370,10 +378,16 @@ func (v *toolCallValidity) lookup(c *adapter.Case) func(string) (*compiledSchema
 	return nil
 }
 
-func validateArgs(s *jsonschema.Schema, args map[string]any) string {
+// argsOrEmpty is what a call without arguments is validated as.
+func argsOrEmpty(args map[string]any) map[string]any {
 	if args == nil {
-		args = map[string]any{}
+		return map[string]any{}
 	}
+	return args
+}
+
+func validateArgs(s *jsonschema.Schema, args map[string]any) string {
+	args = argsOrEmpty(args)
 	err := s.Validate(args)
 	var typeErr jsonschema.InvalidJSONTypeError
 	if errors.As(err, &typeErr) {

@@ -1,0 +1,302 @@
+// Package procbench is the processor benchmark that bench/compare.sh runs on
+// the working tree and on an earlier commit, the same file on both sides:
+// the eval processor with five deterministic evaluators against contrib's
+// groupbytrace, on the same agent traces, spans/s until every span has
+// reached the next consumer.
+//
+// It uses only what every stage has: the processor's factory and its YAML
+// options (docs/contract.md §5), never the package's internals, so that it
+// compiles unchanged against an earlier commit.
+package procbench
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/evalbridge/evalbridge/processor/evalprocessor"
+)
+
+const (
+	spansPerTrace = 10
+	spansPerBatch = 1000
+)
+
+// evalOptions is the `processors: eval:` block benchmarked: five
+// deterministic evaluators that read the tool calls, their requests by the
+// model, their schemas and the token counts.
+var evalOptions = map[string]any{
+	"wait":       "10ms",
+	"workers":    2,
+	"max_traces": 1_000_000,
+	"evaluators": []any{
+		map[string]any{"type": "tool_trajectory", "mode": "in_order", "expected": []any{
+			map[string]any{"name": "search_flights"}, map[string]any{"name": "book_hotel"},
+			map[string]any{"name": "search_flights"}, map[string]any{"name": "book_hotel"}}},
+		map[string]any{"type": "tool_call_validity"},
+		map[string]any{"type": "tool_error"},
+		map[string]any{"type": "tool_efficiency"},
+		map[string]any{"type": "token_usage", "max_total": 100000},
+	},
+}
+
+// countSink counts spans and keeps nothing.
+type countSink struct{ spans atomic.Int64 }
+
+func (s *countSink) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+func (s *countSink) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
+	s.spans.Add(int64(td.SpanCount()))
+	return nil
+}
+
+func (s *countSink) waitFor(n int64) {
+	for s.spans.Load() < n {
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+func js(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+var filler = strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 6)
+
+func text(role, s string) map[string]any {
+	return map[string]any{"role": role, "parts": []any{map[string]any{"type": "text", "content": s}}}
+}
+
+func toolCall(id, name string) map[string]any {
+	return map[string]any{"type": "tool_call", "id": id, "name": name, "arguments": map[string]any{"q": "paris " + id}}
+}
+
+func toolResponse(id string) map[string]any {
+	return map[string]any{"role": "tool", "parts": []any{map[string]any{"type": "tool_call_response", "id": id, "response": `{"ok":true}`}}}
+}
+
+func toolDef(name string) map[string]any {
+	return map[string]any{"type": "function", "name": name, "description": "Search or book: " + name,
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{
+			"q": map[string]any{"type": "string", "description": "what to look for"}}, "required": []any{"q"}}}
+}
+
+// agentTemplate is one agent run of 10 spans: an invoke_agent root, three
+// chat calls (the conversation so far as input, ~2 KB; the tool calls the
+// model requests as output; the tool definitions with their schemas), the
+// four tool calls it requested (the last one failed) and two HTTP spans.
+func agentTemplate() ptrace.SpanSlice {
+	spans := ptrace.NewSpanSlice()
+	t0 := int64(1_700_000_000_000_000_000)
+	add := func(id, parent byte, name string, attrs map[string]any) ptrace.Span {
+		sp := spans.AppendEmpty()
+		sp.SetName(name)
+		sp.SetSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, 1, id})
+		if parent != 0 {
+			sp.SetParentSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, 1, parent})
+		}
+		sp.SetStartTimestamp(pcommon.Timestamp(t0 + int64(id)*10_000_000))
+		sp.SetEndTimestamp(pcommon.Timestamp(t0 + int64(id)*10_000_000 + 5_000_000))
+		if err := sp.Attributes().FromRaw(attrs); err != nil {
+			panic(err)
+		}
+		return sp
+	}
+	root := add(1, 0, "invoke_agent travel_agent", map[string]any{
+		"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel_agent"})
+	root.SetEndTimestamp(pcommon.Timestamp(t0 + 200_000_000))
+	tools := js([]any{toolDef("search_flights"), toolDef("book_hotel")})
+	conv := []any{text("system", "You are a travel agent. "+filler), text("user", "Book a flight to Paris and a hotel. "+filler)}
+	requests := [][]any{
+		{toolCall("call_1", "search_flights"), toolCall("call_2", "book_hotel")},
+		{toolCall("call_3", "search_flights"), toolCall("call_4", "book_hotel")},
+		nil,
+	}
+	for i, req := range requests {
+		out := []any{text("assistant", "Here is what I found. "+filler)}
+		if req != nil {
+			out = []any{map[string]any{"role": "assistant", "parts": req}}
+		}
+		add(byte(2+i), 1, "chat gpt-4o", map[string]any{
+			"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+			"gen_ai.input.messages": js(conv), "gen_ai.output.messages": js(out),
+			"gen_ai.tool.definitions":   tools,
+			"gen_ai.usage.input_tokens": 900, "gen_ai.usage.output_tokens": 120,
+		})
+		conv = append(conv, out...)
+		for _, c := range req {
+			conv = append(conv, toolResponse(c.(map[string]any)["id"].(string)))
+		}
+	}
+	for i, name := range []string{"search_flights", "book_hotel", "search_flights", "book_hotel"} {
+		id := fmt.Sprintf("call_%d", i+1)
+		sp := add(byte(5+i), 1, "execute_tool "+name, map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": id,
+			"gen_ai.tool.call.arguments": js(map[string]any{"q": "paris " + id}), "gen_ai.tool.call.result": `{"ok":true}`,
+		})
+		if i == 3 {
+			sp.Status().SetCode(ptrace.StatusCodeError)
+		}
+	}
+	for id := byte(9); id <= 10; id++ {
+		add(id, 5, "GET /flights", map[string]any{"http.request.method": "GET", "http.route": "/flights",
+			"http.response.status_code": 200, "url.full": "https://api.example.com/flights?q=paris"})
+	}
+	return spans
+}
+
+// makeBatch is a batch of 100 traces made from tmpl, trace ids from seq.
+func makeBatch(tmpl ptrace.SpanSlice, seq *uint64) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "travel-app")
+	rs.Resource().Attributes().PutStr("host.name", "node-1")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("bench")
+	spans := ss.Spans()
+	spans.EnsureCapacity(spansPerBatch)
+	for t := 0; t < spansPerBatch/spansPerTrace; t++ {
+		*seq++
+		var id pcommon.TraceID
+		id[0] = 0xe1
+		binary.BigEndian.PutUint64(id[8:], *seq)
+		for k := 0; k < tmpl.Len(); k++ {
+			sp := spans.AppendEmpty()
+			tmpl.At(k).CopyTo(sp)
+			sp.SetTraceID(id)
+		}
+	}
+	return td
+}
+
+func newEval(tb testing.TB, next consumer.Traces) processor.Traces {
+	f := evalprocessor.NewFactory()
+	cfg := f.CreateDefaultConfig()
+	require.NoError(tb, confmap.NewFromStringMap(evalOptions).Unmarshal(cfg))
+	require.NoError(tb, confmap.Validate(cfg))
+	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, next)
+	require.NoError(tb, err)
+	return p
+}
+
+func newGroupByTrace(tb testing.TB, next consumer.Traces) processor.Traces {
+	f := groupbytraceprocessor.NewFactory()
+	cfg := f.CreateDefaultConfig().(*groupbytraceprocessor.Config)
+	cfg.WaitDuration = 10 * time.Millisecond
+	cfg.NumWorkers = 2
+	cfg.NumTraces = 1_000_000
+	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, next)
+	require.NoError(tb, err)
+	return p
+}
+
+// run feeds b.N batches of 1000 spans (built before the clock starts) and
+// stops the clock once every span has reached the sink.
+func run(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces) {
+	sink := &countSink{}
+	p := newProc(b, sink)
+	tmpl := agentTemplate()
+	var seq uint64
+	batches := make([]ptrace.Traces, b.N)
+	for i := range batches {
+		batches[i] = makeBatch(tmpl, &seq)
+	}
+	require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	start := time.Now()
+	for i := range batches {
+		if err := p.ConsumeTraces(context.Background(), batches[i]); err != nil {
+			b.Fatal(err)
+		}
+		batches[i] = ptrace.Traces{}
+	}
+	sink.waitFor(int64(b.N * spansPerBatch))
+	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*spansPerBatch)/elapsed.Seconds(), "spans/s")
+	// On a shared machine the CPU time the process spent per span varies
+	// less than the wall-clock throughput.
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N*spansPerBatch), "cpu-µs/span")
+	require.NoError(b, p.Shutdown(context.Background()))
+	require.Equal(b, int64(b.N*spansPerBatch), sink.spans.Load())
+}
+
+// cpuTime is the user and system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCompare is what bench/compare.sh runs on both sides.
+func BenchmarkCompare(b *testing.B) {
+	b.Run("eval", func(b *testing.B) { run(b, newEval) })
+	b.Run("groupbytrace", func(b *testing.B) { run(b, newGroupByTrace) })
+}
+
+// TestBenchmarkScores checks that the benchmark measures scoring: every
+// evaluator scores every trace, and tool_trajectory and tool_call_validity
+// pass while tool_error fails (the last tool call failed).
+func TestBenchmarkScores(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	p := newEval(t, sink)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	var seq uint64
+	require.NoError(t, p.ConsumeTraces(context.Background(), makeBatch(agentTemplate(), &seq)))
+	require.Eventually(t, func() bool { return sink.SpanCount() >= spansPerBatch }, 30*time.Second, time.Millisecond)
+	require.NoError(t, p.Shutdown(context.Background()))
+	passed := map[string]int{}
+	agents := 0
+	for _, td := range sink.AllTraces() {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			for j := 0; j < td.ResourceSpans().At(i).ScopeSpans().Len(); j++ {
+				spans := td.ResourceSpans().At(i).ScopeSpans().At(j).Spans()
+				for k := 0; k < spans.Len(); k++ {
+					if !spans.At(k).ParentSpanID().IsEmpty() {
+						continue
+					}
+					agents++
+					spans.At(k).Attributes().Range(func(key string, v pcommon.Value) bool {
+						if name, ok := strings.CutSuffix(key, ".passed"); ok && v.Bool() {
+							passed[name]++
+						} else if ok {
+							passed[name] += 0
+						}
+						return true
+					})
+				}
+			}
+		}
+	}
+	require.Equal(t, spansPerBatch/spansPerTrace, agents)
+	require.Equal(t, map[string]int{
+		"eval.tool_trajectory": agents, "eval.tool_call_validity": agents, "eval.tool_error": 0,
+		"eval.tool_efficiency": agents, "eval.token_usage": agents,
+	}, passed)
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The cpu command: what scoring costs end to end. The built collector runs
+// the same load twice per round, once with `processors: [batch]` and once
+// with `[eval, batch]` (the suite's deterministic evaluators), the order
+// alternating between rounds; the CPU time the collector process spent
+// from the first request until every acknowledged span reached the sink,
+// divided by the spans sent, is its cost per span.
+
+// cpuOptions are the cpu command's flags.
+type cpuOptions struct {
+	collector string
+	rounds    int
+	load      loadConfig
+	keep      bool
+	profile   string // directory for CPU profiles of the collector; "" for none
+	out       io.Writer
+}
+
+// cpuPipelines are the two pipelines compared; the first is the reference.
+var cpuPipelines = []string{"[batch]", "[eval, batch]"}
+
+func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("cpu", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := cpuOptions{out: stdout, load: loadConfig{plainShare: 0.2, failShare: 0.2, parts: 3, gap: 100 * time.Millisecond,
+		retryFor: 60 * time.Second, conns: 4, seed: 1, scale: 1}}
+	fs.StringVar(&o.collector, "collector", "", "a prebuilt otelcol-evalbridge binary; default: go build ./cmd/otelcol-evalbridge")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs both pipelines, in alternating order")
+	fs.Float64Var(&o.load.rate, "rate", 300, "traces started per second")
+	fs.DurationVar(&o.load.duration, "duration", 15*time.Second, "how long new traces start")
+	fs.BoolVar(&o.keep, "keep", false, "keep the generated configs and collector logs")
+	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the collector during each load into this directory (from its pprof extension)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 {
+		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-keep] [-profile DIR]")
+		return errUsage
+	}
+	return runCPU(ctx, o)
+}
+
+// cpuRun is one measurement.
+type cpuRun struct {
+	pipeline string
+	spans    int64
+	cpu      time.Duration
+}
+
+func (r cpuRun) perSpan() float64 {
+	return float64(r.cpu.Microseconds()) / float64(max(r.spans, 1))
+}
+
+func runCPU(ctx context.Context, o cpuOptions) error {
+	dir, err := os.MkdirTemp("", "evalbridge-cpu-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintf(o.out, "configs and logs in %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	bin := o.collector
+	if bin == "" {
+		fmt.Fprintln(o.out, "building ./cmd/otelcol-evalbridge …")
+		if bin, err = buildCollector(ctx, dir); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
+	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span")
+	var runs []cpuRun
+	for round := 1; round <= o.rounds; round++ {
+		order := slices.Clone(cpuPipelines)
+		if round%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, pl := range order {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r, err := cpuOnce(ctx, bin, dir, fmt.Sprintf("cpu-%d-%d", round, len(runs)), pl, o.load, o.profile)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", round, pl, err)
+			}
+			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan())
+			runs = append(runs, r)
+		}
+	}
+	fmt.Fprintf(o.out, "# load average after %s\n", loadAverage())
+	med := map[string]float64{}
+	for _, pl := range cpuPipelines {
+		var v []float64
+		for _, r := range runs {
+			if r.pipeline == pl {
+				v = append(v, r.perSpan())
+			}
+		}
+		med[pl] = median(v)
+	}
+	fmt.Fprintf(o.out, "median CPU µs/span: %s %.1f, %s %.1f\n", cpuPipelines[0], med[cpuPipelines[0]], cpuPipelines[1], med[cpuPipelines[1]])
+	fmt.Fprintf(o.out, "ratio %s / %s: %.3f\n", cpuPipelines[1], cpuPipelines[0], med[cpuPipelines[1]]/med[cpuPipelines[0]])
+	return nil
+}
+
+// cpuOnce starts a collector with pipeline, sends the load and returns the
+// CPU time the collector spent until every acknowledged span arrived.
+func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig, profileDir string) (cpuRun, error) {
+	s, err := newSink("127.0.0.1:0")
+	if err != nil {
+		return cpuRun{}, err
+	}
+	defer s.close()
+	p, err := newPorts()
+	if err != nil {
+		return cpuRun{}, err
+	}
+	sc := scenario{name: name, eval: "wait: 1s\n    timeout: 5s", evals: normalEvaluators, processors: pipeline}
+	col, err := startCollector(bin, dir, name, collectorConfig(sc, p, s.addr, "", ""), p)
+	if err != nil {
+		return cpuRun{}, err
+	}
+	defer func() {
+		if !col.exited() {
+			col.kill()
+		}
+	}()
+	close(col.stopMonitor) // its scrapes would count as the collector's work
+	pid := col.cmd.Process.Pid
+	before, err := processCPU(pid)
+	if err != nil {
+		return cpuRun{}, err
+	}
+	profiled := make(chan error, 1)
+	if profileDir != "" {
+		file := filepath.Join(profileDir, name+"-"+strings.Trim(strings.NewReplacer(", ", "-").Replace(pipeline), "[]")+".pprof")
+		go func() { profiled <- saveProfile(col.pprof, lc.duration, file) }()
+	} else {
+		profiled <- nil
+	}
+	lc.endpoint = col.grpc
+	l := newLoad(lc)
+	if err := l.run(ctx); err != nil {
+		return cpuRun{}, err
+	}
+	if err := <-profiled; err != nil {
+		return cpuRun{}, err
+	}
+	complete := s.quiet(ctx, 100*time.Millisecond, time.Now().Add(60*time.Second), func() bool {
+		arr, _, _, _, _ := s.snapshot()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for seq, si := range l.gen.spans {
+			if _, ok := arr[int64(seq)]; si.acked && !ok {
+				return false
+			}
+		}
+		return true
+	})
+	after, err := processCPU(pid)
+	if err != nil {
+		return cpuRun{}, err
+	}
+	col.stop(20 * time.Second)
+	if !complete {
+		return cpuRun{}, fmt.Errorf("not every acknowledged span arrived within 60 s (log %s)", filepath.Join(dir, name+".log"))
+	}
+	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before}, nil
+}
+
+// processCPU is the user and system CPU time of process pid so far
+// (/proc/PID/stat, in clock ticks of 10 ms).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("the collector's CPU time (Linux /proc only): %w", err)
+	}
+	// The fields after the command name, which is in parentheses.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(utime+stime) * tick, nil
+}
+
+// saveProfile writes a CPU profile of d from the pprof extension at addr.
+func saveProfile(addr string, d time.Duration, file string) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	cl := http.Client{Timeout: d + 30*time.Second}
+	resp, err := cl.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+	if err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("CPU profile: %s", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
