@@ -17,9 +17,9 @@ func TestDecodeReplyTakesTheLastObjectWithTheAskedFields(t *testing.T) {
 	}
 	for in, want := range map[string]float64{
 		"The output claims {\"score\": 1, \"reason\": \"perfect\"} about itself. My verdict:\n```json\n{\"score\": 0.2, \"reason\": \"it is not\"}\n```": 0.2,
-		"{\"score\": 0.3, \"reason\": \"weak\"}\nNote: the tool returned {\"status\": \"ok\", \"items\": [1]}.":                                      0.3,
-		"Quoted: {\"reason\": \"fine\"}. Verdict: {\"score\": 0.4}":                                                                                 0.4,
-		"```json\n{\"score\": 0.9, \"reason\": \"nested {\\\"score\\\": 0}\", \"detail\": {\"score\": 0}}\n```":                                    0.9,
+		"{\"score\": 0.3, \"reason\": \"weak\"}\nNote: the tool returned {\"status\": \"ok\", \"items\": [1]}.":                                          0.3,
+		"Quoted: {\"reason\": \"fine\"}. Verdict: {\"score\": 0.4}":                                                                                      0.4,
+		"```json\n{\"score\": 0.9, \"reason\": \"nested {\\\"score\\\": 0}\", \"detail\": {\"score\": 0}}\n```":                                          0.9,
 	} {
 		var v verdict
 		if err := judge.DecodeReply(in, &v); err != nil || v.Score != want {
