@@ -50,7 +50,7 @@ func TestJudgeBacklogIsBounded(t *testing.T) {
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
 
-	raw, err := os.ReadFile("../examples/traces/travel-agent-semconv.json")
+	raw, err := os.ReadFile("../../examples/traces/travel-agent-semconv.json")
 	require.NoError(t, err)
 	load := func() []adapter.SpanRef {
 		var u ptrace.JSONUnmarshaler
@@ -82,7 +82,7 @@ func TestJudgeBacklogIsBounded(t *testing.T) {
 	for _, rep := range finished {
 		r := results(rep)["helpful"]
 		require.Equal(t, evaluators.StatusSkipped, r.Status, r.Reason)
-		require.Contains(t, r.Reason, "100 judge tasks are already waiting (max_pending_judge_tasks)")
+		require.Contains(t, r.Reason, `100 tasks for judge "default" are already waiting (its share of max_pending_judge_tasks 100)`)
 	}
 	mu.Unlock()
 	// The workers took up to maxConc tasks off the queue before it filled.
@@ -186,7 +186,7 @@ func TestShutdownFinishesQueuedJudgeTasks(t *testing.T) {
 	const traces = 10
 	done := make(chan Report, traces)
 	for i := 0; i < traces; i++ {
-		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -196,7 +196,7 @@ func TestShutdownFinishesQueuedJudgeTasks(t *testing.T) {
 		require.NotEqual(t, evaluators.StatusPassed, r.Status, r.Reason)
 	}
 	// After Shutdown, judge work is refused at once, not queued.
-	rep := e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json"))
+	rep := e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"))
 	r := results(rep)["helpful"]
 	require.Equal(t, evaluators.StatusError, r.Status)
 	require.Contains(t, r.Reason, "not running")

@@ -73,7 +73,7 @@ func TestScoreTraceWritesResultsOnTheAgentSpan(t *testing.T) {
 		map[string]any{"type": "tool_trajectory", "name": "booking_flow", "mode": "strict"},
 		map[string]any{"type": "tool_error"},
 	}})
-	spans := loadTrace(t, "../examples/traces/travel-agent-wrong-order.json")
+	spans := loadTrace(t, "../../examples/traces/travel-agent-wrong-order.json")
 	rep := e.ScoreTrace(context.Background(), spans)
 	got := results(rep)
 	if r := got["booking_flow"]; r.Status != evaluators.StatusFailed || r.Score != 0 {
@@ -97,7 +97,7 @@ func TestWhenSelectsSpans(t *testing.T) {
 		map[string]any{"type": "tool_error", "name": "travel_only", "when": []any{`attributes["gen_ai.agent.name"] == "travel_agent"`}},
 		map[string]any{"type": "tool_error", "name": "other_only", "when": []any{`attributes["gen_ai.agent.name"] == "support_agent"`}},
 	}})
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
 	if _, ok := got["travel_only"]; !ok {
 		t.Error("travel_only did not run on the travel agent")
 	}
@@ -126,7 +126,7 @@ func TestSampleRateDecidesByTraceID(t *testing.T) {
 		t.Errorf("sample_rate 0.3 picked %d of 10000", picked)
 	}
 	none := newEngine(t, map[string]any{"evaluators": []any{map[string]any{"type": "tool_error", "sample_rate": 0.0}}})
-	if rep := none.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")); len(rep.Evaluations) != 0 {
+	if rep := none.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")); len(rep.Evaluations) != 0 {
 		t.Errorf("sample_rate 0 still evaluated: %+v", rep.Evaluations)
 	}
 }
@@ -135,7 +135,7 @@ func TestExpiredContextMarksTimeout(t *testing.T) {
 	e := newEngine(t, map[string]any{"evaluators": []any{map[string]any{"type": "tool_error"}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	spans := loadTrace(t, "../examples/traces/travel-agent-semconv.json")
+	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	got := results(e.ScoreTrace(ctx, spans))
 	if r := got["tool_error"]; r.Status != evaluators.StatusTimeout {
 		t.Errorf("tool_error = %+v, want timeout", r)
@@ -177,7 +177,7 @@ func BenchmarkScoreTrace(b *testing.B) {
 	e := newEngine(b, map[string]any{"evaluators": []any{
 		map[string]any{"type": "tool_trajectory"}, map[string]any{"type": "tool_error"},
 	}})
-	src := loadTrace(b, "../examples/traces/travel-agent-semconv.json")
+	src := loadTrace(b, "../../examples/traces/travel-agent-semconv.json")
 	b.ReportAllocs()
 	for b.Loop() {
 		// Annotating writes into the spans: work on a fresh copy each time.
@@ -202,7 +202,7 @@ func TestWhenErroringConditionDoesNotHideAnother(t *testing.T) {
 			`attributes["gen_ai.agent.name"] == "travel_agent"`,
 		}},
 	}})
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
 	if _, ok := got["tool_error"]; !ok {
 		t.Error("tool_error did not run although its second condition holds")
 	}

@@ -14,7 +14,7 @@ import (
 // options): any input gives a config or an error, never a panic, and a
 // config that validates builds an engine.
 func FuzzConfigDecode(f *testing.F) {
-	for _, path := range []string{"../examples/judge.yaml", "../examples/evalctl.yaml", "../examples/judge-ollama.yaml"} {
+	for _, path := range []string{"../../examples/judge.yaml", "../../examples/evalctl.yaml", "../../examples/judge-ollama.yaml"} {
 		if b, err := os.ReadFile(path); err == nil {
 			f.Add(b)
 		}

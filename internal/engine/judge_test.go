@@ -70,7 +70,7 @@ func TestJudgeEngineScoresConcurrently(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
 	for _, n := range names {
 		if r := got[n]; r.Status != evaluators.StatusPassed || r.Score != 0.9 {
 			t.Errorf("%s: %+v", n, r)
@@ -96,7 +96,7 @@ func TestJudgeEngineTimeout(t *testing.T) {
 	defer func() { _ = e.Shutdown(context.Background()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	got := results(e.ScoreTrace(ctx, loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
 	if r := got["llm_judge"]; r.Status != evaluators.StatusTimeout {
 		t.Fatalf("llm_judge: %+v", r)
 	}
@@ -107,7 +107,7 @@ func TestJudgeEngineShutdownWithoutStart(t *testing.T) {
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
 	if r := got["llm_judge"]; r.Status != evaluators.StatusError || !strings.Contains(r.Reason, "not started") {
 		t.Fatalf("llm_judge before Start: %+v", r)
 	}

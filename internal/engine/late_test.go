@@ -47,7 +47,7 @@ func TestLateJudgeResultBecomesLinkedSpan(t *testing.T) {
 	}
 	defer func() { _ = e.Shutdown(context.Background()) }()
 
-	spans := loadTrace(t, "../examples/traces/travel-agent-semconv.json")
+	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
 	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
@@ -106,7 +106,7 @@ func TestLateResultsDropDeliversNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	got := results(e.ScoreTrace(ctx, loadTrace(t, "../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
 	if r := got["llm_judge"]; r.Status != evaluators.StatusTimeout || strings.Contains(r.Reason, "late result") {
 		t.Fatalf("llm_judge: %+v", r)
 	}
@@ -137,7 +137,7 @@ func TestShutdownStopsLateJudgeCalls(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, loadTrace(t, "../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
+	e.ScoreTraceAsync(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
 	cancel()
 	<-done
 	sctx, scancel := context.WithCancel(context.Background())
@@ -170,7 +170,7 @@ func TestLateTargetSharedByTheTasksOfOneCase(t *testing.T) {
 	}
 	defer func() { _ = e.Shutdown(context.Background()) }()
 
-	spans := loadTrace(t, "../examples/traces/travel-agent-semconv.json")
+	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	var target *lateTarget
 	ref := spans[0]
 	t1 := e.newJudgeTask(&e.instances[0], &adapter.Case{}, ref, &target, new(evaluators.Result))

@@ -72,7 +72,7 @@ func TestRemoteFailuresDoNotStopTheTrace(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	spans := loadTrace(t, "../examples/traces/travel-agent-semconv.json")
+	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	got := results(e.ScoreTrace(context.Background(), spans))
 	for name, w := range map[string]struct {
 		st     evaluators.Status
@@ -112,7 +112,7 @@ func TestRemoteRunsInTheBackgroundWithLateResults(t *testing.T) {
 	}
 	defer func() { _ = e.Shutdown(context.Background()) }()
 
-	spans := loadTrace(t, "../examples/traces/travel-agent-semconv.json")
+	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
 	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
