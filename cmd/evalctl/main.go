@@ -26,7 +26,8 @@ const usage = `evalctl scores LLM agent traces offline, as the evalbridge collec
 Usage:
   evalctl run --config FILE [--out FILE|-] [--summary text|json]
               [--min-pass-rate NAME=R]... [--baseline SUMMARY.json]
-              [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE] INPUT...
+              [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE]
+              [--allow-unscored] INPUT...
   evalctl validate --config FILE
 
 INPUT is OTLP/JSON (one export request per document, or JSON Lines of them:
@@ -41,7 +42,9 @@ case has no pass rate, and a gate on it fails.
 
 Exit status: without a gate option, 0 when nothing failed, 1 when any
 evaluation failed; with one, 0 when all gates hold, 1 when a gate failed.
-2 for bad usage, config or input.
+2 for bad usage, config or input. No false green: 1 also when an evaluator
+scored no case, when its errors and timeouts outnumber its scored cases, or
+when an input's spans give no case, unless --allow-unscored.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

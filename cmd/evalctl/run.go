@@ -48,7 +48,7 @@ func validateCmd(ctx context.Context, args []string, stderr, stdout io.Writer) i
 		fmt.Fprintln(stderr, "evalctl validate: usage: evalctl validate --config FILE")
 		return exitUsage
 	}
-	cfg, err := loadConfig(ctx, *configPath)
+	cfg, err := loadConfig(ctx, *configPath, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl validate: %v\n", err)
 		return exitUsage
@@ -75,6 +75,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	junitPath := fs.String("junit", "", "write JUnit XML to FILE: one test case per (evaluator, case)")
 	reportPath := fs.String("report", "", "write a self-contained HTML report to FILE")
 	traceURL := fs.String("trace-url", "", "link template for traces in --report and --junit, with {trace_id} and {span_id} placeholders")
+	allowUnscored := fs.Bool("allow-unscored", false, "exit 0 even when an evaluator scored no case, its errors and timeouts outnumber its scored cases, or an input holds no case")
 	inputs, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
@@ -91,7 +92,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 
-	cfg, err := loadConfig(ctx, *configPath)
+	cfg, err := loadConfig(ctx, *configPath, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
@@ -134,7 +135,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "evalctl run: no trace in the inputs (log records are joined to the spans of their traces)")
 		return exitUsage
 	}
-	store := recordSessions(eng, cfg)
+	withCase := map[pcommon.TraceID]bool{} // traces that gave a case (or a session turn)
+	store := recordSessions(eng, cfg, func(id pcommon.TraceID) { withCase[id] = true })
 	records := logsByTrace(docs)
 	for _, spans := range traces {
 		id := spans[0].Span.TraceID()
@@ -149,7 +151,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %s\n", spans[0].Span.TraceID(), p)
 		}
 		sum.add(rep)
+		if len(rep.Evaluations) > 0 {
+			withCase[id] = true
+		}
 	}
+	sum.noCase = inputsWithoutCase(docs, withCase)
 
 	// Sessions are scored once every input has been read: their
 	// evaluate_session spans go to --out after the input traces.
@@ -220,6 +226,16 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: summary: %v\n", err)
 		return exitUsage
 	}
+	// Nothing scored is no green: a judge that is down, or a file without
+	// GenAI spans, must not pass a CI gate.
+	unscored := sum.unscored()
+	for _, m := range unscored {
+		fmt.Fprintf(stderr, "evalctl: not scored: %s\n", m)
+	}
+	if len(unscored) > 0 && !*allowUnscored {
+		fmt.Fprintln(stderr, "evalctl: failing: some results say nothing (--allow-unscored accepts this)")
+		return exitFailed
+	}
 	// With a gate option the gates decide; single failures are expected noise.
 	if gates.active() {
 		if gatesFailed(verdicts) > 0 {
@@ -272,6 +288,44 @@ func tracesInOrder(docs []document) [][]adapter.SpanRef {
 			}
 			out[at] = append(out[at], r)
 		})
+	}
+	return out
+}
+
+// inputsWithoutCase names the input files whose spans gave no case that an
+// evaluator scored (no LLM, agent or tool span, or none an evaluator's
+// `case` and `when` select).
+func inputsWithoutCase(docs []document, withCase map[pcommon.TraceID]bool) []string {
+	type count struct {
+		spans   int
+		traces  map[pcommon.TraceID]bool
+		hasCase bool
+	}
+	var order []string
+	files := map[string]*count{}
+	for _, d := range docs {
+		if d.isLogs {
+			continue
+		}
+		c := files[d.file]
+		if c == nil {
+			c = &count{traces: map[pcommon.TraceID]bool{}}
+			files[d.file] = c
+			order = append(order, d.file)
+		}
+		adapter.ForEachSpan(d.traces, func(r adapter.SpanRef) {
+			id := r.Span.TraceID()
+			c.spans++
+			c.traces[id] = true
+			c.hasCase = c.hasCase || withCase[id]
+		})
+	}
+	var out []string
+	for _, f := range order {
+		if c := files[f]; c.spans > 0 && !c.hasCase {
+			out = append(out, fmt.Sprintf("input %s: %d span(s) in %d trace(s), but no case was scored: no LLM, agent or tool span "+
+				"(or none an evaluator's `case` and `when` select)", f, c.spans, len(c.traces)))
+		}
 	}
 	return out
 }
