@@ -17,6 +17,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
 	"github.com/google/cel-go/parser"
 	"go.opentelemetry.io/collector/confmap"
 
@@ -139,9 +140,8 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		// conjunct that uses one can be quoted in a reason.
 		cel.EnableMacroCallTracking(),
 		ext.Strings(), ext.Math(), ext.Lists(), ext.Sets(), ext.Encoders(), ext.Regex(), ext.Bindings(),
-		cel.Function("json.decode",
-			cel.Overload("json_decode_string", []*cel.Type{cel.StringType}, cel.DynType,
-				cel.UnaryBinding(celJSONDecode))),
+		// json.decode is declared per evaluator (celJSONDecoder): it
+		// refuses, before decoding, an input its cost_limit cannot pay.
 		// Last: the libraries above register types with the default provider.
 		func(env *cel.Env) (*cel.Env, error) {
 			return cel.CustomTypeProvider(celProvider{env.CELTypeProvider()})(env)
@@ -149,18 +149,50 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	)
 })
 
-// celJSONDecode is `json.decode(s)`: tool results and attributes often hold
-// JSON text. Numbers become doubles, as in JSON.
-func celJSONDecode(v ref.Val) ref.Val {
-	s, ok := v.(types.String)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(v)
+// celJSONDecoder is `json.decode(s)` for an expression with costLimit:
+// tool results and attributes often hold JSON text; numbers become doubles,
+// as in JSON. It costs one per input byte (celCostTrackers), and an input
+// larger than costLimit is refused before it is decoded: decoding allocates
+// about 20 times the input, and the cost is only counted after a call.
+func celJSONDecoder(costLimit uint64) cel.EnvOption {
+	return cel.Function("json.decode",
+		cel.Overload("json_decode_string", []*cel.Type{cel.StringType}, cel.DynType,
+			cel.UnaryBinding(func(v ref.Val) ref.Val {
+				s, ok := v.(types.String)
+				if !ok {
+					return types.MaybeNoSuchOverloadErr(v)
+				}
+				if n := uint64(len(s)); n > costLimit {
+					return types.NewErr("json.decode: an input of %d bytes exceeds cost_limit %d (json.decode costs one per byte); "+
+						"raise `cost_limit` or decode less", n, costLimit)
+				}
+				var out any
+				if err := json.Unmarshal([]byte(s), &out); err != nil {
+					return types.NewErr("json.decode: %v", err)
+				}
+				return types.DefaultTypeAdapter.NativeToValue(out)
+			})))
+}
+
+// celCostTrackers cost by size what the libraries cost 1 whatever their
+// input: json.decode (one per input byte) and format (one per output
+// byte). The other string functions (ext.Strings, regex, base64, quote)
+// already cost by size.
+var celCostTrackers = cel.CostTrackerOptions(
+	interpreter.OverloadCostTracker("json_decode_string", func(args []ref.Val, _ ref.Val) *uint64 {
+		return sizeCost(args[0])
+	}),
+	interpreter.OverloadCostTracker("string_format", func(_ []ref.Val, result ref.Val) *uint64 {
+		return sizeCost(result)
+	}),
+)
+
+func sizeCost(v ref.Val) *uint64 {
+	n := uint64(1)
+	if s, ok := v.(types.String); ok {
+		n = max(n, uint64(len(s)))
 	}
-	var out any
-	if err := json.Unmarshal([]byte(s), &out); err != nil {
-		return types.NewErr("json.decode: %v", err)
-	}
-	return types.DefaultTypeAdapter.NativeToValue(out)
+	return &n
 }
 
 func newCEL(opts *confmap.Conf, _ Deps) (Evaluator, error) {
@@ -174,7 +206,11 @@ func newCEL(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	if o.CostLimit == 0 {
 		return nil, errors.New("option `cost_limit` must be positive")
 	}
-	env, err := celEnv()
+	base, err := celEnv()
+	if err != nil {
+		return nil, fmt.Errorf("building the CEL environment: %w", err)
+	}
+	env, err := base.Extend(celJSONDecoder(o.CostLimit))
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment: %w", err)
 	}
@@ -230,7 +266,7 @@ func (e *celEval) NeedsAttributes() bool { return e.readsAll || e.reads["attribu
 
 func (e *celEval) program(env *cel.Env, a *cel.Ast) (cel.Program, error) {
 	prg, err := env.Program(a,
-		cel.CostLimit(e.costLimit),
+		cel.CostLimit(e.costLimit), celCostTrackers,
 		// OptOptimize compiles constant regular expressions (`matches`) once
 		// here instead of on every evaluation.
 		cel.EvalOptions(cel.OptTrackCost, cel.OptOptimize),

@@ -85,7 +85,7 @@ var registry = index(
 	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newTokenUsage}, // limits.go
 	// Custom: the user's own checks, as a CEL expression (cel.go) or an
 	// HTTP endpoint (remote.go).
-	Factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Sessions: true, New: newCEL},                    // cel.go
+	Factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Sessions: true, ToolCalls: true, New: newCEL},   // cel.go
 	Factory{Type: "remote", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Async: true, Sessions: true, New: newRemote}, // remote.go
 	// With a judge (judge.go is their common base): an answer against the
 	// operator's criteria, answers and retrieval, safety, agent runs and

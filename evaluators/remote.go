@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/httpclient"
 	"github.com/evalbridge/evalbridge/internal/httpretry"
 	"github.com/evalbridge/evalbridge/internal/judge"
 )
@@ -58,7 +59,8 @@ type remote struct {
 	warn *zap.Logger
 	sem  chan struct{}
 
-	http     judge.HTTPClient
+	http     httpclient.Client
+	secrets  *httpclient.Secrets
 	requests atomic.Pointer[metric.Int64Counter]
 	now      func() time.Time
 	// redactBody masks the body (`redaction:`); nil sends it as built.
@@ -77,11 +79,12 @@ func newRemote(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
 	}
+	secrets := httpclient.NewSecrets(o.Endpoint, o.Headers, o.APIKey)
 	var errs []error
 	if o.Endpoint == "" {
 		errs = append(errs, errors.New("option `endpoint` is required: the URL each case is POSTed to"))
 	} else if u, err := url.Parse(o.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("option `endpoint`: %q is not an http(s) URL", judge.Redact(o.Endpoint, o.APIKey, o.Headers)))
+		errs = append(errs, fmt.Errorf("option `endpoint`: %q is not an http(s) URL", secrets.Redact(httpclient.StripURL(o.Endpoint))))
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("option `timeout`: %v must be positive (a hung endpoint must not hold a case forever)", o.Timeout))
@@ -99,7 +102,7 @@ func newRemote(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 		errs = append(errs, fmt.Errorf("option `max_field_bytes`: %d must be positive", o.MaxFieldBytes))
 	}
 	if err := o.ClientConfig.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("http client: %s", judge.Redact(err.Error(), o.APIKey, o.Headers)))
+		errs = append(errs, fmt.Errorf("http client: %s", secrets.Redact(err.Error())))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -113,7 +116,7 @@ func newRemote(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	}
 	logger := set.Logger.With(zap.String("evaluator", deps.Name))
 	return &remote{
-		name: deps.Name, o: o, set: set, redactBody: deps.RedactBody,
+		name: deps.Name, o: o, set: set, redactBody: deps.RedactBody, secrets: secrets,
 		// An endpoint that is down fails every case: warn a few times a
 		// minute per message, not once per case (the metric counts each).
 		warn: logger.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
@@ -138,7 +141,7 @@ func (r *remote) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	r.requests.Store(&requests)
-	if err := r.http.Start(ctx, &r.o.ClientConfig, host, r.set, r.redact); err != nil {
+	if err := r.http.Start(ctx, &r.o.ClientConfig, host, r.set, r.secrets); err != nil {
 		return fmt.Errorf("evaluator %q: %w", r.name, err)
 	}
 	return nil
@@ -150,7 +153,10 @@ func (r *remote) Shutdown(context.Context) error {
 	return nil
 }
 
-func (r *remote) redact(s string) string { return judge.Redact(s, r.o.APIKey, r.o.Headers) }
+// redact removes the credentials (api_key, header values, the endpoint's
+// userinfo and query) and writes URLs without userinfo and query; before
+// any clipping.
+func (r *remote) redact(s string) string { return r.secrets.Redact(s) }
 
 func (r *remote) count(ctx context.Context, outcome string) {
 	if c := r.requests.Load(); c != nil {
@@ -265,6 +271,8 @@ func (r *remote) transportError(ctx context.Context, what string, err error) (re
 	switch {
 	case ctx.Err() != nil:
 		return false, ctx.Err()
+	case httpclient.IsRedirect(err):
+		return false, fmt.Errorf("%s: %s", what, r.redact(err.Error()))
 	case judge.IsTimeout(err):
 		return true, errAttemptTimeout{r.o.Timeout}
 	}
@@ -293,7 +301,7 @@ func (r *remote) attempt(ctx context.Context, hc *http.Client, body []byte) (_ *
 		return nil, 0, retry, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("HTTP %d from the remote evaluator: %s", resp.StatusCode, r.redact(clipText(strings.TrimSpace(string(data)), 300)))
+		err := fmt.Errorf("HTTP %d from the remote evaluator: %s", resp.StatusCode, clipText(strings.TrimSpace(r.redact(string(data))), 300))
 		retry, after := judge.RetryableStatus(resp.StatusCode)
 		if after {
 			retryAfter = httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), r.now())
@@ -302,11 +310,11 @@ func (r *remote) attempt(ctx context.Context, hc *http.Client, body []byte) (_ *
 	}
 	var reply remoteReply
 	if err := json.Unmarshal(data, &reply); err != nil {
-		return nil, 0, false, fmt.Errorf("the remote evaluator's reply is not {\"score\": …, \"reason\": …} nor {\"skipped\": …}: %v (body: %q)",
-			err, r.redact(clipText(string(data), 200)))
+		return nil, 0, false, fmt.Errorf("the remote evaluator's reply is not {\"score\": …, \"reason\": …} nor {\"skipped\": …}: %s (body: %q)",
+			r.redact(err.Error()), clipText(r.redact(string(data)), 200))
 	}
 	if reply.Skipped == nil && (reply.Score == nil || !reply.Score.ok) {
-		return nil, 0, false, fmt.Errorf("the remote evaluator's reply has neither \"score\" nor \"skipped\" (body: %q)", r.redact(clipText(string(data), 200)))
+		return nil, 0, false, fmt.Errorf("the remote evaluator's reply has neither \"score\" nor \"skipped\" (body: %q)", clipText(r.redact(string(data)), 200))
 	}
 	return &reply, 0, false, nil
 }

@@ -16,20 +16,8 @@ import (
 // startRemote validates, builds and starts a remote evaluator instance.
 func startRemote(t *testing.T, opts map[string]any) *Instance {
 	t.Helper()
-	cfg := Config{Type: "remote", Name: "my_remote", Options: opts}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("validate: %v", err)
-	}
-	insts, err := Build([]Config{cfg}, Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc := insts[0].Evaluator.(Lifecycle)
-	if err := lc.Start(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lc.Shutdown(context.Background()) })
-	return insts[0]
+	in, _ := startRemoteLogged(t, opts)
+	return in
 }
 
 func TestRemoteSendsTheCaseAndReadsTheReply(t *testing.T) {

@@ -91,7 +91,7 @@ func estimateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintf(stderr, "evalctl estimate: --summary %q: want text or json\n", *summaryFormat)
 		return exitUsage
 	}
-	cfg, err := loadConfig(ctx, *configPath)
+	cfg, err := loadConfig(ctx, *configPath, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl estimate: %v\n", err)
 		return exitUsage

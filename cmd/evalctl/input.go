@@ -18,6 +18,7 @@ import (
 // joined to their spans by trace and span id).
 type document struct {
 	source string // file name and document number, for messages
+	file   string // the input it came from ("stdin" for -)
 	traces ptrace.Traces
 	logs   plog.Logs
 	isLogs bool
@@ -79,7 +80,7 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 			if err != nil {
 				return nil, fmt.Errorf("input %s, document %d: not an OTLP/JSON logs export request: %w", name, n, err)
 			}
-			docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), logs: ld, isLogs: true})
+			docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), file: name, logs: ld, isLogs: true})
 			records += ld.LogRecordCount()
 			continue
 		case "jaeger", "jaeger-trace":
@@ -90,7 +91,7 @@ func readDocuments(name string, r io.Reader) ([]document, error) {
 			return nil, fmt.Errorf("input %s, document %d: neither an OTLP/JSON trace or logs export request (\"resourceSpans\", \"resourceLogs\") "+
 				"nor a Jaeger JSON export (\"data\": [{\"traceID\", \"spans\", \"processes\"}])", name, n)
 		}
-		docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), traces: td})
+		docs = append(docs, document{source: fmt.Sprintf("%s#%d", name, n), file: name, traces: td})
 		spans += td.SpanCount()
 	}
 	// A file with no span in it scores nothing, and a gate over nothing

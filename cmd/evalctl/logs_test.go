@@ -56,7 +56,8 @@ func TestRunJoinsContentLogRecords(t *testing.T) {
 			t.Errorf("order %v: tool_trajectory = %+v", order, e)
 		}
 	}
-	if e := status(traces)["cites_flight"]; e.Skipped != 1 {
+	// Alone, an evaluator scores nothing: accepted only with --allow-unscored.
+	if e := status(traces, "--allow-unscored")["cites_flight"]; e.Skipped != 1 {
 		t.Errorf("traces alone: cites_flight = %+v, want skipped (no content)", e)
 	}
 }

@@ -27,6 +27,7 @@ Usage:
   evalctl run --config FILE [--out FILE|-] [--summary text|json]
               [--min-pass-rate NAME=R]... [--baseline SUMMARY.json]
               [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE]
+              [--allow-unscored]
               (INPUT... | --jaeger URL [--service S] [--operation O]
                [--tags K=V]... [--lookback 24h] [--limit N])
   evalctl estimate --config FILE [--summary text|json]
@@ -51,7 +52,9 @@ case has no pass rate, and a gate on it fails.
 
 Exit status: without a gate option, 0 when nothing failed, 1 when any
 evaluation failed; with one, 0 when all gates hold, 1 when a gate failed.
-2 for bad usage, config or input.
+2 for bad usage, config or input. No false green: 1 also when an evaluator
+scored no case, when its errors and timeouts outnumber its scored cases, or
+when an input's spans give no case, unless --allow-unscored.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

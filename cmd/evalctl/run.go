@@ -48,7 +48,7 @@ func validateCmd(ctx context.Context, args []string, stderr, stdout io.Writer) i
 		fmt.Fprintln(stderr, "evalctl validate: usage: evalctl validate --config FILE")
 		return exitUsage
 	}
-	cfg, err := loadConfig(ctx, *configPath)
+	cfg, err := loadConfig(ctx, *configPath, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl validate: %v\n", err)
 		return exitUsage
@@ -76,6 +76,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	reportPath := fs.String("report", "", "write a self-contained HTML report to FILE")
 	traceURL := fs.String("trace-url", "", "link template for traces in --report and --junit, with {trace_id} and {span_id} placeholders")
 	jaeger := addJaegerFlags(fs)
+	allowUnscored := fs.Bool("allow-unscored", false, "exit 0 even when an evaluator scored no case, its errors and timeouts outnumber its scored cases, or an input holds no case")
 	inputs, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
@@ -92,7 +93,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 
-	cfg, err := loadConfig(ctx, *configPath)
+	cfg, err := loadConfig(ctx, *configPath, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
@@ -194,6 +195,16 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: summary: %v\n", err)
 		return exitUsage
 	}
+	// Nothing scored is no green: a judge that is down, or a file without
+	// GenAI spans, must not pass a CI gate.
+	unscored := sum.unscored()
+	for _, m := range unscored {
+		fmt.Fprintf(stderr, "evalctl: not scored: %s\n", m)
+	}
+	if len(unscored) > 0 && !*allowUnscored {
+		fmt.Fprintln(stderr, "evalctl: failing: some results say nothing (--allow-unscored accepts this)")
+		return exitFailed
+	}
 	// With a gate option the gates decide; single failures are expected noise.
 	if gates.active() {
 		if gatesFailed(verdicts) > 0 {
@@ -246,6 +257,44 @@ func tracesInOrder(docs []document) [][]adapter.SpanRef {
 			}
 			out[at] = append(out[at], r)
 		})
+	}
+	return out
+}
+
+// inputsWithoutCase names the input files whose spans gave no case that an
+// evaluator scored (no LLM, agent or tool span, or none an evaluator's
+// `case` and `when` select).
+func inputsWithoutCase(docs []document, withCase map[pcommon.TraceID]bool) []string {
+	type count struct {
+		spans   int
+		traces  map[pcommon.TraceID]bool
+		hasCase bool
+	}
+	var order []string
+	files := map[string]*count{}
+	for _, d := range docs {
+		if d.isLogs {
+			continue
+		}
+		c := files[d.file]
+		if c == nil {
+			c = &count{traces: map[pcommon.TraceID]bool{}}
+			files[d.file] = c
+			order = append(order, d.file)
+		}
+		adapter.ForEachSpan(d.traces, func(r adapter.SpanRef) {
+			id := r.Span.TraceID()
+			c.spans++
+			c.traces[id] = true
+			c.hasCase = c.hasCase || withCase[id]
+		})
+	}
+	var out []string
+	for _, f := range order {
+		if c := files[f]; c.spans > 0 && !c.hasCase {
+			out = append(out, fmt.Sprintf("input %s: %d span(s) in %d trace(s), but no case was scored: no LLM, agent or tool span "+
+				"(or none an evaluator's `case` and `when` select)", f, c.spans, len(c.traces)))
+		}
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/internal/engine"
 )
@@ -15,7 +17,8 @@ import (
 // `run` and `estimate` share it, so an estimate walks the inputs exactly
 // as a run does.
 func scoreInputs(ctx context.Context, eng *engine.Engine, cfg *engine.Config, docs []document, traces [][]adapter.SpanRef, sum *summary, stderr io.Writer) []document {
-	store := recordSessions(eng, cfg)
+	withCase := map[pcommon.TraceID]bool{} // traces that gave a case (or a session turn)
+	store := recordSessions(eng, cfg, func(id pcommon.TraceID) { withCase[id] = true })
 	records := logsByTrace(docs)
 	for _, spans := range traces {
 		id := spans[0].Span.TraceID()
@@ -30,7 +33,11 @@ func scoreInputs(ctx context.Context, eng *engine.Engine, cfg *engine.Config, do
 			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %s\n", spans[0].Span.TraceID(), p)
 		}
 		sum.add(rep)
+		if len(rep.Evaluations) > 0 {
+			withCase[id] = true
+		}
 	}
+	sum.noCase = inputsWithoutCase(docs, withCase)
 
 	// Sessions are scored once every input has been read: their
 	// evaluate_session spans go to --out after the input traces.

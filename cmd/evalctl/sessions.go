@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/internal/engine"
 	"github.com/evalbridge/evalbridge/internal/sessions"
@@ -12,12 +14,14 @@ import (
 // recordSessions makes the engine record each trace's turns in a session
 // store, when some evaluator has `case: session` (nil otherwise). Turns are
 // ordered by their spans' start times, so the inputs' order does not matter.
-func recordSessions(eng *engine.Engine, cfg *engine.Config) *sessions.Store {
+// turn is told the trace of each turn recorded.
+func recordSessions(eng *engine.Engine, cfg *engine.Config, turn func(pcommon.TraceID)) *sessions.Store {
 	if !eng.HasSessions() {
 		return nil
 	}
 	store := sessions.NewStore(cfg.Sessions, eng.MaxFieldBytes())
 	eng.SetTurnSink(func(c *adapter.Case, ref adapter.SpanRef) {
+		turn(c.TraceID)
 		start := ref.Span.StartTimestamp().AsTime()
 		store.Record(start, c, start, ref.Resource())
 	})

@@ -80,6 +80,8 @@ type summary struct {
 	// cfgExpected is each evaluator's `expected:` option, the expectation
 	// it uses when a case carries no eval.expected.tool_calls.
 	cfgExpected map[string][]adapter.ExpectedCall
+	// noCase are the inputs whose spans gave no case to score.
+	noCase []string
 }
 
 func newSummary(insts []*evaluators.Instance) *summary {
@@ -154,6 +156,27 @@ func (s *summary) add(rep engine.Report) {
 
 func (s *summary) anyFailed() bool { return len(s.failures) > 0 }
 
+// unscored says which results tell nothing (no false green, issue 19): an
+// evaluator that scored no case, one whose errors and timeouts outnumber
+// its scored cases, and the inputs with spans but no case (s.noCase). The
+// run then fails unless --allow-unscored.
+func (s *summary) unscored() []string {
+	var out []string
+	for _, n := range s.order {
+		e := s.byName[n]
+		scored := e.Passed + e.Failed
+		switch {
+		case scored == 0:
+			out = append(out, fmt.Sprintf("evaluator %s scored no case (%d case(s): %d skipped, %d error(s) of which %d timeout(s))",
+				e.Name, e.Cases, e.Skipped, e.Errors, e.Timeouts))
+		case e.Errors > scored:
+			out = append(out, fmt.Sprintf("evaluator %s: %d error(s) and timeout(s) outnumber its %d scored case(s)",
+				e.Name, e.Errors, scored))
+		}
+	}
+	return append(out, s.noCase...)
+}
+
 func (s *summary) rows() []*evaluatorSummary {
 	out := make([]*evaluatorSummary, 0, len(s.order))
 	for _, n := range s.order {
@@ -224,6 +247,7 @@ func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	s.writeUnscored(w)
 	if gates != nil {
 		fmt.Fprintln(w, "\nGates:")
 		for _, g := range gates {
@@ -245,8 +269,22 @@ func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 		_, err := fmt.Fprintf(w, "\n%d evaluation(s) failed\n", len(s.failures))
 		return err
 	}
+	if u := s.unscored(); len(u) > 0 {
+		_, err := fmt.Fprintf(w, "\nnothing failed, but %d result(s) say nothing: see \"Not scored\" above\n", len(u))
+		return err
+	}
 	_, err := fmt.Fprintln(w, "\nall evaluations passed")
 	return err
+}
+
+// writeUnscored lists what unscored found, before the last line.
+func (s *summary) writeUnscored(w io.Writer) {
+	if u := s.unscored(); len(u) > 0 {
+		fmt.Fprintln(w, "\nNot scored:")
+		for _, m := range u {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
+	}
 }
 
 func ciText(ci *[2]float64) string {
@@ -270,7 +308,8 @@ func (s *summary) writeJSON(w io.Writer, gates []gateResult) error {
 		Evaluators  []*evaluatorSummary `json:"evaluators"`
 		Failures    []failure           `json:"failures"`
 		Failed      int                 `json:"failed"`
+		Unscored    []string            `json:"unscored"`
 		Gates       []gateResult        `json:"gates,omitempty"`
 		GatesFailed *int                `json:"gates_failed,omitempty"`
-	}{s.rows(), append([]failure{}, s.failures...), len(s.failures), gates, failedGates})
+	}{s.rows(), append([]failure{}, s.failures...), len(s.failures), append([]string{}, s.unscored()...), gates, failedGates})
 }

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/evalbridge/evalbridge/internal/httpclient"
 	"github.com/evalbridge/evalbridge/internal/httpretry"
 )
 
@@ -44,6 +45,9 @@ type webhookExporter struct {
 	tel     *telemetry
 	mons    *monitors // nil without monitors
 	client  *http.Client
+	// secrets are the credentials (secret, header values, the endpoint's
+	// userinfo and query) kept out of errors.
+	secrets *httpclient.Secrets
 }
 
 func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time) (*webhookExporter, error) {
@@ -79,13 +83,16 @@ func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time
 		limiter: newLimiter(cfg.MaxAlertsPerMinute, now),
 		tel:     tel,
 		mons:    mons,
+		secrets: httpclient.NewSecrets(cfg.ClientConfig.Endpoint, cfg.ClientConfig.Headers, cfg.Secret),
 	}, nil
 }
 
 func (e *webhookExporter) start(ctx context.Context, host component.Host) error {
-	client, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.set.TelemetrySettings)
+	// A redirect to another scheme, host or port is refused: the headers
+	// and the signed payload would go there.
+	client, err := httpclient.New(ctx, &e.cfg.ClientConfig, host.GetExtensions(), e.set.TelemetrySettings, e.secrets)
 	if err != nil {
-		return err
+		return fmt.Errorf("webhook: %w", err)
 	}
 	e.client = client
 	return nil
@@ -192,13 +199,20 @@ func (e *webhookExporter) send(ctx context.Context, body []byte) error {
 		e.tel.failed(ctx, failureNetwork)
 		// *url.Error quotes the whole endpoint; a Slack incoming-webhook URL
 		// is itself the secret, and this error is logged by exporterhelper.
+		redirect := httpclient.IsRedirect(err)
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			err = fmt.Errorf("%s %s: %w", ue.Op, redactedEndpoint(req.URL), ue.Err)
+			err = fmt.Errorf("%s %s: %s", ue.Op, redactedEndpoint(req.URL), e.secrets.Redact(ue.Err.Error()))
+		} else {
+			err = errors.New(e.secrets.Redact(err.Error()))
+		}
+		if redirect {
+			// Another host will not be tried again by a retry.
+			return consumererror.NewPermanent(fmt.Errorf("webhook: sending request: %w", err))
 		}
 		return fmt.Errorf("webhook: sending request: %w", err)
 	}
-	excerpt := readExcerpt(resp.Body)
+	excerpt := readExcerpt(resp.Body, e.secrets)
 	_ = resp.Body.Close()
 
 	code := resp.StatusCode
@@ -239,13 +253,14 @@ func Sign(secret []byte, ts string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-// readExcerpt reads at most maxBodyExcerpt bytes of a response body and
-// discards (a bounded amount of) the rest so the connection can be reused.
-func readExcerpt(r io.Reader) string {
-	b, err := io.ReadAll(io.LimitReader(r, maxBodyExcerpt))
+// readExcerpt reads (a bounded amount of) a response body, so the
+// connection can be reused, and returns at most maxBodyExcerpt bytes of it,
+// redacted before it is clipped: an echoed credential crossing the cut
+// would escape a redaction of the excerpt.
+func readExcerpt(r io.Reader, s *httpclient.Secrets) string {
+	b, err := io.ReadAll(io.LimitReader(r, 64<<10))
 	if err != nil && !errors.Is(err, io.EOF) && len(b) == 0 {
 		return ""
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(r, 64<<10))
-	return truncate(string(b), maxBodyExcerpt)
+	return truncate(s.Redact(string(b)), maxBodyExcerpt)
 }

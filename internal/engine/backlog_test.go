@@ -82,7 +82,7 @@ func TestJudgeBacklogIsBounded(t *testing.T) {
 	for _, rep := range finished {
 		r := results(rep)["helpful"]
 		require.Equal(t, evaluators.StatusSkipped, r.Status, r.Reason)
-		require.Contains(t, r.Reason, "100 judge tasks are already waiting (max_pending_judge_tasks)")
+		require.Contains(t, r.Reason, `100 tasks for judge "default" are already waiting (its share of max_pending_judge_tasks 100)`)
 	}
 	mu.Unlock()
 	// The workers took up to maxConc tasks off the queue before it filled.

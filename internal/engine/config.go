@@ -116,9 +116,9 @@ func NewDefaultConfig() Config {
 		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,
 		Sampling:             NewDefaultSamplingConfig(),
 		Redaction:            redact.NewDefaultConfig(),
-		MaxHold:       DefaultMaxHold,
-		MaxTraceSpans: DefaultMaxTraceSpans,
-		ReleaseRetry:  NewDefaultReleaseRetry(),
+		MaxHold:              DefaultMaxHold,
+		MaxTraceSpans:        DefaultMaxTraceSpans,
+		ReleaseRetry:         NewDefaultReleaseRetry(),
 	}
 }
 

@@ -31,10 +31,9 @@ type Engine struct {
 	logger    *zap.Logger
 	// judges are the clients of `judges:`; Start and Shutdown run them.
 	judges map[string]*judge.Client
-	// judgeParallel is the number of workers of pool: the judges'
-	// max_concurrency summed (each client also bounds its own requests).
-	judgeParallel int
-	// pool runs the judge tasks of every trace; maxPending bounds its queue.
+	// pool runs the judge and remote tasks of every trace, each judge (and
+	// each remote evaluator) on its own workers, as many as its
+	// max_concurrency; maxPending bounds the queues together.
 	pool       *pool
 	maxPending int
 	// hasBackground: some instance runs in the background (judge or
@@ -121,26 +120,25 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 		if e.redactor != nil {
 			deps.Judges[name] = redactedJudge{Judge: c, r: e.redactor}
 		}
-		e.judgeParallel += c.MaxConcurrency()
 		e.maxFieldBytes = max(e.maxFieldBytes, c.MaxFieldBytes())
 	}
 	insts, err := evaluators.Build(cfg.Evaluators, deps)
 	if err != nil {
 		return nil, err
 	}
-	// Async evaluators (remote) are background work like judges, each
-	// bounding its own requests.
-	for _, in := range insts {
-		if b, ok := in.Evaluator.(interface{ MaxConcurrency() int }); ok && in.Async {
-			e.judgeParallel += b.MaxConcurrency()
-		}
-	}
-	e.judgeParallel = min(max(e.judgeParallel, 1), 64)
 	e.maxPending = cfg.MaxPendingJudgeTasks
 	if e.maxPending <= 0 {
 		e.maxPending = DefaultMaxPendingJudgeTasks
 	}
-	if e.pool, err = newPool(e.judgeParallel, e.maxPending, set); err != nil {
+	// One lane of workers per judge and per async evaluator (remote), each
+	// as wide as its max_concurrency: a judge that hangs holds its own.
+	var lanes []laneSpec
+	for _, in := range insts {
+		if in.Background() {
+			lanes = append(lanes, laneSpec{key: laneOf(in), workers: e.laneWorkers(in)})
+		}
+	}
+	if e.pool, err = newPool(lanes, e.maxPending, set); err != nil {
 		return nil, fmt.Errorf("judge task metrics: %w", err)
 	}
 	for _, in := range insts {
@@ -409,6 +407,26 @@ func runInstance(ctx context.Context, in *instance, c *adapter.Case) evaluators.
 			Status: evaluators.StatusTimeout, Reason: "the trace's evaluation timeout passed before this evaluator ran"}
 	}
 	return in.Evaluate(ctx, c)
+}
+
+// laneOf is the pool lane of a background instance: its judge's, shared
+// by every instance of that judge, or its own (remote).
+func laneOf(in *evaluators.Instance) string {
+	if in.Judge != "" {
+		return fmt.Sprintf("judge %q", in.Judge)
+	}
+	return fmt.Sprintf("evaluator %q", in.Name)
+}
+
+// laneWorkers is the max_concurrency of the service the instance waits on.
+func (e *Engine) laneWorkers(in *evaluators.Instance) int {
+	if c := e.judges[in.Judge]; in.Judge != "" && c != nil {
+		return c.MaxConcurrency()
+	}
+	if b, ok := in.Evaluator.(interface{ MaxConcurrency() int }); ok {
+		return b.MaxConcurrency()
+	}
+	return 1
 }
 
 // background says the instance waits on a remote service (a judge): it

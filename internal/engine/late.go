@@ -188,8 +188,9 @@ func (e *Engine) runJudgeTasks(ctx context.Context, tasks []*judgeTask, finish f
 	job.mu.Unlock()
 	for _, t := range tasks {
 		t.job = job
-		if err := e.pool.submit(t); err != nil {
-			t.refused(e.refusal(err))
+		key := laneOf(t.steps[0].in.Instance) // a task's later steps wait on its first: they share its lane
+		if err := e.pool.submit(key, t); err != nil {
+			t.refused(e.refusal(key, err))
 			job.done()
 		}
 	}
@@ -199,10 +200,10 @@ func (e *Engine) runJudgeTasks(ctx context.Context, tasks []*judgeTask, finish f
 // refusal is the result of a judge task the pool did not take: skipped
 // when the backlog is full (the bound doing its job), error when the
 // engine's workers are not running (a lifecycle mistake).
-func (e *Engine) refusal(err error) (evaluators.Status, string) {
+func (e *Engine) refusal(key string, err error) (evaluators.Status, string) {
 	if errors.Is(err, errPoolFull) {
-		return evaluators.StatusSkipped, fmt.Sprintf("not evaluated: %d judge tasks are already waiting "+
-			"(max_pending_judge_tasks); the judges cannot keep up with the traces", e.maxPending)
+		return evaluators.StatusSkipped, fmt.Sprintf("not evaluated: %d tasks for %s are already waiting "+
+			"(its share of max_pending_judge_tasks %d); it cannot keep up with the traces", e.pool.share(key), key, e.maxPending)
 	}
 	return evaluators.StatusError, "not evaluated: " + err.Error()
 }

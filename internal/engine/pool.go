@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -11,10 +13,9 @@ import (
 )
 
 // Task is one piece of background work of the engine: a judge evaluation
-// today, any evaluator that waits on a remote service tomorrow. A worker
-// calls Run once; every task queued is run, also at Shutdown (which cancels
-// the contexts the tasks hold, so they end fast). Run must not block past
-// its own context.
+// or a `remote` evaluation. A worker calls Run once; every task queued is
+// run, also at Shutdown (which cancels the contexts the tasks hold, so they
+// end fast). Run must not block past its own context.
 type Task interface {
 	Run()
 }
@@ -31,15 +32,36 @@ var (
 	errPoolStopped = errors.New("the engine's judge workers are not running (not started, or shut down)")
 )
 
-// pool runs Tasks on a fixed number of workers from a queue bounded by
-// max_pending_judge_tasks: the goroutines of the engine do not grow with
-// the traces waiting for a judge, and what waits is bounded and measured.
-// Start launches the workers, Stop drains the queue and waits for them.
-type pool struct {
+// maxLaneWorkers bounds the workers of one lane (a judge's max_concurrency
+// of 1000 must not start 1000 goroutines).
+const maxLaneWorkers = 64
+
+// laneSpec is one remote service the background work waits on: a judge of
+// `judges:` or a `remote` evaluator, with the workers it may keep busy
+// (its max_concurrency).
+type laneSpec struct {
+	key     string // `judge "<name>"` or `evaluator "<name>"`
+	workers int
+}
+
+// lane is the share of the pool of one remote service: its own workers and
+// its own queue, so that a judge that hangs holds only its own workers
+// and fills only its own backlog, never another judge's.
+type lane struct {
+	key     string
 	workers int
 	queue   chan Task
+}
 
-	mu      sync.RWMutex // guards running and the closing of queue
+// pool runs Tasks on fixed workers, per lane, from queues bounded together
+// by max_pending_judge_tasks (each lane's share in proportion to its
+// workers): the goroutines of the engine do not grow with the traces
+// waiting for a judge, and what waits is bounded and measured. start
+// launches the workers, stop drains the queues and waits for them.
+type pool struct {
+	lanes map[string]*lane
+
+	mu      sync.RWMutex // guards running and the closing of the queues
 	running bool
 	stopped bool
 	wg      sync.WaitGroup
@@ -48,13 +70,25 @@ type pool struct {
 	skipped metric.Int64Counter
 }
 
-func newPool(workers, maxPending int, set component.TelemetrySettings) (*pool, error) {
+func newPool(specs []laneSpec, maxPending int, set component.TelemetrySettings) (*pool, error) {
 	mp := set.MeterProvider
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
 	m := mp.Meter(LateScopeName)
-	p := &pool{workers: max(workers, 1), queue: make(chan Task, max(maxPending, 1))}
+	p := &pool{lanes: map[string]*lane{}}
+	total := 0
+	for _, s := range specs {
+		if _, dup := p.lanes[s.key]; dup {
+			continue
+		}
+		l := &lane{key: s.key, workers: min(max(s.workers, 1), maxLaneWorkers)}
+		p.lanes[s.key] = l
+		total += l.workers
+	}
+	for _, l := range p.lanes {
+		l.queue = make(chan Task, max(maxPending*l.workers/max(total, 1), 1))
+	}
 	var err, errs error
 	p.pending, err = m.Int64UpDownCounter(metricJudgeTasksPending,
 		metric.WithDescription("Judge tasks waiting for a worker (bounded by max_pending_judge_tasks)."), metric.WithUnit("{task}"))
@@ -74,36 +108,61 @@ func (p *pool) start() {
 		return
 	}
 	p.running = true
-	p.wg.Add(p.workers)
-	for range p.workers {
-		go p.work()
+	for _, l := range p.lanes {
+		p.wg.Add(l.workers)
+		for range l.workers {
+			go p.work(l)
+		}
 	}
 }
 
-func (p *pool) work() {
+func (p *pool) work(l *lane) {
 	defer p.wg.Done()
-	for t := range p.queue {
+	for t := range l.queue {
 		p.pending.Add(context.Background(), -1)
 		t.Run()
 	}
 }
 
-// submit queues t without blocking: errPoolFull when max_pending tasks
-// already wait (counted), errPoolStopped when no worker runs.
-func (p *pool) submit(t Task) error {
+// submit queues t on its lane without blocking: errPoolFull when the
+// lane's share of max_pending tasks already wait (counted), errPoolStopped
+// when no worker runs.
+func (p *pool) submit(key string, t Task) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.running {
 		return errPoolStopped
 	}
+	l := p.lanes[key]
+	if l == nil {
+		return fmt.Errorf("no workers for %s (an engine bug)", key)
+	}
 	select {
-	case p.queue <- t:
+	case l.queue <- t:
 		p.pending.Add(context.Background(), 1)
 		return nil
 	default:
 		p.skipped.Add(context.Background(), 1)
 		return errPoolFull
 	}
+}
+
+// share is the most tasks of a lane that may wait, for messages.
+func (p *pool) share(key string) int {
+	if l := p.lanes[key]; l != nil {
+		return cap(l.queue)
+	}
+	return 0
+}
+
+// keys are the lanes, sorted (for tests and messages).
+func (p *pool) keys() []string {
+	out := make([]string, 0, len(p.lanes))
+	for k := range p.lanes {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // stop refuses new tasks and waits until the workers have run every task
@@ -114,7 +173,9 @@ func (p *pool) stop() {
 	wasRunning := p.running
 	p.running, p.stopped = false, true
 	if wasRunning {
-		close(p.queue)
+		for _, l := range p.lanes {
+			close(l.queue)
+		}
 	}
 	p.mu.Unlock()
 	if wasRunning {

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/time/rate"
 
+	"github.com/evalbridge/evalbridge/internal/httpclient"
 	"github.com/evalbridge/evalbridge/internal/httpretry"
 )
 
@@ -45,7 +46,8 @@ type Client struct {
 	warn   *zap.Logger
 	url    string
 
-	http HTTPClient
+	http    httpclient.Client
+	secrets *httpclient.Secrets
 
 	sem    chan struct{}
 	rpm    *rate.Limiter
@@ -80,6 +82,7 @@ func New(name string, cfg Config, set component.TelemetrySettings) (*Client, err
 			return zapcore.NewSamplerWithOptions(core, time.Minute, 3, 0)
 		})),
 		url:        chatCompletionsURL(cfg.Endpoint),
+		secrets:    httpclient.NewSecrets(cfg.Endpoint, cfg.Headers, cfg.APIKey),
 		sem:        make(chan struct{}, cfg.MaxConcurrency),
 		budget:     &budget{perHour: cfg.Budget.TokensPerHour, perDay: cfg.Budget.TokensPerDay},
 		costBudget: &budget{what: "cost", perHour: nanos(cfg.Budget.CostPerHour), perDay: nanos(cfg.Budget.CostPerDay)},
@@ -112,7 +115,7 @@ func (c *Client) MaxConcurrency() int { return c.cfg.MaxConcurrency }
 
 // Start builds the HTTP client (TLS, proxy, auth extensions, headers).
 func (c *Client) Start(ctx context.Context, host component.Host) error {
-	if err := c.http.Start(ctx, &c.cfg.ClientConfig, host, c.set, c.redact); err != nil {
+	if err := c.http.Start(ctx, &c.cfg.ClientConfig, host, c.set, c.secrets); err != nil {
 		return fmt.Errorf("judge %q: %w", c.name, err)
 	}
 	return nil
@@ -301,6 +304,9 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 			return "", u, 0, false, ctx.Err()
 		}
 		msg := c.redact(err.Error())
+		if httpclient.IsRedirect(err) {
+			return "", u, 0, false, fmt.Errorf("request failed: %s", msg)
+		}
 		if IsTimeout(err) {
 			return "", u, 0, true, fmt.Errorf("request timed out after %v (the judge's `timeout`)", c.cfg.Timeout)
 		}
@@ -338,7 +344,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (con
 	// The content may quote the request (a proxy or a model echoing its
 	// headers); everything downstream — parse errors, verdict reasons, the
 	// cache — sees it redacted.
-	return c.redact(*cr.Choices[0].Message.Content), u, 0, false, nil
+	return c.secrets.RedactValues(*cr.Choices[0].Message.Content), u, 0, false, nil
 }
 
 // wrapCtx reports the caller's deadline or cancellation, keeping the last
@@ -364,13 +370,11 @@ func outcomeOf(ctx context.Context) string {
 // excerptBytes is the most of a reply's text an error quotes.
 const excerptBytes = 120
 
-// redact removes the API key and header values from text that may come from
-// the transport or the server (an error, an echoed body), also in their
-// JSON-escaped form (a body that quotes them in a JSON string). It must run
-// on the whole text, before any clipping.
-func (c *Client) redact(s string) string {
-	return Redact(s, c.cfg.APIKey, c.cfg.Headers)
-}
+// redact removes the credentials (api_key, header values, the endpoint's
+// userinfo and query) from text that may come from the transport or the
+// server (an error, an echoed body), and writes URLs without userinfo and
+// query. It must run on the whole text, before any clipping.
+func (c *Client) redact(s string) string { return c.secrets.Redact(s) }
 
 // estimateTokens is a conservative guess (4 bytes a token, plus the reply's
 // limit) used to book the budget and the token rate before the reply says.

@@ -127,7 +127,8 @@ func TestJudgeExtractJSON(t *testing.T) {
 		{"Sure! Here is my verdict:\n```json\n{\"score\": 0.5, \"reason\": \"ok\"}\n```\nHope this helps.", `{"score": 0.5, "reason": "ok"}`},
 		{"I think {score} is... anyway {\"score\": 2}", `{"score": 2}`},
 		{"<think>maybe {\"score\": 0}</think>{\"score\": 1}", `{"score": 1}`},
-		{`{"score": 0.1} and later {"score": 1}`, `{"score": 0.1}`},
+		{`{"score": 0.1} and later {"score": 1}`, `{"score": 1}`},
+		{`{"outer": {"score": 0.1}} then`, `{"outer": {"score": 0.1}}`},
 	} {
 		got, err := judge.ExtractJSON(tc.in)
 		if err != nil || string(got) != tc.want {

@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/evalbridge/evalbridge/internal/httpclient"
 )
 
 // Config is one entry of `judges:`.
@@ -135,7 +137,7 @@ func (c *Config) Validate() error {
 	if c.Endpoint == "" {
 		errs = append(errs, errors.New("endpoint: required (the API base, e.g. https://api.openai.com/v1)"))
 	} else if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("endpoint: %q is not an http(s) URL", c.Endpoint))
+		errs = append(errs, fmt.Errorf("endpoint: %q is not an http(s) URL", httpclient.StripURL(c.Endpoint)))
 	}
 	if c.Model == "" {
 		errs = append(errs, errors.New("model: required"))

@@ -1,0 +1,67 @@
+package webhookexporter
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+
+	"github.com/evalbridge/evalbridge/internal/httpclient/httpclienttest"
+)
+
+// A cross-host 307 from the alert endpoint is not followed: the other host
+// receives neither the configured headers, nor the signature, nor the
+// payload; the error names the target host and is not retried.
+func TestWebhookCrossHostRedirectNotFollowed(t *testing.T) {
+	rd := httpclienttest.NewRedirect(t)
+	cfg := syncConfig(rd.Origin.URL + "/hook?token=hook-query-token")
+	cfg.Secret = "whsec_redirect_secret"
+	cfg.ClientConfig.Headers = configopaque.MapList{{Name: "Authorization", Value: "Bearer hook-bearer-1"}, {Name: "X-Api-Key", Value: "xk-hook-2"}}
+	h := start(t, cfg, nil)
+	err := h.exp.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
+	require.Error(t, err)
+	assert.True(t, consumererror.IsPermanent(err), "%v", err)
+	assert.Contains(t, err.Error(), rd.OtherHost(), "the target host is named")
+	assert.Zero(t, rd.OtherHits(), "the other host received requests")
+	assert.Equal(t, int32(1), rd.OriginHits(), "not retried")
+	assert.NotContains(t, err.Error(), "hook-query-token")
+}
+
+// An error body that echoes a configured header or the endpoint's query is
+// redacted before it is clipped to the excerpt, wherever the echo falls.
+func TestWebhookErrorBodyRedactedBeforeClipping(t *testing.T) {
+	const headerValue = "xk-echoed-header-value-77"
+	const code = "hook-code-4a9f2e"
+	var offset atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, strings.Repeat("x", int(offset.Load()))+"got "+r.Header.Get("X-Api-Key")+" for ?"+r.URL.RawQuery)
+	}))
+	defer srv.Close()
+	cfg := syncConfig(srv.URL + "/hook?code=" + code)
+	cfg.RetryConfig.MaxElapsedTime = 100 * time.Millisecond
+	cfg.ClientConfig.Headers = configopaque.MapList{{Name: "X-Api-Key", Value: headerValue}}
+	h := start(t, cfg, nil)
+	for o := 200; o <= 270; o++ {
+		offset.Store(int32(o))
+		err := h.exp.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
+		require.Error(t, err)
+		httpclienttest.NoLeak(t, "error", err.Error(), headerValue, code)
+	}
+	for _, e := range h.logs.All() {
+		line := e.Message
+		for k, v := range e.ContextMap() {
+			line += " " + k + "=" + toString(v)
+		}
+		httpclienttest.NoLeak(t, "log", line, headerValue, code)
+	}
+}
