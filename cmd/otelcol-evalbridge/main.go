@@ -24,7 +24,7 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
+var version = "0.0.0-dev"
 
 //go:embed default-config.yaml
 var defaultConfig string
