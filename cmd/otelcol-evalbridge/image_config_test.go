@@ -9,9 +9,11 @@ import (
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/otelcol/otelcoltest"
+
+	"github.com/evalbridge/evalbridge/internal/defaultconfig"
 )
 
-var updateImageConfig = flag.Bool("update", false, "rewrite deploy/image/config.yaml from default-config.yaml")
+var updateImageConfig = flag.Bool("update", false, "rewrite deploy/image/config.yaml and internal/defaultconfig/default-config.yaml from default-config.yaml")
 
 const imageConfigPath = "../../deploy/image/config.yaml"
 
@@ -21,7 +23,7 @@ const imageConfigHeader = `# The default configuration of the otelcol-evalbridge
 # on 0.0.0.0, with health_check on 13133 for liveness and readiness probes.
 #
 # Generated; do not edit. After changing default-config.yaml run
-#   go test ./cmd/otelcol-evalbridge -run TestImageConfig -update
+#   go test ./cmd/otelcol-evalbridge -run 'TestImageConfig|TestDefaultConfigCopies' -update
 `
 
 // imageConfigFromDefault derives the image's config from the embedded
@@ -62,7 +64,7 @@ func TestImageConfig(t *testing.T) {
 	want["service"].(map[string]any)["extensions"] = []any{"health_check"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("deploy/image/config.yaml is not the embedded default on 0.0.0.0 with health_check:\n got  %v\n want %v\n"+
-			"run: go test ./cmd/otelcol-evalbridge -run TestImageConfig -update", got, want)
+			"run: go test ./cmd/otelcol-evalbridge -run 'TestImageConfig|TestDefaultConfigCopies' -update", got, want)
 	}
 	if strings.Contains(string(raw), "localhost") {
 		t.Error("deploy/image/config.yaml still names localhost: in a container nothing outside the pod could reach it")
@@ -108,4 +110,18 @@ func rewriteLoopback(v any) any {
 		return strings.NewReplacer("localhost:", "0.0.0.0:", "127.0.0.1:", "0.0.0.0:").Replace(v)
 	}
 	return v
+}
+
+// TestDefaultConfigCopies keeps internal/defaultconfig's copy (the ocb
+// build's default config) equal to the embedded default.
+func TestDefaultConfigCopies(t *testing.T) {
+	const path = "../../internal/defaultconfig/default-config.yaml"
+	if *updateImageConfig {
+		if err := os.WriteFile(path, []byte(defaultConfig), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if defaultconfig.YAML != defaultConfig {
+		t.Errorf("%s differs from default-config.yaml; run: go test ./cmd/otelcol-evalbridge -run 'TestImageConfig|TestDefaultConfigCopies' -update", path)
+	}
 }

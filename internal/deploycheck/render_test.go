@@ -141,7 +141,8 @@ func decodeAll(t *testing.T, path string) []any {
 
 func kind(o any) string {
 	s := fmt.Sprintf("%T", o)
-	return s[strings.LastIndex(s, ".")+1:]
+	s = s[strings.LastIndex(s, ".")+1:]
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // TestRenderedChart decodes what `helm template` rendered for each example
@@ -302,4 +303,58 @@ func TestOperatorResources(t *testing.T) {
 	if !modes["deployment"] || !modes["statefulset"] {
 		t.Errorf("operator modes %v, want a deployment (gateway) and a statefulset (tier 2)", modes)
 	}
+}
+
+// TestUpstreamChartValues checks deploy/helm/upstream-values.yaml, the values
+// that point the upstream opentelemetry-collector chart at this image: its
+// mode, image and command name, and its config (keys set to null are the
+// upstream defaults it removes) written to
+// $EVALBRIDGE_RENDERED_DIR/upstream-chart.config.yaml for validation.
+func TestUpstreamChartValues(t *testing.T) {
+	dir := os.Getenv("EVALBRIDGE_RENDERED_DIR")
+	if dir == "" {
+		t.Skip("EVALBRIDGE_RENDERED_DIR is not set (.ci/deploy-check.sh sets it)")
+	}
+	raw, err := os.ReadFile("../../deploy/helm/upstream-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Mode  string `json:"mode"`
+		Image struct {
+			Repository string `json:"repository"`
+		} `json:"image"`
+		Command struct {
+			Name string `json:"name"`
+		} `json:"command"`
+		Config map[string]any `json:"config"`
+	}
+	if err := yaml.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Mode == "" || !strings.HasSuffix(v.Image.Repository, "/otelcol-evalbridge") || v.Command.Name != "otelcol-evalbridge" {
+		t.Errorf("mode %q, image.repository %q, command.name %q", v.Mode, v.Image.Repository, v.Command.Name)
+	}
+	b, err := yaml.Marshal(dropNulls(v.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "upstream-chart.config.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dropNulls removes the keys set to null, as Helm does when it merges values.
+func dropNulls(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := map[string]any{}
+	for k, e := range m {
+		if e != nil {
+			out[k] = dropNulls(e)
+		}
+	}
+	return out
 }
