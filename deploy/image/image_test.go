@@ -175,7 +175,11 @@ func TestImage(t *testing.T) {
 	files := extract(t, img, dir)
 	var list []string
 	for name, mode := range files {
-		list = append(list, fmt.Sprintf("%s %o", name, mode))
+		st, err := os.Stat(filepath.Join(dir, "rootfs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, fmt.Sprintf("/%s (mode %o, %d bytes)", name, mode, st.Size()))
 	}
 	slices.Sort(list)
 	t.Logf("image %s: %d layer(s), %d bytes compressed; config: user %s entrypoint %q cmd %q ports %q labels %v; files: %s",
