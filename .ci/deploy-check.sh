@@ -10,7 +10,7 @@
 #      chart's values likewise;
 #   3. the GoReleaser snapshot (linux/amd64 only): archives, checksums, SBOM, deb and
 #      rpm inspected (file list, unit file, the packaged binary runs --version).
-# Tools (helm, goreleaser, syft) are Go programs, installed once into
+# Tools (helm, goreleaser, cyclonedx-gomod) are Go programs, installed once into
 # EVALBRIDGE_TOOLS_DIR (default /tmp/evalbridge-tools) with `go install`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +19,7 @@ export PATH="/usr/local/go/bin:$HOME/go/bin:$PATH"
 
 HELM_VERSION=v3.22.0
 GORELEASER_VERSION=v2.15.1 # v2.16+ need an msix module the proxy does not serve, v2.18 needs go 1.27
-SYFT_VERSION=v1.57.1
+CYCLONEDX_GOMOD_VERSION=v1.10.0
 tools=${EVALBRIDGE_TOOLS_DIR:-/tmp/evalbridge-tools}
 mkdir -p "$tools"
 tmp=$(mktemp -d)
@@ -88,15 +88,11 @@ for c in "$rendered"/*.config.yaml; do
 done
 
 # --- 3. GoReleaser snapshot, packages --------------------------------------------------
-step "goreleaser $GORELEASER_VERSION, syft $SYFT_VERSION"
+step "goreleaser $GORELEASER_VERSION, cyclonedx-gomod $CYCLONEDX_GOMOD_VERSION"
 install_tool goreleaser "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
 skip=publish,announce,validate
-if install_tool syft "github.com/anchore/syft/cmd/syft@$SYFT_VERSION"; then
-  export PATH="$tools:$PATH"
-else
-  echo "deploy-check: syft could not be installed: the snapshot is made without SBOM (GoReleaser's sboms need syft on PATH)"
-  skip=$skip,sbom
-fi
+install_tool cyclonedx-gomod "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION"
+export PATH="$tools:$PATH" # goreleaser runs cyclonedx-gomod for the SBOMs
 # linux/amd64 only, into a temporary dist.
 sed -e 's/^    targets: .*/    targets: [linux_amd64_v1]/' .goreleaser.yaml >"$tmp/goreleaser.yaml"
 echo "dist: $tmp/dist" >>"$tmp/goreleaser.yaml"
@@ -110,11 +106,13 @@ archive="$dist/otelcol-evalbridge_${snapver}_linux_amd64.tar.gz"
 [[ -f "$archive" ]] || { echo "deploy-check: no linux/amd64 archive"; exit 1; }
 echo "archive $(basename "$archive"): $(tar tzf "$archive" | paste -sd' ')"
 (cd "$dist" && sha256sum -c checksums.txt)
-if [[ $skip != *sbom* ]]; then
-  sbom=$(ls "$dist"/*.sbom.json)
-  grep -q '"spdxVersion"' "$sbom" || { echo "deploy-check: $sbom is not an SPDX document"; exit 1; }
-  echo "SBOM $(basename "$sbom"): $(grep -c '"SPDXID"' "$sbom") SPDX elements"
-fi
+for sbom in "$dist"/*.cdx.json; do
+  grep -q '"bomFormat": *"CycloneDX"' "$sbom" || { echo "deploy-check: $sbom is not a CycloneDX document"; exit 1; }
+  grep -q 'pkg:golang/go.opentelemetry.io/collector/otelcol@' "$sbom" || [[ $sbom == *evalctl* ]] ||
+    { echo "deploy-check: $sbom does not list the collector's modules"; exit 1; }
+  echo "SBOM $(basename "$sbom"): $(grep -c '"purl"' "$sbom") components"
+done
+ls "$dist"/otelcol-evalbridge_*.cdx.json >/dev/null
 
 deb=$(ls "$dist"/*.deb)
 rpm=$(ls "$dist"/*.rpm)
