@@ -99,6 +99,7 @@ echo "dist: $tmp/dist" >>"$tmp/goreleaser.yaml"
 step "goreleaser release --snapshot"
 "$tools/goreleaser" release --snapshot --clean --skip="$skip" --config "$tmp/goreleaser.yaml" >"$tmp/goreleaser.log" 2>&1 ||
   { cat "$tmp/goreleaser.log"; exit 1; }
+grep -E 'git state|version=|building |sbom|packag|archiv|checksum' "$tmp/goreleaser.log" | head -n 20 || true
 dist="$tmp/dist"
 ls -la "$dist"
 snapver=$(sed -n 's/.*otelcol-evalbridge_\(.*\)_linux_amd64\.tar\.gz$/\1/p' "$dist/checksums.txt" | head -1)
@@ -122,6 +123,9 @@ mkdir -p "$tmp/deb" "$tmp/rpm"
 dpkg-deb -x "$deb" "$tmp/deb"
 dpkg-deb -e "$deb" "$tmp/deb/DEBIAN"
 grep -q '^/etc/otelcol-evalbridge/config.yaml$' "$tmp/deb/DEBIAN/conffiles"
+for s in preinst postinst prerm; do # the service user; enable and start; stop
+  [[ -x "$tmp/deb/DEBIAN/$s" ]] || { echo "deploy-check: the deb has no $s script"; exit 1; }
+done
 for p in usr/bin/otelcol-evalbridge lib/systemd/system/otelcol-evalbridge.service etc/otelcol-evalbridge/config.yaml; do
   [[ -f "$tmp/deb/$p" ]] || { echo "deploy-check: the deb lacks /$p"; exit 1; }
 done
@@ -139,7 +143,9 @@ if ! command -v rpm2cpio >/dev/null 2>&1 || ! command -v cpio >/dev/null 2>&1; t
   $sudo apt-get update -qq && $sudo apt-get install -y -qq rpm2cpio cpio >/dev/null
 fi
 echo "rpm $(basename "$rpm"):"
-(cd "$tmp/rpm" && rpm2cpio "$rpm" | cpio -idmv 2>&1 | sed 's/^/  /')
+# Debian's rpm2cpio exits 1 after writing a complete archive: cpio checks the stream.
+rpm2cpio "$rpm" >"$tmp/rpm.cpio" || true
+(cd "$tmp/rpm" && cpio -idmv --no-absolute-filenames <"$tmp/rpm.cpio" 2>&1 | sed 's/^/  /')
 for p in usr/bin/otelcol-evalbridge lib/systemd/system/otelcol-evalbridge.service etc/otelcol-evalbridge/config.yaml; do
   [[ -f "$tmp/rpm/$p" ]] || { echo "deploy-check: the rpm lacks /$p"; exit 1; }
 done
