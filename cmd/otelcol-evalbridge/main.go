@@ -30,11 +30,16 @@ var version = "0.0.0-dev"
 //go:embed default-config.yaml
 var defaultConfig string
 
+// defaultConfigNotice is printed to stderr when the embedded config is used.
+const defaultConfigNotice = "otelcol-evalbridge: no --config given; starting on the embedded default config " +
+	"(OTLP gRPC localhost:4317, HTTP localhost:4318; eval with tool_call_validity, tool_error, " +
+	"tool_efficiency, tool_trajectory; debug exporter). Use --config FILE for your own."
+
 func main() {
 	set := settings()
 	args, usedDefault := argsWithDefaultConfig(os.Args[1:])
 	if usedDefault {
-		fmt.Fprintln(os.Stderr, defaultconfig.Notice)
+		fmt.Fprintln(os.Stderr, defaultConfigNotice)
 	}
 	cmd := otelcol.NewCommand(set)
 	cmd.SetArgs(args)

@@ -35,10 +35,10 @@ const (
 	URI    = Scheme + ":default"
 )
 
-// Notice is printed to stderr when the embedded config is used.
+// Notice is printed to stderr when the ocb build starts on the embedded config.
 const Notice = "otelcol-evalbridge: no --config given; starting on the embedded default config " +
-	"(OTLP gRPC localhost:4317, HTTP localhost:4318; eval with tool_call_validity, tool_error, " +
-	"tool_efficiency, tool_trajectory; debug exporter). Use --config FILE for your own."
+	"(cmd/otelcol-evalbridge/default-config.yaml: `otelcol-evalbridge components` lists what it can use). " +
+	"Use --config FILE for your own."
 
 // Args returns the command-line arguments to run with. When the collector is
 // started to run (no subcommand such as `validate` or `components`, no help
