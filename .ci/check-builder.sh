@@ -4,7 +4,10 @@
 #   1. ocb v0.165.0 generates components.go from builder-config.yaml into a temp
 #      dir; its component factories (kind, import path) must equal those of
 #      cmd/otelcol-evalbridge/components.go;
-#   2. every module version in builder-config.yaml (and the otelcol/service
+#   2. ocb's main registers internal/defaultconfig, so the ocb binary started
+#      without --config runs the embedded default config (checked by running it
+#      with OCB_COMPILE=1);
+#   3. every module version in builder-config.yaml (and the otelcol/service
 #      versions ocb pins) must equal the version in go.mod.
 # With OCB_COMPILE=1 it also lets ocb fetch modules and compile the binary
 # (about 2.5 minutes with a warm module cache; needs the module proxy).
@@ -71,6 +74,30 @@ fi
 if ! diff -u --label "builder-config.yaml (ocb)" --label "cmd/otelcol-evalbridge/components.go" "$tmp/want" "$tmp/got"; then
   echo "check-builder: the component sets differ (above: - only in the manifest, + only in components.go)" >&2
   fail=1
+fi
+
+# --- the default config: ocb's main registers internal/defaultconfig's provider,
+# which gives a start with no --config the embedded default (as go run does).
+if ! grep -q 'defaultconfig.NewFactory()' "$tmp/dist/main.go"; then
+  echo "check-builder: ocb's main.go does not register internal/defaultconfig (the default config)" >&2
+  fail=1
+fi
+if [[ "${OCB_COMPILE:-0}" == 1 ]]; then
+  # The compiled binary, started with no flags, runs the embedded default.
+  "$tmp/dist/otelcol-evalbridge" >"$tmp/run.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 60); do
+    grep -q 'Everything is ready' "$tmp/run.log" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  if ! grep -q 'starting on the embedded default config' "$tmp/run.log" || ! grep -q 'Everything is ready' "$tmp/run.log"; then
+    cat "$tmp/run.log" >&2
+    echo "check-builder: the ocb binary did not start on the embedded default config" >&2
+    fail=1
+  fi
 fi
 
 # --- 2. module versions ---------------------------------------------------------

@@ -13,6 +13,7 @@ import (
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	redactionprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor"
 	kafkareceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
@@ -105,6 +106,7 @@ func components() (otelcol.Factories, error) {
 		evalprocessor.NewFactory(),
 		batchprocessor.NewFactory(),
 		memorylimiterprocessor.NewFactory(),
+		redactionprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -113,6 +115,7 @@ func components() (otelcol.Factories, error) {
 		evalprocessor.NewFactory().Type():          "github.com/evalbridge/evalbridge v0.0.0",
 		batchprocessor.NewFactory().Type():         "go.opentelemetry.io/collector/processor/batchprocessor v0.165.0",
 		memorylimiterprocessor.NewFactory().Type(): "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.165.0",
+		redactionprocessor.NewFactory().Type():     "github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor v0.165.1",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](

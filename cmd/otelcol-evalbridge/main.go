@@ -12,7 +12,6 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
-	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
@@ -22,10 +21,12 @@ import (
 	httpsprovider "go.opentelemetry.io/collector/confmap/provider/httpsprovider"
 	yamlprovider "go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/otelcol"
+
+	"github.com/evalbridge/evalbridge/internal/defaultconfig"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
+var version = "0.0.0-dev"
 
 //go:embed default-config.yaml
 var defaultConfig string
@@ -81,30 +82,10 @@ func defaultConfigURI() string {
 	return "yaml:" + defaultConfig
 }
 
-// argsWithDefaultConfig returns the command-line arguments to run with. When
-// the collector is started to run (no subcommand such as `validate` or
-// `components`, no help or version flag) and neither --config nor --set is
-// given, it appends --config with the embedded default configuration and
-// reports true.
+// argsWithDefaultConfig returns the command-line arguments to run with: the
+// embedded default config when the collector is started to run with neither
+// --config nor --set (defaultconfig.Args; the ocb build does the same through
+// defaultconfig's provider).
 func argsWithDefaultConfig(args []string) ([]string, bool) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args, false // a subcommand: leave the command line as written
-	}
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "-") {
-			continue // a flag's value
-		}
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch name {
-		case "config", "set", "h", "help", "v", "version":
-			return args, false
-		}
-	}
-	out := make([]string, 0, len(args)+2)
-	out = append(out, args...)
-	out = append(out, "--config", defaultConfigURI())
-	return out, true
+	return defaultconfig.Args(args, defaultConfigURI())
 }
