@@ -1,5 +1,7 @@
 package evaluators
 
+//go:generate go run ../internal/telemetrydoc/mdgen -metadata ../processor/evalprocessor/metadata.yaml
+
 import (
 	"bytes"
 	"context"
@@ -24,6 +26,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/evaluators/internal/metadata"
 	"github.com/evalbridge/evalbridge/internal/httpclient"
 	"github.com/evalbridge/evalbridge/internal/httpretry"
 	"github.com/evalbridge/evalbridge/internal/judge"
@@ -133,14 +136,11 @@ func (r *remote) MaxConcurrency() int { return r.o.MaxConcurrency }
 
 // Start builds the HTTP client with the host's extensions (auth).
 func (r *remote) Start(ctx context.Context, host component.Host) error {
-	requests, err := r.set.MeterProvider.Meter("github.com/evalbridge/evalbridge/evaluators").Int64Counter(
-		"otelcol_processor_eval_remote_requests",
-		metric.WithDescription("Requests to remote evaluators by outcome (ok, skipped, retry, error, timeout, canceled)."),
-		metric.WithUnit("{request}"))
+	tb, err := metadata.NewTelemetryBuilder(r.set)
 	if err != nil {
 		return err
 	}
-	r.requests.Store(&requests)
+	r.requests.Store(&tb.ProcessorEvalRemoteRequests)
 	if err := r.http.Start(ctx, &r.o.ClientConfig, host, r.set, r.secrets); err != nil {
 		return fmt.Errorf("evaluator %q: %w", r.name, err)
 	}

@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/extension/copartitionbalancer/internal/metadata"
 )
 
 // ProtocolName is the group protocol every member advertises. Kafka picks a
@@ -25,8 +27,6 @@ import (
 // falling back to a non-co-partitioning strategy, unless a built-in strategy
 // is listed after it in every member).
 const ProtocolName = "evalbridge-copartition"
-
-const scopeName = "github.com/evalbridge/evalbridge/extension/copartitionbalancer"
 
 // userData is what each member puts in its join metadata: the collector it
 // belongs to and the partition numbers it held, so that the leader keeps
@@ -59,10 +59,7 @@ var (
 )
 
 func newBalancer(collector string, set component.TelemetrySettings, id component.ID) (*balancer, error) {
-	m := set.MeterProvider.Meter(scopeName)
-	unpaired, err := m.Int64Counter("otelcol_copartition_balancer_unpaired_partitions",
-		metric.WithDescription("Partitions the group leader had to give to another collector than the one holding the same partition number of the other topics (a collector that does not consume that topic, or shares its collector_id)."),
-		metric.WithUnit("{partitions}"))
+	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +67,7 @@ func newBalancer(collector string, set component.TelemetrySettings, id component
 		collector: collector,
 		held:      map[string][]int32{},
 		logger:    set.Logger,
-		unpaired:  unpaired,
+		unpaired:  tb.CopartitionBalancerUnpairedPartitions,
 		attrs:     metric.WithAttributeSet(attribute.NewSet(attribute.String("extension", id.String()))),
 	}, nil
 }

@@ -12,3 +12,5 @@
 // partitions of its slots in the topics it consumes — co-partitioning, as
 // Kafka Streams does.
 package copartitionbalancer
+
+//go:generate go run ../../internal/telemetrydoc/mdgen

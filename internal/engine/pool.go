@@ -1,5 +1,7 @@
 package engine
 
+//go:generate go run ../telemetrydoc/mdgen -metadata ../../processor/evalprocessor/metadata.yaml
+
 import (
 	"context"
 	"errors"
@@ -10,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/evalbridge/evalbridge/internal/engine/internal/metadata"
 )
 
 // Task is one piece of background work of the engine: a judge evaluation
@@ -71,12 +75,14 @@ type pool struct {
 }
 
 func newPool(specs []laneSpec, maxPending int, set component.TelemetrySettings) (*pool, error) {
-	mp := set.MeterProvider
-	if mp == nil {
-		mp = noop.NewMeterProvider()
+	if set.MeterProvider == nil {
+		set.MeterProvider = noop.NewMeterProvider()
 	}
-	m := mp.Meter(LateScopeName)
-	p := &pool{lanes: map[string]*lane{}}
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
+	}
+	p := &pool{pending: tb.ProcessorEvalJudgeTasksPending, skipped: tb.ProcessorEvalJudgeTasksSkipped, lanes: map[string]*lane{}}
 	total := 0
 	for _, s := range specs {
 		if _, dup := p.lanes[s.key]; dup {
@@ -89,15 +95,7 @@ func newPool(specs []laneSpec, maxPending int, set component.TelemetrySettings) 
 	for _, l := range p.lanes {
 		l.queue = make(chan Task, max(maxPending*l.workers/max(total, 1), 1))
 	}
-	var err, errs error
-	p.pending, err = m.Int64UpDownCounter(metricJudgeTasksPending,
-		metric.WithDescription("Judge tasks waiting for a worker (bounded by max_pending_judge_tasks)."), metric.WithUnit("{task}"))
-	errs = errors.Join(errs, err)
-	p.skipped, err = m.Int64Counter(metricJudgeTasksSkipped,
-		metric.WithDescription("Judge evaluations skipped because max_pending_judge_tasks tasks were already waiting."),
-		metric.WithUnit("{task}"))
-	errs = errors.Join(errs, err)
-	return p, errs
+	return p, nil
 }
 
 // start launches the workers; later calls do nothing.

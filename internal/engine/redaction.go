@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/engine/internal/metadata"
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/redact"
 )
@@ -31,16 +32,14 @@ func newRedactor(cfg redact.Config, set component.TelemetrySettings) (*redact.Re
 	if !cfg.Enabled() {
 		return nil, nil
 	}
-	mp := set.MeterProvider
-	if mp == nil {
-		mp = noop.NewMeterProvider()
+	if set.MeterProvider == nil {
+		set.MeterProvider = noop.NewMeterProvider()
 	}
-	counter, err := mp.Meter(LateScopeName).Int64Counter(MetricRedactions,
-		metric.WithDescription("Values masked before content left the collector or was written back (judge prompts, remote evaluator bodies, reasons and explanations), by detector or pattern name."),
-		metric.WithUnit("{value}"))
+	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
 	}
+	counter := tb.ProcessorEvalRedactions
 	opts := map[string]metric.AddOption{}
 	for _, n := range append(redact.Builtins(), patternNames(cfg)...) {
 		opts[n] = metric.WithAttributeSet(attribute.NewSet(attribute.String("detector", n)))

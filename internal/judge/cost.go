@@ -10,6 +10,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/evalbridge/evalbridge/internal/judge/internal/metadata"
 )
 
 // Judge cost (docs/contract.md §21, docs/cost.md): the tokens each reply
@@ -219,28 +221,22 @@ func (c *Client) estimateCall(ctx context.Context, msgs []Message, key string) (
 	return "", fmt.Errorf("judge %q: %w", c.name, ErrEstimateOnly)
 }
 
-// costTelemetry registers the cost counters of a priced judge: observable
+// costTelemetry reports the cost counters of a priced judge: observable
 // counters reporting the cost of the token totals, so the metric is
 // exactly Price.Cost of the tokens the replies reported.
 //
 //	otelcol_processor_eval_judge_cost            {judge, evaluator}  in the price's currency
 //	otelcol_processor_eval_judge_cost_estimated  {judge, evaluator}  the part of it from replies without usage
-func costTelemetry(m metric.Meter, judgeAttr attribute.KeyValue, book *costBook) (metric.Registration, error) {
-	cost, err1 := m.Float64ObservableCounter("otelcol_processor_eval_judge_cost",
-		metric.WithDescription("Cost of the judge's replies, from the tokens each reply reports, in the currency of the judge's price."),
-		metric.WithUnit("{currency}"))
-	est, err2 := m.Float64ObservableCounter("otelcol_processor_eval_judge_cost_estimated",
-		metric.WithDescription("The part of otelcol_processor_eval_judge_cost computed from estimated tokens (replies without usage)."),
-		metric.WithUnit("{currency}"))
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, err
-	}
-	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, s := range book.snapshot() {
-			attrs := metric.WithAttributes(judgeAttr, attribute.String("evaluator", s.Evaluator))
-			o.ObserveFloat64(cost, s.Cost, attrs)
-			o.ObserveFloat64(est, s.EstimatedCost, attrs)
+func costTelemetry(tb *metadata.TelemetryBuilder, judgeAttr attribute.KeyValue, book *costBook) error {
+	observe := func(part func(Spend) float64) metric.Float64Callback {
+		return func(_ context.Context, o metric.Float64Observer) error {
+			for _, s := range book.snapshot() {
+				o.Observe(part(s), metric.WithAttributes(judgeAttr, attribute.String("evaluator", s.Evaluator)))
+			}
+			return nil
 		}
-		return nil
-	}, cost, est)
+	}
+	return errors.Join(
+		tb.RegisterProcessorEvalJudgeCostCallback(observe(func(s Spend) float64 { return s.Cost })),
+		tb.RegisterProcessorEvalJudgeCostEstimatedCallback(observe(func(s Spend) float64 { return s.EstimatedCost })))
 }

@@ -1,5 +1,7 @@
 package judge
 
+//go:generate go run ../telemetrydoc/mdgen -metadata ../../processor/evalprocessor/metadata.yaml
+
 import (
 	"context"
 	"errors"
@@ -9,11 +11,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/evalbridge/evalbridge/internal/judge/internal/metadata"
 )
 
-const scopeName = "github.com/evalbridge/evalbridge/internal/judge"
-
-// telemetry is the judge client's own metrics:
+// telemetry is the judge client's own metrics, declared in the eval
+// processor's metadata.yaml (`registered_by: internal/judge`) and
+// registered by the builder go generate writes from it:
 //
 //	otelcol_processor_eval_judge_requests          {judge, outcome}  ok, error, retry, timeout, canceled, rate_limited, budget_exhausted
 //	otelcol_processor_eval_judge_request_duration  {judge}           seconds per HTTP attempt
@@ -23,65 +27,53 @@ const scopeName = "github.com/evalbridge/evalbridge/internal/judge"
 //	otelcol_processor_eval_judge_usage_estimated   {judge}           replies without usage (tokens estimated)
 //	otelcol_processor_eval_judge_cost[_estimated]  {judge, evaluator} with a price (cost.go)
 type telemetry struct {
+	tb       *metadata.TelemetryBuilder
 	judge    attribute.KeyValue
 	requests metric.Int64Counter
 	duration metric.Float64Histogram
 	tokensC  metric.Int64Counter
 	hits     metric.Int64Counter
 	noUsage  metric.Int64Counter
-	reg      metric.Registration
-	costReg  metric.Registration
 }
 
 func newTelemetry(name string, set component.TelemetrySettings, b *budget, now func() time.Time, book *costBook) (*telemetry, error) {
-	mp := set.MeterProvider
-	if mp == nil {
-		mp = noop.NewMeterProvider()
+	if set.MeterProvider == nil {
+		set.MeterProvider = noop.NewMeterProvider()
 	}
-	m := mp.Meter(scopeName)
-	t := &telemetry{judge: attribute.String("judge", name)}
-	var errs, err error
-	t.requests, err = m.Int64Counter("otelcol_processor_eval_judge_requests",
-		metric.WithDescription("Judge requests by outcome."), metric.WithUnit("{request}"))
-	errs = errors.Join(errs, err)
-	t.duration, err = m.Float64Histogram("otelcol_processor_eval_judge_request_duration",
-		metric.WithDescription("Duration of one HTTP attempt to the judge."), metric.WithUnit("s"))
-	errs = errors.Join(errs, err)
-	t.tokensC, err = m.Int64Counter("otelcol_processor_eval_judge_tokens",
-		metric.WithDescription("Tokens the judge reported, by type (input, output)."), metric.WithUnit("{token}"))
-	errs = errors.Join(errs, err)
-	t.hits, err = m.Int64Counter("otelcol_processor_eval_judge_cache_hits",
-		metric.WithDescription("Judge calls answered from the verdict cache."), metric.WithUnit("{request}"))
-	errs = errors.Join(errs, err)
-	t.noUsage, err = m.Int64Counter("otelcol_processor_eval_judge_usage_estimated",
-		metric.WithDescription("Judge replies without usage, whose tokens (and cost) were estimated."), metric.WithUnit("{request}"))
-	errs = errors.Join(errs, err)
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
+	}
+	t := &telemetry{
+		tb:       tb,
+		judge:    attribute.String("judge", name),
+		requests: tb.ProcessorEvalJudgeRequests,
+		duration: tb.ProcessorEvalJudgeRequestDuration,
+		tokensC:  tb.ProcessorEvalJudgeTokens,
+		hits:     tb.ProcessorEvalJudgeCacheHits,
+		noUsage:  tb.ProcessorEvalJudgeUsageEstimated,
+	}
+	var errs []error
 	if book.price.Set() {
-		t.costReg, err = costTelemetry(m, t.judge, book)
-		errs = errors.Join(errs, err)
+		errs = append(errs, costTelemetry(tb, t.judge, book))
 	}
 	if b.enabled() {
-		g, gerr := m.Int64ObservableGauge("otelcol_processor_eval_judge_budget_remaining",
-			metric.WithDescription("Tokens left in the judge's rolling budget window."), metric.WithUnit("{token}"))
-		errs = errors.Join(errs, gerr)
-		if gerr == nil {
-			hourAttrs := metric.WithAttributes(t.judge, attribute.String("window", "hour"))
-			dayAttrs := metric.WithAttributes(t.judge, attribute.String("window", "day"))
-			t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-				h, d := b.remaining(now())
-				if h >= 0 {
-					o.ObserveInt64(g, h, hourAttrs)
-				}
-				if d >= 0 {
-					o.ObserveInt64(g, d, dayAttrs)
-				}
-				return nil
-			}, g)
-			errs = errors.Join(errs, err)
-		}
+		hourAttrs := metric.WithAttributes(t.judge, attribute.String("window", "hour"))
+		dayAttrs := metric.WithAttributes(t.judge, attribute.String("window", "day"))
+		errs = append(errs, tb.RegisterProcessorEvalJudgeBudgetRemainingCallback(func(_ context.Context, o metric.Int64Observer) error {
+			h, d := b.remaining(now())
+			if h >= 0 {
+				o.Observe(h, hourAttrs)
+			}
+			if d >= 0 {
+				o.Observe(d, dayAttrs)
+			}
+			return nil
+		}))
 	}
-	if errs != nil {
-		return nil, errs
+	if err := errors.Join(errs...); err != nil {
+		tb.Shutdown()
+		return nil, err
 	}
 	return t, nil
 }
@@ -111,12 +103,6 @@ func (t *telemetry) usageEstimated(ctx context.Context) {
 }
 
 func (t *telemetry) shutdown() error {
-	var errs []error
-	for _, r := range []*metric.Registration{&t.reg, &t.costReg} {
-		if *r != nil {
-			errs = append(errs, (*r).Unregister())
-			*r = nil
-		}
-	}
-	return errors.Join(errs...)
+	t.tb.Shutdown()
+	return nil
 }

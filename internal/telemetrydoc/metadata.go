@@ -34,20 +34,29 @@ type Metric struct {
 	Sum                   *Sum       `yaml:"sum"`
 	Gauge                 *Gauge     `yaml:"gauge"`
 	Histogram             *Histogram `yaml:"histogram"`
-	// Optional says the component registers the instrument only in some
+	// Optional says the component records the instrument only in some
 	// configurations (e.g. a judge with a budget, sessions enabled).
 	Optional bool `yaml:"optional"`
+	// RegisteredBy is the package (a path from the module's root) that
+	// registers the instrument when it is not the component's own: mdgen
+	// run there (`-metadata`) generates its telemetry builder, with the
+	// component's scope. Not an mdatagen field.
+	RegisteredBy string `yaml:"registered_by"`
 }
 
 // Sum is a counter (monotonic) or an up-down counter.
 type Sum struct {
 	ValueType string `yaml:"value_type"`
 	Monotonic bool   `yaml:"monotonic"`
+	// Async makes it an observable counter, reported by callbacks.
+	Async bool `yaml:"async"`
 }
 
 // Gauge is an observable gauge.
 type Gauge struct {
 	ValueType string `yaml:"value_type"`
+	// Async makes it an observable gauge, reported by callbacks.
+	Async bool `yaml:"async"`
 }
 
 // Histogram is a histogram with explicit bucket boundaries.
@@ -95,6 +104,9 @@ func Load(path string) (*Metadata, error) {
 		}
 		if n != 1 {
 			return nil, fmt.Errorf("%s: metric %s: want exactly one of sum, gauge, histogram", path, key)
+		}
+		if vt := m.valueType(); vt != "int" && vt != "double" {
+			return nil, fmt.Errorf("%s: metric %s: value_type %q: want int or double", path, key, vt)
 		}
 		if m.Description == "" || m.Unit == "" {
 			return nil, fmt.Errorf("%s: metric %s: description and unit are required", path, key)

@@ -12,16 +12,10 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// Instrument is what a component registered and recorded with one
-// instrument.
+// Instrument is an instrument a component registered and the attribute
+// names seen on its measurements.
 type Instrument struct {
-	Name, Unit, Description string
-	// Kind is "sum", "gauge" or "histogram"; ValueType "int" or "double";
-	// Monotonic is set for counters.
-	Kind, ValueType string
-	Monotonic       bool
-	Buckets         []float64
-	// Attributes are the attribute names seen on its measurements.
+	Name       string
 	Attributes map[string]bool
 }
 
@@ -71,14 +65,13 @@ func (r *Recorder) Collect() {
 	}
 }
 
-func (r *Recorder) register(name, kind, valueType string, monotonic bool, unit, desc string, buckets []float64) *Instrument {
+func (r *Recorder) register(name string) *Instrument {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i, ok := r.insts[name]; ok {
 		return i
 	}
-	i := &Instrument{Name: name, Unit: unit, Description: desc, Kind: kind, ValueType: valueType,
-		Monotonic: monotonic, Buckets: buckets, Attributes: map[string]bool{}}
+	i := &Instrument{Name: name, Attributes: map[string]bool{}}
 	r.insts[name] = i
 	return i
 }
@@ -96,34 +89,29 @@ type recMeter struct {
 	r *Recorder
 }
 
-func (m *recMeter) Int64Counter(name string, opts ...metric.Int64CounterOption) (metric.Int64Counter, error) {
-	c := metric.NewInt64CounterConfig(opts...)
-	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name, "sum", "int", true, c.Unit(), c.Description(), nil)}}, nil
+func (m *recMeter) Int64Counter(name string, _ ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name)}}, nil
 }
 
-func (m *recMeter) Int64UpDownCounter(name string, opts ...metric.Int64UpDownCounterOption) (metric.Int64UpDownCounter, error) {
-	c := metric.NewInt64UpDownCounterConfig(opts...)
-	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name, "sum", "int", false, c.Unit(), c.Description(), nil)}}, nil
+func (m *recMeter) Int64UpDownCounter(name string, _ ...metric.Int64UpDownCounterOption) (metric.Int64UpDownCounter, error) {
+	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name)}}, nil
 }
 
-func (m *recMeter) Float64Counter(name string, opts ...metric.Float64CounterOption) (metric.Float64Counter, error) {
-	c := metric.NewFloat64CounterConfig(opts...)
-	return &recFloat64{recCore: recCore[float64]{r: m.r, i: m.r.register(name, "sum", "double", true, c.Unit(), c.Description(), nil)}}, nil
+func (m *recMeter) Float64Counter(name string, _ ...metric.Float64CounterOption) (metric.Float64Counter, error) {
+	return &recFloat64{recCore: recCore[float64]{r: m.r, i: m.r.register(name)}}, nil
 }
 
-func (m *recMeter) Int64Histogram(name string, opts ...metric.Int64HistogramOption) (metric.Int64Histogram, error) {
-	c := metric.NewInt64HistogramConfig(opts...)
-	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name, "histogram", "int", false, c.Unit(), c.Description(), c.ExplicitBucketBoundaries())}}, nil
+func (m *recMeter) Int64Histogram(name string, _ ...metric.Int64HistogramOption) (metric.Int64Histogram, error) {
+	return &recInt64{recCore: recCore[int64]{r: m.r, i: m.r.register(name)}}, nil
 }
 
-func (m *recMeter) Float64Histogram(name string, opts ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
-	c := metric.NewFloat64HistogramConfig(opts...)
-	return &recFloat64{recCore: recCore[float64]{r: m.r, i: m.r.register(name, "histogram", "double", false, c.Unit(), c.Description(), c.ExplicitBucketBoundaries())}}, nil
+func (m *recMeter) Float64Histogram(name string, _ ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
+	return &recFloat64{recCore: recCore[float64]{r: m.r, i: m.r.register(name)}}, nil
 }
 
 func (m *recMeter) Int64ObservableGauge(name string, opts ...metric.Int64ObservableGaugeOption) (metric.Int64ObservableGauge, error) {
 	c := metric.NewInt64ObservableGaugeConfig(opts...)
-	g := &recInt64Gauge{i: m.r.register(name, "gauge", "int", false, c.Unit(), c.Description(), nil)}
+	g := &recInt64Gauge{i: m.r.register(name)}
 	for _, cb := range c.Callbacks() {
 		m.r.mu.Lock()
 		m.r.callbacks = append(m.r.callbacks, func() {
@@ -136,7 +124,7 @@ func (m *recMeter) Int64ObservableGauge(name string, opts ...metric.Int64Observa
 
 func (m *recMeter) Float64ObservableCounter(name string, opts ...metric.Float64ObservableCounterOption) (metric.Float64ObservableCounter, error) {
 	c := metric.NewFloat64ObservableCounterConfig(opts...)
-	o := &recFloat64Counter{i: m.r.register(name, "sum", "double", true, c.Unit(), c.Description(), nil)}
+	o := &recFloat64Counter{i: m.r.register(name)}
 	for _, cb := range c.Callbacks() {
 		m.r.mu.Lock()
 		m.r.callbacks = append(m.r.callbacks, func() {

@@ -138,7 +138,7 @@ type ingestMsg struct {
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk *clock) (*evalProcessor, error) {
-	tel, err := newTelemetry(set.MeterProvider)
+	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +156,8 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 	if clk != nil {
 		p.clk = *clk
 	}
-	p.sampling, err = newSampler(cfg.Sampling, cfg.Wait+cfg.Timeout+decisionMargin, set.MeterProvider.Meter(scopeName))
-	return p, err
+	p.sampling = newSampler(cfg.Sampling, cfg.Wait+cfg.Timeout+decisionMargin, tel.tb.ProcessorEvalTracesSampled)
+	return p, nil
 }
 
 func (p *evalProcessor) Capabilities() consumer.Capabilities {

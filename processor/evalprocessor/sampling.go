@@ -85,8 +85,8 @@ type droppedID struct {
 // forwarded passing traces are not exactly those that evaluator scored.
 var samplingSalt = []byte("evalbridge.sampling")
 
-func newSampler(cfg engine.SamplingConfig, retention time.Duration, m metric.Meter) (*sampler, error) {
-	s := &sampler{all: cfg.All(), retention: retention, dropped: map[pcommon.TraceID]struct{}{}}
+func newSampler(cfg engine.SamplingConfig, retention time.Duration, counter metric.Int64Counter) *sampler {
+	s := &sampler{all: cfg.All(), retention: retention, dropped: map[pcommon.TraceID]struct{}{}, counter: counter}
 	for o, share := range map[sampleOutcome]float64{outcomeFailed: cfg.Failed, outcomePassed: cfg.Passed, outcomeUnscored: cfg.Unscored} {
 		switch {
 		case share >= 1:
@@ -95,13 +95,9 @@ func newSampler(cfg engine.SamplingConfig, retention time.Duration, m metric.Met
 			s.below[o] = uint64(share * math.MaxUint64)
 		}
 	}
-	var err error
-	s.counter, err = m.Int64Counter(metricTracesSampled,
-		metric.WithDescription("Scored traces forwarded or dropped by quality-aware sampling (sampling:), by decision."),
-		metric.WithUnit("{trace}"))
 	s.opts[0] = metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decisionForwarded)))
 	s.opts[1] = metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decisionDropped)))
-	return s, err
+	return s
 }
 
 // keep decides whether a released trace with that outcome is forwarded.

@@ -66,20 +66,9 @@ func (p *evalProcessor) startSessions() error {
 	if s.newTicker == nil {
 		s.newTicker = realClock.newTicker
 	}
-	meter := p.set.MeterProvider.Meter(scopeName)
-	var err error
-	if s.scored, err = meter.Int64Counter(metricSessionsScored, metric.WithUnit("{session}"),
-		metric.WithDescription("Sessions scored (an evaluate_session span each), by reason: idle, overflow (beyond max_sessions), shutdown.")); err != nil {
-		return err
-	}
-	if s.turns, err = meter.Int64Counter(metricSessionTurns, metric.WithUnit("{turn}"),
-		metric.WithDescription("Turns (agent cases with a conversation id) recorded in sessions.")); err != nil {
-		return err
-	}
-	if s.turnsDropped, err = meter.Int64Counter(metricSessionTurnsDropped, metric.WithUnit("{turn}"),
-		metric.WithDescription("Turn records dropped unscored, by reason: shutdown (no time left to score their session), max_turns (older turns of a long session). Spans are never dropped.")); err != nil {
-		return err
-	}
+	s.scored = p.tel.tb.ProcessorEvalSessionsScored
+	s.turns = p.tel.tb.ProcessorEvalSessionTurns
+	s.turnsDropped = p.tel.tb.ProcessorEvalSessionTurnsDropped
 	s.store = sessions.NewStore(p.cfg.Sessions, p.eng.MaxFieldBytes())
 	p.importSessions(context.Background())
 	s.wake = make(chan struct{}, 1)

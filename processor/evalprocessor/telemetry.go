@@ -4,18 +4,19 @@ package evalprocessor
 
 import (
 	"context"
-	"errors"
 	"sync"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/processor/evalprocessor/internal/metadata"
 )
 
-// Metric names, as mdatagen would produce them. metadata.yaml declares
-// them (and documentation.md is generated from it); telemetry_metadata_test.go
-// checks that every instrument registered matches its declaration.
+// Metric names, as the tests read them. metadata.yaml declares every
+// metric; go generate writes documentation.md and the telemetry builder
+// (internal/metadata) from it.
 const (
 	scopeName = "github.com/evalbridge/evalbridge/processor/evalprocessor"
 
@@ -50,7 +51,11 @@ const (
 	reasonRefused            = "refused"
 )
 
+// telemetry is the processor's instruments, all registered by the
+// builder generated from metadata.yaml (tb), under the names the rest of
+// the package uses.
 type telemetry struct {
+	tb *metadata.TelemetryBuilder
 	logTelemetry
 	tracesHeld         metric.Int64UpDownCounter
 	tracesScored       metric.Int64Counter
@@ -87,99 +92,62 @@ type evalKey struct {
 	status evaluators.Status
 }
 
-func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
-	m := mp.Meter(scopeName)
-	t := &telemetry{
-		reasonOpts: map[string]metric.MeasurementOption{},
-		statusOpt:  map[evalKey]metric.MeasurementOption{},
-		scoreOpt:   map[string]metric.MeasurementOption{},
+func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
 	}
-	var errs, err error
-	t.logTelemetry, err = newLogTelemetry(m)
-	errs = errors.Join(errs, err)
-	t.storageTelemetry, err = newStorageTelemetry(m)
-	errs = errors.Join(errs, err)
-	t.tracesHeld, err = m.Int64UpDownCounter(metricTracesHeld,
-		metric.WithDescription("GenAI traces held, waiting to be scored."), metric.WithUnit("{traces}"))
-	errs = errors.Join(errs, err)
-	t.tracesScored, err = m.Int64Counter(metricTracesScored,
-		metric.WithDescription("Traces scored and forwarded."), metric.WithUnit("{traces}"))
-	errs = errors.Join(errs, err)
-	t.spansUnscored, err = m.Int64Counter(metricSpansUnscored,
-		metric.WithDescription("Spans of GenAI traces forwarded without scores, by reason (overflow, shutdown, bad_input, timeout)."),
-		metric.WithUnit("{spans}"))
-	errs = errors.Join(errs, err)
-	t.spansLate, err = m.Int64Counter(metricSpansLate,
-		metric.WithDescription("Spans that arrived after their trace was released; forwarded as they are."),
-		metric.WithUnit("{spans}"))
-	errs = errors.Join(errs, err)
-	t.evaluations, err = m.Int64Counter(metricEvaluations,
-		metric.WithDescription("Evaluations run, by evaluator instance and status."), metric.WithUnit("{evaluations}"))
-	errs = errors.Join(errs, err)
-	t.score, err = m.Float64Histogram(metricScore,
-		metric.WithDescription("Scores of scored evaluations, by evaluator instance."), metric.WithUnit("1"),
-		metric.WithExplicitBucketBoundaries(0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1))
-	errs = errors.Join(errs, err)
-	t.evalDuration, err = m.Float64Histogram(metricEvaluationDuration,
-		metric.WithDescription("Time to score one trace (adapt, evaluate, annotate)."), metric.WithUnit("s"),
-		metric.WithExplicitBucketBoundaries(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60))
-	errs = errors.Join(errs, err)
-	t.nextConsumerErrors, err = m.Int64Counter(metricNextConsumerErrors,
-		metric.WithDescription("Calls to the next consumer that returned an error."), metric.WithUnit("{errors}"))
-	errs = errors.Join(errs, err)
-	t.badInput, err = m.Int64Counter(metricBadInputProblems,
-		metric.WithDescription("Problems the adapter found reading GenAI spans (bad input); the spans are still forwarded."),
-		metric.WithUnit("{problems}"))
-	errs = errors.Join(errs, err)
-	t.lateResults, err = m.Int64Counter(metricLateResults,
-		metric.WithDescription("Judge results that arrived after their trace's timeout, forwarded as spans linked to the evaluated span."),
-		metric.WithUnit("{results}"))
-	errs = errors.Join(errs, err)
-	t.spansDuplicate, err = m.Int64Counter(metricSpansDuplicate,
-		metric.WithDescription("Spans whose trace id and span id were already held (a resent request, or two spans sharing an id): forwarded, but scored once."),
-		metric.WithUnit("{spans}"))
-	errs = errors.Join(errs, err)
-	t.spansInvalidID, err = m.Int64Counter(metricSpansInvalidID,
-		metric.WithDescription("Spans with an empty (all-zero) trace id: forwarded at once, never held."),
-		metric.WithUnit("{spans}"))
-	errs = errors.Join(errs, err)
-	t.tracesNewPartition, err = m.Int64Counter(metricTracesNewPartition,
-		metric.WithDescription("GenAI traces that began on a Kafka partition this collector has consumed for less than `wait`: their earlier spans may have gone to the partition's previous owner (a split trace, scored on a fragment)."),
-		metric.WithUnit("{traces}"))
-	errs = errors.Join(errs, err)
-	t.releaseBacklog, err = m.Int64UpDownCounter(metricReleaseBacklog,
-		metric.WithDescription("Released spans waiting to be handed to the next consumer (queued or being retried)."),
-		metric.WithUnit("{spans}"))
-	errs = errors.Join(errs, err)
-	t.releaseRetries, err = m.Int64Counter(metricReleaseRetries,
-		metric.WithDescription("Retries of a request of released spans after the next consumer refused it with a retryable error."),
-		metric.WithUnit("{retries}"))
-	errs = errors.Join(errs, err)
-	t.spansRefused, err = m.Int64Counter(metricSpansRefused,
-		metric.WithDescription("Spans refused with a retryable error because the release backlog was full (back-pressure) or, with storage, persisting them failed: the sender retries."),
-		metric.WithUnit("{spans}"))
-	errs = errors.Join(errs, err)
-	t.spansDropped, err = m.Int64Counter(metricSpansDropped,
-		metric.WithDescription("Released spans that could not be delivered, by reason (refused: still refused with a retryable error after release_retry; permanent: refused permanently; shutdown: still refused when shutdown's time was up)."),
-		metric.WithUnit("{spans}"))
-	errs = errors.Join(errs, err)
-	t.logRecordsDropped, err = m.Int64Counter(metricLogRecordsDropped,
-		metric.WithDescription("Released log records that could not be delivered, by reason (refused, permanent, shutdown, as for spans)."),
-		metric.WithUnit("{records}"))
-	errs = errors.Join(errs, err)
-	t.releasedEarly, err = m.Int64Counter(metricReleasedEarly,
-		metric.WithDescription("Traces scored and released before their wait had passed, by the bound that released them (max_hold, max_trace_spans)."),
-		metric.WithUnit("{traces}"))
-	errs = errors.Join(errs, err)
-	t.decisionsForgotten, err = m.Int64Counter(metricDecisionsForgotten,
-		metric.WithDescription("Released trace ids forgotten before their retention ended because the memory of released ids was full; late spans of these traces would be held as new traces."),
-		metric.WithUnit("{traces}"))
-	errs = errors.Join(errs, err)
+	t := &telemetry{
+		tb: tb,
+		logTelemetry: logTelemetry{
+			logRecordsHeld:     tb.ProcessorEvalLogRecordsHeld,
+			logRecordsReleased: tb.ProcessorEvalLogRecordsReleased,
+			logRecordsLate:     tb.ProcessorEvalLogRecordsLate,
+			logRecordsRefused:  tb.ProcessorEvalLogRecordsRefused,
+			logRecordsUnjoined: tb.ProcessorEvalLogRecordsUnjoined,
+			resultRecords:      tb.ProcessorEvalResultLogRecords,
+		},
+		storageTelemetry: storageTelemetry{
+			restoredTraces:     tb.ProcessorEvalRestoredTraces,
+			restoredSpans:      tb.ProcessorEvalRestoredSpans,
+			restoredRecords:    tb.ProcessorEvalRestoredLogRecords,
+			spansRedelivered:   tb.ProcessorEvalSpansRedelivered,
+			recordsRedelivered: tb.ProcessorEvalLogRecordsRedelivered,
+			storageErrors:      tb.ProcessorEvalStorageErrors,
+			storageOpOpts:      map[string]metric.MeasurementOption{},
+		},
+		tracesHeld:         tb.ProcessorEvalTracesHeld,
+		tracesScored:       tb.ProcessorEvalTracesScored,
+		spansUnscored:      tb.ProcessorEvalSpansForwardedUnscored,
+		spansLate:          tb.ProcessorEvalSpansLate,
+		evaluations:        tb.ProcessorEvalEvaluations,
+		score:              tb.ProcessorEvalScore,
+		evalDuration:       tb.ProcessorEvalEvaluationDuration,
+		nextConsumerErrors: tb.ProcessorEvalNextConsumerErrors,
+		badInput:           tb.ProcessorEvalBadInputProblems,
+		lateResults:        tb.ProcessorEvalLateResults,
+		spansDuplicate:     tb.ProcessorEvalSpansDuplicate,
+		spansInvalidID:     tb.ProcessorEvalSpansInvalidTraceId,
+		tracesNewPartition: tb.ProcessorEvalTracesOnNewPartition,
+		releaseBacklog:     tb.ProcessorEvalReleaseBacklog,
+		releaseRetries:     tb.ProcessorEvalReleaseRetries,
+		spansRefused:       tb.ProcessorEvalSpansRefused,
+		spansDropped:       tb.ProcessorEvalSpansDropped,
+		logRecordsDropped:  tb.ProcessorEvalLogRecordsDropped,
+		releasedEarly:      tb.ProcessorEvalTracesReleasedEarly,
+		decisionsForgotten: tb.ProcessorEvalDecisionsForgotten,
+		reasonOpts:         map[string]metric.MeasurementOption{},
+		statusOpt:          map[evalKey]metric.MeasurementOption{},
+		scoreOpt:           map[string]metric.MeasurementOption{},
+	}
+	for _, op := range []string{storageOpWrite, storageOpDelete, storageOpRead} {
+		t.storageOpOpts[op] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrOperation, op)))
+	}
 	for _, r := range []string{reasonOverflow, reasonShutdown, reasonBadInput, reasonTimeout, reasonPermanent, reasonTooOld,
 		reasonRefused, reasonMaxHold, reasonMaxTraceSpans} {
 		t.reasonOpts[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrReason, r)))
 	}
-	return t, errs
+	return t, nil
 }
 
 // dropped counts released data that could not be delivered.

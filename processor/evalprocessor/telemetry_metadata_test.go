@@ -20,12 +20,12 @@ import (
 	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
 )
 
-// Every instrument the processor registers (its own, the judges' and the
-// remote evaluators', which it registers through its meter provider) is
-// declared in metadata.yaml with the same name, unit, description, type
-// and buckets, and records only the attributes declared there; every
-// declared instrument is registered. The configuration turns on every
-// optional part: a judge with a budget, a remote evaluator, sessions, logs.
+// The instruments the processor registers (its own, its judges', its
+// engine's and its remote evaluators', all through builders generated from
+// metadata.yaml) are declared there and record only the attributes
+// declared there. The configuration turns on every optional
+// part: a judge with a budget and a price, a remote evaluator, sessions,
+// logs.
 func TestTelemetryMatchesMetadata(t *testing.T) {
 	md, err := telemetrydoc.Load("metadata.yaml")
 	require.NoError(t, err)
@@ -91,7 +91,8 @@ func TestTelemetryMatchesMetadata(t *testing.T) {
 	require.Empty(t, problems, "metadata.yaml and the registered instruments disagree:\n%s", strings.Join(problems, "\n"))
 }
 
-// documentation.md is what `go generate` makes of metadata.yaml.
+// documentation.md and internal/metadata/generated_telemetry.go are what
+// `go generate` makes of metadata.yaml.
 func TestDocumentationIsGenerated(t *testing.T) {
 	require.NoError(t, telemetrydoc.CheckDocumentation("."))
 }
