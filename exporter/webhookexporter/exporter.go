@@ -44,6 +44,7 @@ type webhookExporter struct {
 	tel     *telemetry
 	mons    *monitors // nil without monitors
 	client  *http.Client
+	drops   dropLog
 }
 
 func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time) (*webhookExporter, error) {
@@ -143,6 +144,7 @@ func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) erro
 	if err != nil {
 		res.cancel(true)
 		e.tel.failed(ctx, failurePermanent)
+		e.tel.dropped(ctx, len(send), dropRejected)
 		return consumererror.NewPermanent(fmt.Errorf("webhook: encoding %s payload: %w", e.cfg.formatOrDefault(), err))
 	}
 	if err := e.send(ctx, body); err != nil {
@@ -150,6 +152,7 @@ func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) erro
 			// The data is dropped by exporterhelper; the suppressed counts
 			// it carried (and its own excess) go back to pending.
 			res.cancel(true)
+			e.tel.dropped(ctx, len(send), dropRejected)
 		} else {
 			// Retried with the same data: decide afresh then.
 			res.cancel(false)

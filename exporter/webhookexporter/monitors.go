@@ -154,9 +154,13 @@ func splitCarried(td ptrace.Traces, logger *zap.Logger) (notes []MonitorNotifica
 	return notes, other
 }
 
-// tracesExporter is the exporter when monitors are configured: monitors
-// count cases as traces arrive, before the queue, so a retried request
-// never counts them twice; their notifications then enter the same queue.
+// tracesExporter is the exporter the pipeline sees. It never refuses what
+// it receives (docs/contract.md §17): alerts the sending queue cannot take
+// are dropped, logged and counted, so the pipeline's other exporters get
+// their data once and on time however the alert endpoint fares. With
+// monitors, they count cases as traces arrive, before the queue, so a
+// retried request never counts them twice; their notifications then enter
+// the same queue.
 type tracesExporter struct {
 	exporter.Traces // exporterhelper's: queue, retry, push
 	e               *webhookExporter
@@ -176,6 +180,9 @@ func realTicker(d time.Duration) (<-chan time.Time, func()) {
 func (t *tracesExporter) Start(ctx context.Context, host component.Host) error {
 	if err := t.Traces.Start(ctx, host); err != nil {
 		return err
+	}
+	if t.mons == nil {
+		return nil
 	}
 	c, stopTicker := t.newTicker(t.mons.tick)
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
@@ -206,11 +213,16 @@ func (t *tracesExporter) Shutdown(ctx context.Context) error {
 }
 
 func (t *tracesExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	t.enqueue(ctx, t.mons.observe(td))
+	if t.mons != nil {
+		t.enqueue(ctx, t.mons.observe(td))
+	}
 	if !t.e.cfg.PerTraceAlerts {
 		return nil
 	}
-	return t.Traces.ConsumeTraces(ctx, td)
+	if err := t.Traces.ConsumeTraces(ctx, td); err != nil {
+		t.e.dropAlerts(ctx, td, err)
+	}
+	return nil
 }
 
 // enqueue hands notifications to the sending queue. When it refuses them

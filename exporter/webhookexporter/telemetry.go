@@ -24,8 +24,16 @@ const (
 type telemetry struct {
 	alertsSent       metric.Int64Counter
 	alertsSuppressed metric.Int64Counter
+	alertsDropped    metric.Int64Counter
 	sendFailures     metric.Int64Counter
 }
+
+// Reasons an alert is dropped, the `reason` attribute of
+// otelcol_exporter_webhook_alerts_dropped.
+const (
+	dropQueueFull = "queue_full" // the sending queue refused it (full: the endpoint is down or slow)
+	dropRejected  = "rejected"   // the endpoint refused it for good (4xx), or it could not be encoded
+)
 
 // newTelemetry registers the exporter's counters. They carry no attribute
 // naming the exporter: the collector's service identifies the component
@@ -39,6 +47,9 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	errs = errors.Join(errs, err)
 	t.alertsSuppressed, err = m.Int64Counter("otelcol_exporter_webhook_alerts_suppressed",
 		metric.WithDescription("Alerts held back by max_alerts_per_minute (reported later as `suppressed`)."), metric.WithUnit("{alerts}"))
+	errs = errors.Join(errs, err)
+	t.alertsDropped, err = m.Int64Counter("otelcol_exporter_webhook_alerts_dropped",
+		metric.WithDescription("Alerts dropped, by reason: queue_full (the sending queue refused them: the endpoint is down or slow), rejected (the endpoint answered a permanent error). The pipeline never sees the refusal."), metric.WithUnit("{alert}"))
 	errs = errors.Join(errs, err)
 	t.sendFailures, err = m.Int64Counter("otelcol_exporter_webhook_send_failures",
 		metric.WithDescription("Failed webhook requests, by kind (throttled, retryable, permanent, network)."), metric.WithUnit("{requests}"))
@@ -55,6 +66,12 @@ func (t *telemetry) sent(ctx context.Context, n int) {
 func (t *telemetry) suppressed(ctx context.Context, n int) {
 	if n > 0 {
 		t.alertsSuppressed.Add(ctx, int64(n))
+	}
+}
+
+func (t *telemetry) dropped(ctx context.Context, n int, reason string) {
+	if n > 0 {
+		t.alertsDropped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
 	}
 }
 
