@@ -85,9 +85,10 @@ const (
 	verdictBelow = iota // figure below the threshold
 	verdictOK           // at or above it
 	verdictNone         // fewer than min_cases cases (or no score): no verdict
+	verdictUncertain    // with confidence: the interval straddles the threshold
 )
 
-var verdictNames = [...]string{verdictBelow: "below", verdictOK: "ok", verdictNone: "no_verdict"}
+var verdictNames = [...]string{verdictBelow: "below", verdictOK: "ok", verdictNone: "no_verdict", verdictUncertain: "uncertain"}
 
 // monitorInstruments are the exporter's monitor counters.
 type monitorInstruments struct {
@@ -97,6 +98,7 @@ type monitorInstruments struct {
 	sent          metric.Int64Counter
 	enqueueFailed metric.Int64Counter
 	untracked     metric.Int64Counter
+	evicted       metric.Int64Counter
 	groups        metric.Int64UpDownCounter
 }
 
@@ -105,7 +107,7 @@ func newMonitorInstruments(set component.TelemetrySettings) (*monitorInstruments
 	var errs, err error
 	i := &monitorInstruments{}
 	i.evaluations, err = m.Int64Counter("otelcol_exporter_webhook_monitor_evaluations",
-		metric.WithDescription("Evaluations of a monitor group's window, by monitor and verdict (below, ok, no_verdict)."), metric.WithUnit("{evaluations}"))
+		metric.WithDescription("Evaluations of a monitor group's window, by monitor and verdict (below, ok, no_verdict, uncertain)."), metric.WithUnit("{evaluations}"))
 	errs = errors.Join(errs, err)
 	i.stateChanges, err = m.Int64Counter("otelcol_exporter_webhook_monitor_state_changes",
 		metric.WithDescription("Monitor groups that went firing or resolved, by monitor and state."), metric.WithUnit("{changes}"))
@@ -121,6 +123,9 @@ func newMonitorInstruments(set component.TelemetrySettings) (*monitorInstruments
 	errs = errors.Join(errs, err)
 	i.untracked, err = m.Int64Counter("otelcol_exporter_webhook_monitor_cases_untracked",
 		metric.WithDescription("Cases of groups beyond max_groups, counted but not tracked, by monitor."), metric.WithUnit("{cases}"))
+	errs = errors.Join(errs, err)
+	i.evicted, err = m.Int64Counter("otelcol_exporter_webhook_monitor_groups_evicted",
+		metric.WithDescription("Groups forgotten to make room for a new group when max_groups were tracked: each had no case for a whole window. By monitor."), metric.WithUnit("{group}"))
 	errs = errors.Join(errs, err)
 	i.groups, err = m.Int64UpDownCounter("otelcol_exporter_webhook_monitor_groups",
 		metric.WithDescription("Groups a monitor tracks."), metric.WithUnit("{groups}"))
@@ -167,6 +172,7 @@ func (t *monitorTelemetry) stateChanged(state string) {
 
 func (t *monitorTelemetry) renotified() { t.i.renotified.Add(context.Background(), 1, t.attrs) }
 func (t *monitorTelemetry) untracked()  { t.i.untracked.Add(context.Background(), 1, t.attrs) }
+func (t *monitorTelemetry) evicted()    { t.i.evicted.Add(context.Background(), 1, t.attrs) }
 func (t *monitorTelemetry) enqueueFailed() {
 	t.i.enqueueFailed.Add(context.Background(), 1, t.attrs)
 }
