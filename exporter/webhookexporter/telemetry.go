@@ -82,10 +82,10 @@ func (t *telemetry) failed(ctx context.Context, kind string) {
 // Monitor verdicts, the `verdict` attribute of
 // otelcol_exporter_webhook_monitor_evaluations.
 const (
-	verdictBelow = iota // figure below the threshold
-	verdictOK           // at or above it
-	verdictNone         // fewer than min_cases cases (or no score): no verdict
-	verdictUncertain    // with confidence: the interval straddles the threshold
+	verdictBelow     = iota // figure below the threshold
+	verdictOK               // at or above it
+	verdictNone             // fewer than min_cases cases (or no score): no verdict
+	verdictUncertain        // with confidence: the interval straddles the threshold
 )
 
 var verdictNames = [...]string{verdictBelow: "below", verdictOK: "ok", verdictNone: "no_verdict", verdictUncertain: "uncertain"}
