@@ -67,5 +67,5 @@ func newTracesExporterWithTicker(ctx context.Context, set exporter.Settings, c *
 	if err != nil {
 		return nil, err
 	}
-	return &tracesExporter{Traces: inner, e: e, mons: e.mons, logger: set.Logger, newTicker: newTicker}, nil
+	return &tracesExporter{Traces: inner, e: e, mons: e.mons, logger: set.Logger, newTicker: newTicker, id: set.ID}, nil
 }

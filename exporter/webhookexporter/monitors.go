@@ -3,6 +3,7 @@ package webhookexporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -167,6 +168,8 @@ type tracesExporter struct {
 	mons            *monitors
 	logger          *zap.Logger
 	newTicker       func(time.Duration) (<-chan time.Time, func())
+	id              component.ID
+	store           *monitorStore // nil without a persistent queue
 
 	stop chan struct{}
 	done chan struct{}
@@ -184,17 +187,32 @@ func (t *tracesExporter) Start(ctx context.Context, host component.Host) error {
 	if t.mons == nil {
 		return nil
 	}
+	store, err := openMonitorStore(ctx, host, t.e.cfg, t.id, t.logger)
+	if err != nil {
+		return errors.Join(err, t.Traces.Shutdown(ctx))
+	}
+	if store != nil {
+		store.load(ctx, t.mons)
+		t.store = store
+	}
 	c, stopTicker := t.newTicker(t.mons.tick)
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(t.done)
 		defer stopTicker()
+		saved := t.mons.now()
 		for {
 			select {
 			case <-t.stop:
 				return
 			case <-c:
 				t.enqueue(context.Background(), t.mons.evaluateAll())
+				if now := t.mons.now(); t.store != nil && now.Sub(saved) >= saveEvery {
+					saved = now
+					if err := t.store.save(context.Background(), t.mons); err != nil {
+						t.logger.Warn("Monitor state could not be written to storage", zap.Error(err))
+					}
+				}
 			}
 		}
 	}()
@@ -204,12 +222,17 @@ func (t *tracesExporter) Start(ctx context.Context, host component.Host) error {
 // Shutdown stops evaluating before the queue drains (or persists), so no
 // notification is produced after it.
 func (t *tracesExporter) Shutdown(ctx context.Context) error {
+	var err error
 	if t.stop != nil {
 		close(t.stop)
 		<-t.done
 		t.stop = nil
 	}
-	return t.Traces.Shutdown(ctx)
+	if t.store != nil {
+		err = t.store.close(ctx, t.mons)
+		t.store = nil
+	}
+	return errors.Join(err, t.Traces.Shutdown(ctx))
 }
 
 func (t *tracesExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
