@@ -80,7 +80,7 @@ func (r *SessionReport) Scored() bool { return len(r.Evaluations) > 0 }
 // attributes gen_ai.conversation.id, gen_ai.agent.name,
 // eval.session.turns), sample_rate decides by conversation id (the same
 // choice on every collector), deterministic evaluators run before it
-// returns, judge evaluators in the background. done is called exactly once,
+// returns, judge and remote evaluators in the background. done is called exactly once,
 // with the span annotated.
 func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, done func(SessionReport)) {
 	start := time.Now()
@@ -101,7 +101,10 @@ func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, d
 	var tasks []*judgeTask
 	var target *lateTarget
 	for k, in := range selected {
-		if in.Judge == "" || ctx.Err() != nil {
+		// Judges and other evaluators that wait on a remote service
+		// (`remote`) run on the engine's pool, as for traces: a slow one
+		// never holds the caller (the processor's session loop).
+		if !in.Background() || ctx.Err() != nil {
 			results[k] = runInstance(ctx, in, c)
 			continue
 		}
