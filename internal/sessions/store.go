@@ -19,6 +19,9 @@ const (
 	MaxToolCallsPerTurn = 128
 	// maxNameBytes bounds names and ids (tool names, call ids, agent names).
 	maxNameBytes = 256
+	// minClipBytes: a text the turn's budget would cut below this is left
+	// empty rather than kept as a stub.
+	minClipBytes = 32
 )
 
 // Key identifies a session: a conversation id within one service.
@@ -259,18 +262,31 @@ func (s *Store) Stats() Stats {
 // as JSON text. clipped reports whether anything was cut.
 func (s *Store) compact(c *adapter.Case, start time.Time) (adapter.Turn, bool) {
 	clipped := false
-	clip := func(v string, n int) string {
-		if len(v) > n {
-			clipped = true
-			return evaluators.ClipText(v, n)
-		}
+	// budget is what is left of max_turn_bytes. Names and ids are counted
+	// but always kept (to maxNameBytes): an evaluator of tool calls needs
+	// them; texts get what is left.
+	budget := s.cfg.maxTurnBytes()
+	keep := func(v string) string {
+		budget -= len(v)
 		return strings.Clone(v)
 	}
+	clipTo := func(v string, n int) string {
+		if len(v) <= n {
+			return keep(v)
+		}
+		clipped = true
+		if n < minClipBytes {
+			return ""
+		}
+		return keep(evaluators.ClipText(v, n))
+	}
+	name := func(v string) string { return clipTo(v, maxNameBytes) }
+	text := func(v string) string { return clipTo(v, min(s.limit, max(budget, 0))) }
 	t := adapter.Turn{
 		TraceID: c.TraceID, SpanID: c.SpanID, Time: start,
-		Input: clip(c.Input, s.limit), Output: clip(c.Output, s.limit),
+		Input: text(c.Input), Output: text(c.Output),
 		Usage: c.Usage, Latency: c.Latency, LLMCalls: c.LLMCalls,
-		AgentName: clip(c.AgentName, maxNameBytes), Model: clip(c.Model, maxNameBytes),
+		AgentName: name(c.AgentName), Model: name(c.Model),
 	}
 	calls := c.ToolCalls
 	if len(calls) > MaxToolCallsPerTurn {
@@ -290,10 +306,10 @@ func (s *Store) compact(c *adapter.Case, start time.Time) (adapter.Turn, bool) {
 			}
 		}
 		t.ToolCalls[i] = adapter.ToolCall{
-			Name: clip(tc.Name, maxNameBytes), RawArguments: clip(raw, s.limit),
-			Result: clip(tc.Result, s.limit), HasResult: tc.HasResult,
-			Errored: tc.Errored, ErrorMessage: clip(tc.ErrorMessage, s.limit),
-			ID: clip(tc.ID, maxNameBytes), Duration: tc.Duration, SpanID: tc.SpanID,
+			Name: name(tc.Name), ID: name(tc.ID), RawArguments: text(raw),
+			Result: text(tc.Result), HasResult: tc.HasResult,
+			Errored: tc.Errored, ErrorMessage: text(tc.ErrorMessage),
+			Duration: tc.Duration, SpanID: tc.SpanID,
 		}
 	}
 	return t, clipped
