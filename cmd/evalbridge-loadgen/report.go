@@ -40,6 +40,9 @@ type report struct {
 	PeakRSSMiB     float64
 	PeakGoroutines int
 	Notes          []string
+	// Extra are the findings of a topology scenario's own checks: notes,
+	// and the promises it breaks (suite_topologies.go).
+	Extra topologyResult
 }
 
 // account joins what was generated and sent with what the sink received.
@@ -190,7 +193,7 @@ func (r report) failures() []string {
 	if r.Misplaced > 0 {
 		out = append(out, fmt.Sprintf("%d spans with results that are not the agent span", r.Misplaced))
 	}
-	return out
+	return append(out, r.Extra.Broken...)
 }
 
 func (r report) print(w io.Writer) {
