@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
@@ -53,6 +55,7 @@ func newSessionHarnessOn(t *testing.T, mut func(*Config), host component.Host) *
 	h.harness = &harness{t: t, sink: new(consumertest.TracesSink), clk: newFakeClock(), tel: componenttest.NewTelemetry(), cfg: cfg}
 	set := processortest.NewNopSettings(Type)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	set.Logger = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	p, err := newProcessor(set, cfg, h.sink, h.clk.clock())
 	require.NoError(t, err)
 	p.nextLogs = h.logs
