@@ -52,7 +52,10 @@ type sessionState struct {
 	// max_sessions of them wait (the oldest beyond are dropped, counted).
 	early    []sessions.Snapshot
 	maxEarly int
-	slots    chan struct{} // one per session being scored
+	// maxInFlight bounds the sessions being scored at once (0:
+	// maxSessionsInFlight; tests set less).
+	maxInFlight int
+	slots       chan struct{} // one per session being scored
 	wake     chan struct{}
 	stop     chan struct{}
 	ended    chan struct{}
@@ -96,7 +99,10 @@ func (p *evalProcessor) startSessions(ctx context.Context) error {
 	}
 	s.store = sessions.NewStore(p.cfg.Sessions, p.eng.MaxFieldBytes())
 	s.maxEarly = p.cfg.Sessions.MaxSessions
-	s.slots = make(chan struct{}, maxSessionsInFlight)
+	if s.maxInFlight <= 0 {
+		s.maxInFlight = maxSessionsInFlight
+	}
+	s.slots = make(chan struct{}, s.maxInFlight)
 	if p.store != nil {
 		s.disk = &sessionDisk{d: p.store, logger: p.logger, tel: p.tel}
 		s.disk.load(ctx, s.store, p.cfg.Sessions)
