@@ -56,9 +56,9 @@ type sessionState struct {
 	// maxSessionsInFlight; tests set less).
 	maxInFlight int
 	slots       chan struct{} // one per session being scored
-	wake     chan struct{}
-	stop     chan struct{}
-	ended    chan struct{}
+	wake        chan struct{}
+	stop        chan struct{}
+	ended       chan struct{}
 
 	scored       metric.Int64Counter // by reason: idle, overflow, shutdown
 	turns        metric.Int64Counter // turns recorded
