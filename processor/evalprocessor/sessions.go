@@ -52,10 +52,13 @@ type sessionState struct {
 	// max_sessions of them wait (the oldest beyond are dropped, counted).
 	early    []sessions.Snapshot
 	maxEarly int
-	slots    chan struct{} // one per session being scored
-	wake     chan struct{}
-	stop     chan struct{}
-	ended    chan struct{}
+	// maxInFlight bounds the sessions being scored at once (0:
+	// maxSessionsInFlight; tests set less).
+	maxInFlight int
+	slots       chan struct{} // one per session being scored
+	wake        chan struct{}
+	stop        chan struct{}
+	ended       chan struct{}
 
 	// routes is the traces route each session's last turn came through,
 	// kept only when eval is in several traces pipelines (routes.go).
@@ -101,7 +104,10 @@ func (p *evalProcessor) startSessions(ctx context.Context) error {
 	}
 	s.store = sessions.NewStore(p.cfg.Sessions, p.eng.MaxFieldBytes())
 	s.maxEarly = p.cfg.Sessions.MaxSessions
-	s.slots = make(chan struct{}, maxSessionsInFlight)
+	if s.maxInFlight <= 0 {
+		s.maxInFlight = maxSessionsInFlight
+	}
+	s.slots = make(chan struct{}, s.maxInFlight)
 	if p.store != nil {
 		s.disk = &sessionDisk{d: p.store, logger: p.logger, tel: p.tel}
 		s.disk.load(ctx, s.store, p.cfg.Sessions)

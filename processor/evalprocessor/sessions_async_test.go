@@ -159,3 +159,28 @@ func TestSessionTurnsSurviveAKill(t *testing.T) {
 	assert.Equal(t, map[string]string{"conv-a": "3", "conv-b": "1"}, byConv,
 		"conv-a: two turns from before the kill and the new one; conv-b, never scored, is scored after the restart")
 }
+
+// Sessions evicted beyond max_sessions wait at most max_sessions deep while
+// every slot is busy; beyond that the oldest waiting one is dropped,
+// counted and logged, instead of piling up.
+func TestEvictedSessionsDoNotPileUp(t *testing.T) {
+	remote := newSlowRemote(t)
+	h := newSessionHarnessWith(t, func(c *Config) {
+		withSlowRemoteSession(remote)(c)
+		c.Sessions.MaxSessions = 1
+	}, componenttest.NewNopHost(), func(s *sessionState) { s.maxInFlight = 1 })
+	h.turn(1, "c1", false)
+	h.turn(2, "c2", false) // c1 evicted: scored at once, the remote holds it
+	require.Eventually(t, func() bool { return remote.inFlight() == 1 }, 5*time.Second, time.Millisecond)
+	h.turn(3, "c3", false) // c2 evicted: waits (the one slot is busy)
+	h.turn(4, "c4", false) // c3 evicted: c2, the oldest waiting, is dropped
+	assert.Equal(t, int64(1), h.counter(metricSessionsUnscored, attrReason, reasonBacklog))
+	assert.Equal(t, int64(1), h.counter(metricSessionTurnsDropped, attrReason, reasonBacklog))
+	remote.open()
+	require.Eventually(t, func() bool { return len(sessionSpans(h.sink)) == 2 }, 5*time.Second, time.Millisecond)
+	got := map[string]bool{}
+	for _, sp := range sessionSpans(h.sink) {
+		got[strAttr(sp, "gen_ai.conversation.id")] = true
+	}
+	assert.Equal(t, map[string]bool{"c1": true, "c3": true}, got)
+}

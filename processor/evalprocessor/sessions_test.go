@@ -38,6 +38,13 @@ func newSessionHarness(t *testing.T, mut func(*Config)) *sessionHarness {
 // storage extension).
 func newSessionHarnessOn(t *testing.T, mut func(*Config), host component.Host) *sessionHarness {
 	t.Helper()
+	return newSessionHarnessWith(t, mut, host, nil)
+}
+
+// newSessionHarnessWith is newSessionHarnessOn with prep run on the
+// sessions side before the processor starts.
+func newSessionHarnessWith(t *testing.T, mut func(*Config), host component.Host, prep func(*sessionState)) *sessionHarness {
+	t.Helper()
 	h := &sessionHarness{sessTick: make(chan time.Time), logs: new(consumertest.LogsSink)}
 	cfg := createDefaultConfig()
 	cfg.Wait = time.Second
@@ -60,6 +67,9 @@ func newSessionHarnessOn(t *testing.T, mut func(*Config), host component.Host) *
 	require.NoError(t, err)
 	p.nextLogs = h.logs
 	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
+	if prep != nil {
+		prep(p.sess)
+	}
 	h.start(p, host)
 	return h
 }
