@@ -75,6 +75,9 @@ type generator struct {
 	traces  []traceInfo
 	scale   float64 // hostile sizes are multiplied by it (the short suite uses < 1)
 	service string
+	// conversations > 0 gives agent runs a gen_ai.conversation.id, one of
+	// that many, by trace (sessions).
+	conversations int
 }
 
 func newGenerator(seed uint64, scale float64) *generator {
@@ -223,6 +226,9 @@ func (b *builder) agentRun(o agentOpts) ptrace.Span {
 	ra := root.Attributes()
 	ra.PutStr("gen_ai.operation.name", "invoke_agent")
 	ra.PutStr("gen_ai.agent.name", "travel_agent")
+	if n := b.g.conversations; n > 0 {
+		ra.PutStr("gen_ai.conversation.id", fmt.Sprintf("conv-%d", int(b.trace)%n))
+	}
 	ra.PutStr("gen_ai.provider.name", "openai")
 	ra.PutStr("gen_ai.request.model", "gpt-4o")
 	if o.expected != "" {

@@ -48,6 +48,9 @@ type report struct {
 	PeakRSSMiB     float64
 	PeakGoroutines int
 	Notes          []string
+	// Extra are the findings of a topology scenario's own checks: notes,
+	// and the promises it breaks (suite_topologies.go).
+	Extra topologyResult
 }
 
 // account joins what was generated and sent with what the sink received.
@@ -207,7 +210,7 @@ func (r report) failures() []string {
 	if r.NoDuplicates && r.Duplicated > 0 {
 		out = append(out, fmt.Sprintf("%d span copies delivered more than once", r.Duplicated))
 	}
-	return out
+	return append(out, r.Extra.Broken...)
 }
 
 func (r report) print(w io.Writer) {

@@ -21,22 +21,23 @@ import (
 
 // loadConfig is one load: what to send, how fast and for how long.
 type loadConfig struct {
-	endpoint     string        // collector OTLP/gRPC host:port
-	rate         float64       // traces per second
-	duration     time.Duration // how long new traces start
-	plainShare   float64       // share of non-GenAI traces
-	failShare    float64       // share of GenAI runs designed to fail
-	parts        int           // requests a trace's spans are spread over
-	gap          time.Duration // between the requests of one trace
-	resend       float64       // share of acknowledged requests sent a second time (lost response)
-	hostile      float64       // share of traces that are hostile
-	hostileKinds []string      // kinds the hostile share cycles through
-	hostileAt    time.Duration // >0: send every hostile kind once, this long after the start
-	retryFor     time.Duration // a refused request is retried with backoff for this long
-	conns        int           // parallel senders
-	maxReqSpans  int           // spans per request at most (hostile chunks excepted)
-	seed         uint64
-	scale        float64 // hostile sizes
+	endpoint      string        // collector OTLP/gRPC host:port
+	rate          float64       // traces per second
+	duration      time.Duration // how long new traces start
+	plainShare    float64       // share of non-GenAI traces
+	failShare     float64       // share of GenAI runs designed to fail
+	parts         int           // requests a trace's spans are spread over
+	gap           time.Duration // between the requests of one trace
+	resend        float64       // share of acknowledged requests sent a second time (lost response)
+	hostile       float64       // share of traces that are hostile
+	hostileKinds  []string      // kinds the hostile share cycles through
+	hostileAt     time.Duration // >0: send every hostile kind once, this long after the start
+	retryFor      time.Duration // a refused request is retried with backoff for this long
+	conns         int           // parallel senders
+	maxReqSpans   int           // spans per request at most (hostile chunks excepted)
+	seed          uint64
+	conversations int     // >0: agent runs carry one of this many conversation ids
+	scale         float64 // hostile sizes
 	// onTick, if set, runs once per scheduler tick with the time since the start
 	// (the suite uses it to take the backend down or stop the collector).
 	onTick func(elapsed time.Duration)
@@ -95,7 +96,9 @@ func newLoad(cfg loadConfig) *load {
 	if cfg.parts <= 0 {
 		cfg.parts = 3
 	}
-	return &load{cfg: cfg, gen: newGenerator(cfg.seed, cfg.scale)}
+	l := &load{cfg: cfg, gen: newGenerator(cfg.seed, cfg.scale)}
+	l.gen.conversations = cfg.conversations
+	return l
 }
 
 func dial(endpoint string) (*grpc.ClientConn, error) {

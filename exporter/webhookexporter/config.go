@@ -61,6 +61,10 @@ type Config struct {
 	// `detectors: []` turns them off. It validates itself.
 	Redaction redact.Config `mapstructure:"redaction"`
 
+	// inline lets the push run in the caller (no queue): the package's
+	// tests of the push function only. A user cannot set it.
+	inline bool
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -91,6 +95,9 @@ func (cfg *Config) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("format %q: must be json, slack or template", cfg.Format))
+	}
+	if !cfg.inline {
+		errs = append(errs, validateQueue(cfg.QueueConfig)...)
 	}
 	if cfg.MaxAlertsPerMinute < 0 {
 		errs = append(errs, fmt.Errorf("max_alerts_per_minute must be >= 0, got %d", cfg.MaxAlertsPerMinute))
@@ -123,6 +130,24 @@ func (cfg *Config) Validate() error {
 		monitorNames[m.Name] = true
 	}
 	return errors.Join(errs...)
+}
+
+// validateQueue keeps the exporter from ever holding back its pipeline
+// (docs/contract.md §17): the alerts must go through a queue that refuses
+// (and the exporter then drops and counts) rather than waits.
+func validateQueue(q configoptional.Optional[exporterhelper.QueueBatchConfig]) []error {
+	const why = ": a slow or down alert endpoint would hold back the other exporters of the pipeline (alerts that cannot be queued are dropped and counted instead)"
+	if !q.HasValue() {
+		return []error{errors.New("sending_queue must stay enabled" + why)}
+	}
+	var errs []error
+	if q.Get().BlockOnOverflow {
+		errs = append(errs, errors.New("sending_queue: block_on_overflow must be false"+why))
+	}
+	if q.Get().WaitForResult {
+		errs = append(errs, errors.New("sending_queue: wait_for_result must be false"+why))
+	}
+	return errs
 }
 
 func (cfg *Config) formatOrDefault() string {

@@ -75,6 +75,8 @@ func TestLoadConfig(t *testing.T) {
 		"template_without_format": "only used with format: template",
 		"negative_limit":          "max_alerts_per_minute",
 		"bad_evaluator":           "not a valid evaluator name",
+		"queue_disabled":          "sending_queue must stay enabled",
+		"queue_blocks":            "block_on_overflow must be false",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

@@ -48,6 +48,7 @@ type webhookExporter struct {
 	// secrets are the credentials (secret, header values, the endpoint's
 	// userinfo and query) kept out of errors.
 	secrets *httpclient.Secrets
+	drops   dropLog
 }
 
 func newWebhookExporter(cfg *Config, set exporter.Settings, now func() time.Time) (*webhookExporter, error) {
@@ -153,6 +154,7 @@ func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) erro
 	if err != nil {
 		res.cancel(true)
 		e.tel.failed(ctx, failurePermanent)
+		e.tel.dropped(ctx, len(send), dropRejected)
 		return consumererror.NewPermanent(fmt.Errorf("webhook: encoding %s payload: %w", e.cfg.formatOrDefault(), err))
 	}
 	if err := e.send(ctx, body); err != nil {
@@ -160,6 +162,7 @@ func (e *webhookExporter) pushTraces(ctx context.Context, td ptrace.Traces) erro
 			// The data is dropped by exporterhelper; the suppressed counts
 			// it carried (and its own excess) go back to pending.
 			res.cancel(true)
+			e.tel.dropped(ctx, len(send), dropRejected)
 		} else {
 			// Retried with the same data: decide afresh then.
 			res.cancel(false)

@@ -226,7 +226,7 @@ func TestRetryOnNetworkError(t *testing.T) {
 	cfg := syncConfig(rec.srv.URL)
 	cfg.RetryConfig.MaxElapsedTime = 200 * time.Millisecond
 	h := start(t, cfg, nil)
-	err := h.exp.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
+	err := h.inner.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
 	require.Error(t, err)
 	assert.False(t, consumererror.IsPermanent(err))
 	assert.GreaterOrEqual(t, h.counter(t, "otelcol_exporter_webhook_send_failures", failureNetwork), int64(2), "retried")
@@ -259,7 +259,7 @@ func TestPermanent4xx(t *testing.T) {
 	body := `{"error":"unknown channel"}` + strings.Repeat("x", 1000)
 	rec := newRecorder(t, statusBody(http.StatusBadRequest, body))
 	h := start(t, syncConfig(rec.srv.URL), nil)
-	err := h.exp.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
+	err := h.inner.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
 	require.Error(t, err)
 	assert.True(t, consumererror.IsPermanent(err), "%v", err)
 	assert.Contains(t, err.Error(), "400")
@@ -274,6 +274,7 @@ func TestPermanent4xx(t *testing.T) {
 	assert.Contains(t, logged, `{\"error\":\"unknown channel\"}`)
 	assert.Less(t, len(err.Error()), 512, "error quotes a bounded excerpt")
 	assert.Equal(t, int64(1), h.counter(t, "otelcol_exporter_webhook_send_failures", failurePermanent))
+	assert.Equal(t, int64(1), metricSum(t, h.tel, "otelcol_exporter_webhook_alerts_dropped", "reason", dropRejected))
 }
 
 func TestSecretNeverLeaks(t *testing.T) {
@@ -295,7 +296,7 @@ func TestSecretNeverLeaks(t *testing.T) {
 			cfg.Secret = configopaque.String(secret)
 			cfg.RetryConfig.MaxElapsedTime = 100 * time.Millisecond
 			h := start(t, cfg, nil)
-			err := h.exp.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
+			err := h.inner.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), secret)
 			require.NotZero(t, h.logs.Len(), "something was logged")
@@ -371,7 +372,7 @@ func TestNetworkErrorDoesNotEchoEndpointPath(t *testing.T) {
 	cfg := syncConfig(rec.srv.URL + "/services/" + token)
 	cfg.RetryConfig.MaxElapsedTime = 100 * time.Millisecond
 	h := start(t, cfg, nil)
-	err := h.exp.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
+	err := h.inner.ConsumeTraces(context.Background(), agentTraces(failed("booking_flow", 0.5, 1, "r")))
 	require.Error(t, err)
 	assert.False(t, consumererror.IsPermanent(err))
 	assert.NotContains(t, err.Error(), "secret")

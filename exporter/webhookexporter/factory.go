@@ -67,8 +67,8 @@ func newTracesExporterWithTicker(ctx context.Context, set exporter.Settings, c *
 		exporterhelper.WithRetry(c.RetryConfig),
 		exporterhelper.WithQueue(c.QueueConfig),
 	)
-	if err != nil || e.mons == nil {
-		return inner, err
+	if err != nil {
+		return nil, err
 	}
-	return &tracesExporter{Traces: inner, e: e, mons: e.mons, logger: set.Logger, newTicker: newTicker}, nil
+	return &tracesExporter{Traces: inner, e: e, mons: e.mons, logger: set.Logger, newTicker: newTicker, id: set.ID}, nil
 }

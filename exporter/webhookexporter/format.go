@@ -240,8 +240,17 @@ func monitorSentence(n MonitorNotification) string {
 		}
 		group = strings.Join(keys, ", ")
 	}
-	return fmt.Sprintf("%s %s: %s %s %s %s over %s for %s (%d case%s, %d failed)",
-		n.Monitor, n.State, label, strconv.FormatFloat(figure, 'g', 4, 64), cmp, strconv.FormatFloat(n.Threshold, 'g', 4, 64),
+	if n.Forgotten {
+		return fmt.Sprintf("%s %s (forgotten): no case for %s and max_groups reached, its slot went to a new group; %s",
+			n.Monitor, n.State, n.Window, group)
+	}
+	interval := ""
+	if n.Interval != nil {
+		interval = fmt.Sprintf(" (%g%% interval %s..%s)", n.Interval.Confidence*100,
+			strconv.FormatFloat(n.Interval.Low, 'g', 4, 64), strconv.FormatFloat(n.Interval.High, 'g', 4, 64))
+	}
+	return fmt.Sprintf("%s %s: %s %s%s %s %s over %s for %s (%d case%s, %d failed)",
+		n.Monitor, n.State, label, strconv.FormatFloat(figure, 'g', 4, 64), interval, cmp, strconv.FormatFloat(n.Threshold, 'g', 4, 64),
 		n.Window, group, n.Cases, plural(n.Cases), n.Failed)
 }
 

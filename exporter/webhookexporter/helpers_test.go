@@ -143,6 +143,7 @@ func syncConfig(endpoint string) *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.ClientConfig.Endpoint = endpoint
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+	cfg.inline = true
 	cfg.RetryConfig.InitialInterval = 10 * time.Millisecond
 	cfg.RetryConfig.MaxInterval = 50 * time.Millisecond
 	cfg.RetryConfig.MaxElapsedTime = 10 * time.Second
@@ -173,6 +174,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 type harness struct {
 	stopped bool
 	exp     exporter.Traces
+	inner   exporter.Traces // exporterhelper's, under the never-refusing wrapper: the push's errors
 	logs    *observer.ObservedLogs
 	tel     *componenttest.Telemetry
 }
@@ -201,7 +203,7 @@ func startTicking(t *testing.T, cfg *Config, now func() time.Time, tick chan tim
 		func(time.Duration) (<-chan time.Time, func()) { return tick, func() {} })
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	h := &harness{exp: exp, logs: logs, tel: tel}
+	h := &harness{exp: exp, inner: exp.(*tracesExporter).Traces, logs: logs, tel: tel}
 	t.Cleanup(func() {
 		if !h.stopped {
 			require.NoError(t, exp.Shutdown(context.Background()))

@@ -45,6 +45,21 @@ type MonitorNotification struct {
 	Time            string   `json:"time"`
 	SampleTraceIDs  []string `json:"sample_trace_ids"`
 	SampleTraceURLs []string `json:"sample_trace_urls,omitempty"`
+	// Interval is the figure's interval, for monitors with `confidence`.
+	Interval *Interval `json:"interval,omitempty"`
+	// Forgotten marks the resolved notification of a firing group that had
+	// no case for a whole window and gave its slot to a new group
+	// (max_groups reached): no longer watched, not known to be fixed.
+	Forgotten bool `json:"forgotten,omitempty"`
+}
+
+// Interval is the interval of a window's figure at a confidence level: the
+// Wilson score interval of the pass rate, the normal interval of the mean
+// score.
+type Interval struct {
+	Confidence float64 `json:"confidence"`
+	Low        float64 `json:"low"`
+	High       float64 `json:"high"`
 }
 
 // sample is one failed case kept as an example for notifications.
@@ -72,6 +87,7 @@ type group struct {
 	samples    [maxSamples]sample
 	nextSample uint8
 	touched    bool
+	last       int64 // unix nanos of the group's last case
 }
 
 func (g *group) addSample(s sample) {
@@ -102,6 +118,7 @@ type monitor struct {
 	scoreKey  string
 	windowStr string
 	minCases  int
+	z         float64 // normal quantile of `confidence`; 0 without it
 	tel       *monitorTelemetry
 	logger    *zap.Logger
 
@@ -110,6 +127,12 @@ type monitor struct {
 	touched         []*group
 	keyBuf          []byte
 	untrackedWarned bool
+	// forgotten are the notifications of firing groups evicted for a new
+	// group, sent with the next evaluation.
+	forgotten []pending
+	// noIdleBefore: no group can have been idle for a whole window before
+	// this time (unix nanos), so a full table is not searched until then.
+	noIdleBefore int64
 	// verdicts are counted here and added to the metric once per batch or
 	// tick: a metric Add per evaluated group costs more than the evaluation.
 	verdicts [len(verdictNames)]int64
@@ -133,6 +156,9 @@ func newMonitor(cfg MonitorConfig, maxGroups int, traceURL string, tel *monitorT
 		logger:    logger,
 		groups:    map[string]*group{},
 	}
+	if cfg.Confidence != nil {
+		m.z = zScore(*cfg.Confidence)
+	}
 	return m
 }
 
@@ -153,7 +179,7 @@ func (m *monitor) observeSpan(span ptrace.Span, res pcommon.Map, now time.Time) 
 	default:
 		return
 	}
-	g := m.lookup(attrs, res)
+	g := m.lookup(attrs, res, now)
 	if g == nil {
 		return
 	}
@@ -168,6 +194,7 @@ func (m *monitor) observeSpan(span ptrace.Span, res pcommon.Map, now time.Time) 
 		}
 	}
 	g.win.add(now, m.width, isFailed, score, hasScore)
+	g.last = now.UnixNano()
 	if isFailed {
 		g.addSample(sample{traceID: span.TraceID(), spanID: span.SpanID(), at: now.UnixNano()})
 	}
@@ -179,7 +206,7 @@ func (m *monitor) observeSpan(span ptrace.Span, res pcommon.Map, now time.Time) 
 
 // lookup finds or creates the span's group; nil when max_groups are
 // tracked already (the case is counted as untracked).
-func (m *monitor) lookup(attrs, res pcommon.Map) *group {
+func (m *monitor) lookup(attrs, res pcommon.Map, now time.Time) *group {
 	b := m.keyBuf[:0]
 	for i, k := range m.cfg.GroupBy {
 		if i > 0 {
@@ -191,7 +218,7 @@ func (m *monitor) lookup(attrs, res pcommon.Map) *group {
 	if g, ok := m.groups[string(b)]; ok {
 		return g
 	}
-	if len(m.groups) >= m.maxGroups {
+	if len(m.groups) >= m.maxGroups && !m.evictIdle(now) {
 		m.tel.untracked()
 		if !m.untrackedWarned {
 			m.untrackedWarned = true
@@ -207,6 +234,46 @@ func (m *monitor) lookup(attrs, res pcommon.Map) *group {
 	m.groups[string(b)] = g
 	m.tel.groupsAdded(1)
 	return g
+}
+
+// evictIdle makes room for a new group when the table is full: the group
+// whose last case is the oldest, if that is a whole window ago, is
+// forgotten. A firing one says so in a resolved notification marked
+// forgotten. The caller holds m.mu.
+func (m *monitor) evictIdle(now time.Time) bool {
+	nowNs := now.UnixNano()
+	if nowNs < m.noIdleBefore {
+		return false
+	}
+	win := int64(m.cfg.Window)
+	var oldKey string
+	var old *group
+	for k, g := range m.groups {
+		if old == nil || g.last < old.last {
+			oldKey, old = k, g
+		}
+	}
+	if old == nil || nowNs-old.last < win || old.touched {
+		if old != nil {
+			m.noIdleBefore = old.last + win
+		}
+		return false
+	}
+	delete(m.groups, oldKey)
+	m.tel.groupsAdded(-1)
+	m.tel.evicted()
+	if old.firing {
+		prev := old.groupStatus
+		old.firing = false
+		old.gen++
+		n := m.notification(old, StateResolved, windowTotals{}, now)
+		n.Forgotten = true
+		m.forgotten = append(m.forgotten, pending{m: m, g: old, gen: old.gen, prev: prev, note: n})
+		m.tel.stateChanged(StateResolved)
+		m.logger.Info("Monitor forgets a firing group with no case for a whole window to track a new one (max_groups reached); a resolved notification marked forgotten says so",
+			zap.String("monitor", m.cfg.Name), zap.Strings("group", old.values), zap.Int("max_groups", m.maxGroups))
+	}
+	return true
 }
 
 // maxGroupValue bounds the bytes of one group_by value kept per group, so
@@ -228,6 +295,9 @@ func groupValue(attrs, res pcommon.Map, key string) string {
 // evaluateTouched evaluates the groups observed since the last call.
 // The caller holds m.mu.
 func (m *monitor) evaluateTouched(now time.Time, out []pending) []pending {
+	out = append(out, m.forgotten...)
+	clear(m.forgotten)
+	m.forgotten = m.forgotten[:0]
 	for _, g := range m.touched {
 		g.touched = false
 		out, _ = m.evaluate(g, now, out)
@@ -271,6 +341,7 @@ func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, w
 		return out, tot
 	}
 	var fig float64
+	var iv *Interval
 	if m.byMean {
 		mean := tot.meanScore()
 		if mean == nil {
@@ -281,11 +352,31 @@ func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, w
 	} else {
 		fig = tot.passRate()
 	}
-	below := fig < m.threshold
-	if below {
+	below, ok := fig < m.threshold, fig >= m.threshold
+	if m.z > 0 {
+		var lo, hi float64
+		if m.byMean {
+			var has bool
+			if lo, hi, has = meanInterval(tot.scoreSum, tot.scoreSq, tot.scored, m.z); !has {
+				m.verdicts[verdictNone]++
+				return out, tot
+			}
+		} else {
+			lo, hi = wilson(tot.cases-tot.failed, tot.cases, m.z)
+		}
+		iv = &Interval{Confidence: *m.cfg.Confidence, Low: lo, High: hi}
+		below, ok = hi < m.threshold, lo >= m.threshold
+	}
+	switch {
+	case below:
 		m.verdicts[verdictBelow]++
-	} else {
+	case ok:
 		m.verdicts[verdictOK]++
+	default:
+		// The interval straddles the threshold: too few cases to tell;
+		// the state is kept.
+		m.verdicts[verdictUncertain]++
+		return out, tot
 	}
 	prev := g.groupStatus
 	var state string
@@ -306,7 +397,9 @@ func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, w
 		return out, tot
 	}
 	g.gen++
-	return append(out, pending{m: m, g: g, gen: g.gen, prev: prev, note: m.notification(g, state, tot, now)}), tot
+	note := m.notification(g, state, tot, now)
+	note.Interval = iv
+	return append(out, pending{m: m, g: g, gen: g.gen, prev: prev, note: note}), tot
 }
 
 func (m *monitor) flushVerdicts() {

@@ -33,6 +33,12 @@ type MonitorConfig struct {
 	// Renotify repeats a firing notification at most this often while the
 	// window still shows the figure below the threshold; 0 never repeats.
 	Renotify time.Duration `mapstructure:"renotify"`
+	// Confidence, when set (0 < confidence < 1), makes the verdict account
+	// for sample size: the group fires only when the whole interval of the
+	// figure at this confidence is below the threshold (the Wilson score
+	// interval of the pass rate; the normal interval of the mean score) and
+	// resolves only when the whole interval is at or above it.
+	Confidence *float64 `mapstructure:"confidence"`
 	// MaxGroups overrides the exporter's max_groups for this monitor; 0
 	// keeps the exporter's.
 	MaxGroups int `mapstructure:"max_groups"`
@@ -75,6 +81,9 @@ func (m *MonitorConfig) Validate() error {
 		if !(v > 0 && v <= 1) {
 			errs = append(errs, fmt.Errorf("%s must be in (0, 1], got %g", key, v))
 		}
+	}
+	if m.Confidence != nil && !(*m.Confidence > 0 && *m.Confidence < 1) {
+		errs = append(errs, fmt.Errorf("confidence must be between 0 and 1 (exclusive), e.g. 0.95, got %g", *m.Confidence))
 	}
 	if m.MaxGroups < 0 {
 		errs = append(errs, fmt.Errorf("max_groups must be >= 0 (0 means the exporter's max_groups), got %d", m.MaxGroups))

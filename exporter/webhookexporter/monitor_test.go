@@ -105,7 +105,7 @@ func TestSlidingWindowMaths(t *testing.T) {
 	w.add(t0.Add(500*time.Millisecond), width, true, 0.25, true)
 	w.add(t0.Add(30*time.Second), width, true, 0, false) // no score
 	got := w.totals(t0.Add(30*time.Second), width)
-	assert.Equal(t, windowTotals{cases: 3, failed: 2, scored: 2, scoreSum: 1.25}, got)
+	assert.Equal(t, windowTotals{cases: 3, failed: 2, scored: 2, scoreSum: 1.25, scoreSq: 1.0625}, got)
 	assert.InDelta(t, 1.0/3, got.passRate(), 1e-9)
 	require.NotNil(t, got.meanScore())
 	assert.InDelta(t, 0.625, *got.meanScore(), 1e-9)
@@ -118,7 +118,7 @@ func TestSlidingWindowMaths(t *testing.T) {
 	// A bucket reused after the ring wrapped starts from zero.
 	w.add(t0.Add(60*time.Second), width, false, 1, true) // same slot as t0
 	got = w.totals(t0.Add(60*time.Second), width)
-	assert.Equal(t, windowTotals{cases: 2, failed: 1, scored: 1, scoreSum: 1}, got)
+	assert.Equal(t, windowTotals{cases: 2, failed: 1, scored: 1, scoreSum: 1, scoreSq: 1}, got)
 
 	var empty windowTotals
 	assert.Zero(t, empty.passRate())

@@ -3,6 +3,7 @@ package webhookexporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -154,15 +155,21 @@ func splitCarried(td ptrace.Traces, logger *zap.Logger) (notes []MonitorNotifica
 	return notes, other
 }
 
-// tracesExporter is the exporter when monitors are configured: monitors
-// count cases as traces arrive, before the queue, so a retried request
-// never counts them twice; their notifications then enter the same queue.
+// tracesExporter is the exporter the pipeline sees. It never refuses what
+// it receives (docs/contract.md §17): alerts the sending queue cannot take
+// are dropped, logged and counted, so the pipeline's other exporters get
+// their data once and on time however the alert endpoint fares. With
+// monitors, they count cases as traces arrive, before the queue, so a
+// retried request never counts them twice; their notifications then enter
+// the same queue.
 type tracesExporter struct {
 	exporter.Traces // exporterhelper's: queue, retry, push
 	e               *webhookExporter
 	mons            *monitors
 	logger          *zap.Logger
 	newTicker       func(time.Duration) (<-chan time.Time, func())
+	id              component.ID
+	store           *monitorStore // nil without a persistent queue
 
 	stop chan struct{}
 	done chan struct{}
@@ -177,17 +184,35 @@ func (t *tracesExporter) Start(ctx context.Context, host component.Host) error {
 	if err := t.Traces.Start(ctx, host); err != nil {
 		return err
 	}
+	if t.mons == nil {
+		return nil
+	}
+	store, err := openMonitorStore(ctx, host, t.e.cfg, t.id, t.logger)
+	if err != nil {
+		return errors.Join(err, t.Traces.Shutdown(ctx))
+	}
+	if store != nil {
+		store.load(ctx, t.mons)
+		t.store = store
+	}
 	c, stopTicker := t.newTicker(t.mons.tick)
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(t.done)
 		defer stopTicker()
+		saved := t.mons.now()
 		for {
 			select {
 			case <-t.stop:
 				return
 			case <-c:
 				t.enqueue(context.Background(), t.mons.evaluateAll())
+				if now := t.mons.now(); t.store != nil && now.Sub(saved) >= saveEvery {
+					saved = now
+					if err := t.store.save(context.Background(), t.mons); err != nil {
+						t.logger.Warn("Monitor state could not be written to storage", zap.Error(err))
+					}
+				}
 			}
 		}
 	}()
@@ -197,20 +222,30 @@ func (t *tracesExporter) Start(ctx context.Context, host component.Host) error {
 // Shutdown stops evaluating before the queue drains (or persists), so no
 // notification is produced after it.
 func (t *tracesExporter) Shutdown(ctx context.Context) error {
+	var err error
 	if t.stop != nil {
 		close(t.stop)
 		<-t.done
 		t.stop = nil
 	}
-	return t.Traces.Shutdown(ctx)
+	if t.store != nil {
+		err = t.store.close(ctx, t.mons)
+		t.store = nil
+	}
+	return errors.Join(err, t.Traces.Shutdown(ctx))
 }
 
 func (t *tracesExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	t.enqueue(ctx, t.mons.observe(td))
+	if t.mons != nil {
+		t.enqueue(ctx, t.mons.observe(td))
+	}
 	if !t.e.cfg.PerTraceAlerts {
 		return nil
 	}
-	return t.Traces.ConsumeTraces(ctx, td)
+	if err := t.Traces.ConsumeTraces(ctx, td); err != nil {
+		t.e.dropAlerts(ctx, td, err)
+	}
+	return nil
 }
 
 // enqueue hands notifications to the sending queue. When it refuses them

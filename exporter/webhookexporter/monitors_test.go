@@ -265,10 +265,13 @@ func TestMonitorQueueFullRetriesNextEvaluation(t *testing.T) {
 	// Fill the consumer and the queue with alerts.
 	require.NoError(t, h.exp.ConsumeTraces(ctx, caseTraces("x", fail)))
 	require.Eventually(t, func() bool {
-		return h.exp.ConsumeTraces(ctx, caseTraces("y", fail)) != nil
+		// Never refused: the alert the full queue cannot take is dropped
+		// and counted instead (docs/contract.md §17).
+		require.NoError(t, h.exp.ConsumeTraces(ctx, caseTraces("y", fail)))
+		return metricSum(t, h.tel, "otelcol_exporter_webhook_alerts_dropped", "reason", dropQueueFull) > 0
 	}, 10*time.Second, 5*time.Millisecond, "the queue fills up")
 	// The burst fires; its notification is refused with the data.
-	_ = h.exp.ConsumeTraces(ctx, caseTraces("a", repeat(4, fail)...))
+	require.NoError(t, h.exp.ConsumeTraces(ctx, caseTraces("a", repeat(4, fail)...)))
 	assert.Positive(t, metricSum(t, h.tel, "otelcol_exporter_webhook_monitor_enqueue_failures", "monitor", "flow_rate"))
 	once.Do(func() { close(block) })
 	require.Eventually(t, func() bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/extension"
@@ -118,4 +119,55 @@ func TestPersistentQueueSurvivesRestart(t *testing.T) {
 	require.Len(t, p.Alerts, 1)
 	assert.Equal(t, "booking_flow", p.Alerts[0].Evaluator)
 	assert.Equal(t, "persisted", p.Alerts[0].Reason)
+}
+
+// Monitor state survives a restart with a persistent queue: a group that
+// fired before the restart and recovers after it gets its resolved, with
+// the window's cases from before (issue 19; before, every group restarted
+// `ok` with an empty window and the resolved never came).
+func TestMonitorStateSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	rec := newRecorder(t)
+	newExporter := func(host storageHost, storageID component.ID) exporter.Traces {
+		cfg := createDefaultConfig().(*Config)
+		cfg.ClientConfig.Endpoint = rec.srv.URL
+		cfg.PerTraceAlerts = false
+		cfg.Monitors = []MonitorConfig{passRateMonitor()}
+		q := exporterhelper.NewDefaultQueueConfig()
+		q.StorageID = &storageID
+		q.NumConsumers = 1
+		cfg.QueueConfig = configoptional.Some(q)
+		set := exportertest.NewNopSettings(Type)
+		set.Logger = zaptest.NewLogger(t)
+		set.ID = component.NewIDWithName(Type, "persistent")
+		exp, err := newTracesExporterWithTicker(ctx, set, cfg, time.Now,
+			func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} })
+		require.NoError(t, err)
+		require.NoError(t, exp.Start(ctx, host))
+		return exp
+	}
+
+	storageID, ext1 := startFileStorage(t, dir)
+	exp1 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext1}}, storageID)
+	require.NoError(t, exp1.ConsumeTraces(ctx, caseTraces("travel_agent", repeat(4, fail)...)))
+	require.Eventually(t, func() bool { return len(rec.monitors(t)) == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, exp1.Shutdown(ctx))
+	require.NoError(t, ext1.Shutdown(ctx))
+	firing := rec.monitors(t)[0]
+	require.Equal(t, StateFiring, firing.State)
+
+	_, ext2 := startFileStorage(t, dir)
+	exp2 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext2}}, storageID)
+	// 4 passes after 4 failures: 0.5, no longer below 0.5.
+	require.NoError(t, exp2.ConsumeTraces(ctx, caseTraces("travel_agent", repeat(4, pass)...)))
+	require.Eventually(t, func() bool { return len(rec.monitors(t)) == 2 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, exp2.Shutdown(ctx))
+	require.NoError(t, ext2.Shutdown(ctx))
+	resolved := rec.monitors(t)[1]
+	assert.Equal(t, StateResolved, resolved.State)
+	assert.Equal(t, 8, resolved.Cases, "the window kept the cases from before the restart")
+	assert.Equal(t, 4, resolved.Failed)
+	assert.Equal(t, firing.Since, resolved.Since, "the incident it closes began before the restart")
+	assert.Len(t, resolved.SampleTraceIDs, 4, "sample trace ids kept")
 }

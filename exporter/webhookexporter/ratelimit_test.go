@@ -117,7 +117,7 @@ func TestRateLimitPermanentFailureKeepsCounts(t *testing.T) {
 	rec.mu.Lock()
 	rec.script = append(rec.script, status(http.StatusBadRequest))
 	rec.mu.Unlock()
-	require.Error(t, h.exp.ConsumeTraces(ctx, agentTraces(failed("x", 0, 1, ""), failed("y", 0, 1, ""))))
+	require.Error(t, h.inner.ConsumeTraces(ctx, agentTraces(failed("x", 0, 1, ""), failed("y", 0, 1, ""))))
 	// The rejected request carried p (pending) and y (excess); both stay pending.
 	require.NoError(t, h.exp.ConsumeTraces(ctx, agentTraces(failed("w", 0, 1, ""))))
 	p := rec.payload(t, 2)

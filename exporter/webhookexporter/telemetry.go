@@ -24,8 +24,16 @@ const (
 type telemetry struct {
 	alertsSent       metric.Int64Counter
 	alertsSuppressed metric.Int64Counter
+	alertsDropped    metric.Int64Counter
 	sendFailures     metric.Int64Counter
 }
+
+// Reasons an alert is dropped, the `reason` attribute of
+// otelcol_exporter_webhook_alerts_dropped.
+const (
+	dropQueueFull = "queue_full" // the sending queue refused it (full: the endpoint is down or slow)
+	dropRejected  = "rejected"   // the endpoint refused it for good (4xx), or it could not be encoded
+)
 
 // newTelemetry registers the exporter's counters. They carry no attribute
 // naming the exporter: the collector's service identifies the component
@@ -39,6 +47,9 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	errs = errors.Join(errs, err)
 	t.alertsSuppressed, err = m.Int64Counter("otelcol_exporter_webhook_alerts_suppressed",
 		metric.WithDescription("Alerts held back by max_alerts_per_minute (reported later as `suppressed`)."), metric.WithUnit("{alerts}"))
+	errs = errors.Join(errs, err)
+	t.alertsDropped, err = m.Int64Counter("otelcol_exporter_webhook_alerts_dropped",
+		metric.WithDescription("Alerts dropped, by reason: queue_full (the sending queue refused them: the endpoint is down or slow), rejected (the endpoint answered a permanent error). The pipeline never sees the refusal."), metric.WithUnit("{alert}"))
 	errs = errors.Join(errs, err)
 	t.sendFailures, err = m.Int64Counter("otelcol_exporter_webhook_send_failures",
 		metric.WithDescription("Failed webhook requests, by kind (throttled, retryable, permanent, network)."), metric.WithUnit("{requests}"))
@@ -58,6 +69,12 @@ func (t *telemetry) suppressed(ctx context.Context, n int) {
 	}
 }
 
+func (t *telemetry) dropped(ctx context.Context, n int, reason string) {
+	if n > 0 {
+		t.alertsDropped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
+	}
+}
+
 func (t *telemetry) failed(ctx context.Context, kind string) {
 	t.sendFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
 }
@@ -65,12 +82,13 @@ func (t *telemetry) failed(ctx context.Context, kind string) {
 // Monitor verdicts, the `verdict` attribute of
 // otelcol_exporter_webhook_monitor_evaluations.
 const (
-	verdictBelow = iota // figure below the threshold
-	verdictOK           // at or above it
-	verdictNone         // fewer than min_cases cases (or no score): no verdict
+	verdictBelow     = iota // figure below the threshold
+	verdictOK               // at or above it
+	verdictNone             // fewer than min_cases cases (or no score): no verdict
+	verdictUncertain        // with confidence: the interval straddles the threshold
 )
 
-var verdictNames = [...]string{verdictBelow: "below", verdictOK: "ok", verdictNone: "no_verdict"}
+var verdictNames = [...]string{verdictBelow: "below", verdictOK: "ok", verdictNone: "no_verdict", verdictUncertain: "uncertain"}
 
 // monitorInstruments are the exporter's monitor counters.
 type monitorInstruments struct {
@@ -80,6 +98,7 @@ type monitorInstruments struct {
 	sent          metric.Int64Counter
 	enqueueFailed metric.Int64Counter
 	untracked     metric.Int64Counter
+	evicted       metric.Int64Counter
 	groups        metric.Int64UpDownCounter
 }
 
@@ -88,7 +107,7 @@ func newMonitorInstruments(set component.TelemetrySettings) (*monitorInstruments
 	var errs, err error
 	i := &monitorInstruments{}
 	i.evaluations, err = m.Int64Counter("otelcol_exporter_webhook_monitor_evaluations",
-		metric.WithDescription("Evaluations of a monitor group's window, by monitor and verdict (below, ok, no_verdict)."), metric.WithUnit("{evaluations}"))
+		metric.WithDescription("Evaluations of a monitor group's window, by monitor and verdict (below, ok, no_verdict, uncertain)."), metric.WithUnit("{evaluations}"))
 	errs = errors.Join(errs, err)
 	i.stateChanges, err = m.Int64Counter("otelcol_exporter_webhook_monitor_state_changes",
 		metric.WithDescription("Monitor groups that went firing or resolved, by monitor and state."), metric.WithUnit("{changes}"))
@@ -104,6 +123,9 @@ func newMonitorInstruments(set component.TelemetrySettings) (*monitorInstruments
 	errs = errors.Join(errs, err)
 	i.untracked, err = m.Int64Counter("otelcol_exporter_webhook_monitor_cases_untracked",
 		metric.WithDescription("Cases of groups beyond max_groups, counted but not tracked, by monitor."), metric.WithUnit("{cases}"))
+	errs = errors.Join(errs, err)
+	i.evicted, err = m.Int64Counter("otelcol_exporter_webhook_monitor_groups_evicted",
+		metric.WithDescription("Groups forgotten to make room for a new group when max_groups were tracked: each had no case for a whole window. By monitor."), metric.WithUnit("{group}"))
 	errs = errors.Join(errs, err)
 	i.groups, err = m.Int64UpDownCounter("otelcol_exporter_webhook_monitor_groups",
 		metric.WithDescription("Groups a monitor tracks."), metric.WithUnit("{groups}"))
@@ -150,6 +172,7 @@ func (t *monitorTelemetry) stateChanged(state string) {
 
 func (t *monitorTelemetry) renotified() { t.i.renotified.Add(context.Background(), 1, t.attrs) }
 func (t *monitorTelemetry) untracked()  { t.i.untracked.Add(context.Background(), 1, t.attrs) }
+func (t *monitorTelemetry) evicted()    { t.i.evicted.Add(context.Background(), 1, t.attrs) }
 func (t *monitorTelemetry) enqueueFailed() {
 	t.i.enqueueFailed.Add(context.Background(), 1, t.attrs)
 }

@@ -15,6 +15,7 @@ type bucket struct {
 	failed   uint32
 	scored   uint32
 	scoreSum float64
+	scoreSq  float64 // sum of squared scores (the interval of the mean)
 }
 
 // slidingWindow is a ring of buckets; a bucket whose epoch is not one of the
@@ -26,7 +27,7 @@ type slidingWindow struct {
 // windowTotals is what a window holds at one instant.
 type windowTotals struct {
 	cases, failed, scored int
-	scoreSum              float64
+	scoreSum, scoreSq     float64
 }
 
 func (t windowTotals) passRate() float64 {
@@ -63,6 +64,7 @@ func (w *slidingWindow) add(t time.Time, width time.Duration, failed bool, score
 	if hasScore {
 		b.scored++
 		b.scoreSum += score
+		b.scoreSq += score * score
 	}
 }
 
@@ -79,6 +81,7 @@ func (w *slidingWindow) totals(now time.Time, width time.Duration) windowTotals 
 		t.failed += int(b.failed)
 		t.scored += int(b.scored)
 		t.scoreSum += b.scoreSum
+		t.scoreSq += b.scoreSq
 	}
 	return t
 }

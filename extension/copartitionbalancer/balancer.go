@@ -49,6 +49,7 @@ type balancer struct {
 	held map[string][]int32
 
 	logger   *zap.Logger
+	told     string // the partition counts last explained in the log
 	unpaired metric.Int64Counter
 	attrs    metric.MeasurementOption
 }
@@ -182,18 +183,7 @@ func (b *balancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kg
 		}
 		joined[m.MemberID] = m
 	})
-	// Tier 1 keys a trace's spans and log records alike; the partition is the
-	// key's hash modulo the topic's partition count, so only equal counts put
-	// them in the same partition number.
-	counts := map[int32]bool{}
-	for _, n := range topics {
-		counts[n] = true
-	}
-	if len(counts) > 1 {
-		b.logger.Warn("The consumed topics have different partition counts, so a trace's spans and log records land in different partition numbers and cannot meet on one collector: give them the same count",
-			zap.Any("partitions", topics))
-	}
-	owner := planSlots(byID, topics)
+	owner := b.plan(byID, topics)
 	plan := cb.NewPlan()
 	unpaired := assignPartitions(byID, owner, topics, func(memberID, topic string, p int32) {
 		plan.AddPartition(joined[memberID], topic, p)
@@ -204,18 +194,81 @@ func (b *balancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kg
 	return plan
 }
 
-// planSlots returns, for every partition number below the largest partition
-// count, the collector that gets it. Quotas are exact (the collectors that
-// held the most slots get the extra ones); a slot stays with the collector
-// that held it while that collector is under quota; the rest go by
-// rendezvous hash, so a plan without history is stable too.
-func planSlots(byID map[string]*collectorInfo, topics map[string]int32) []string {
-	var nslots int32
-	for _, n := range topics {
-		nslots = max(nslots, n)
+// ownerFunc names the collector that gets partition p of topic.
+type ownerFunc func(topic string, p int32) string
+
+// plan decides which collector gets each partition of each topic.
+//
+// Tier 1 keys a trace's spans and log records alike, and the partition is
+// the key's hash modulo the topic's partition count. When the smallest
+// count n divides every other count, partition k of any topic holds only
+// traces of partition k mod n of the smallest one: the slots are the n
+// partition numbers of the smallest topic, dealt evenly, and partition k
+// of every topic goes with slot k mod n (equal counts are the case where
+// k mod n = k). When n does not divide some count, a trace's records land
+// in partition numbers that share no such rule: co-partitioning is
+// impossible; each topic's partitions are then dealt evenly on their own
+// and the log says why.
+func (b *balancer) plan(byID map[string]*collectorInfo, topics map[string]int32) ownerFunc {
+	var n int32
+	for _, c := range topics {
+		if c > 0 && (n == 0 || c < n) {
+			n = c
+		}
 	}
+	divides := true
+	for _, c := range topics {
+		divides = divides && (c == 0 || c%n == 0)
+	}
+	b.explain(topics, n, divides)
+	if divides {
+		owner := planSlots(byID, n)
+		return func(_ string, p int32) string { return owner[p%n] }
+	}
+	owners := make(map[string][]string, len(topics))
+	for t, c := range topics {
+		owners[t] = planSlots(byID, c)
+	}
+	return func(t string, p int32) string { return owners[t][p] }
+}
+
+// explain logs, once per set of partition counts, how unequal counts are
+// handled.
+func (b *balancer) explain(topics map[string]int32, n int32, divides bool) {
+	counts := map[int32]bool{}
+	for _, c := range topics {
+		counts[c] = true
+	}
+	if len(counts) < 2 {
+		return
+	}
+	key := fmt.Sprint(topics) // fmt sorts map keys
+	b.mu.Lock()
+	told := b.told == key
+	b.told = key
+	b.mu.Unlock()
+	if told {
+		return
+	}
+	if divides {
+		b.logger.Info("The consumed topics have different partition counts, each a multiple of the smallest: partition k of every topic goes to the collector of partition k mod n of the smallest topic, so a trace's spans and log records still meet",
+			zap.Any("partitions", topics), zap.Int32("n", n))
+		return
+	}
+	b.logger.Error("Co-partitioning is impossible: the consumed topics' partition counts are not multiples of the smallest, so a trace's spans and log records land on unrelated partition numbers and rarely meet on one collector. "+
+		"Each topic's partitions are spread evenly on their own. Give the topics equal partition counts (or counts that are multiples of the smallest)",
+		zap.Any("partitions", topics))
+}
+
+// planSlots returns, for every slot below nslots, the collector that gets
+// it. Quotas are exact (the collectors that held the most slots get the
+// extra ones); a slot stays with the collector that held it while that
+// collector is under quota; the rest go by rendezvous hash, so a plan
+// without history is stable too.
+func planSlots(byID map[string]*collectorInfo, nslots int32) []string {
 	cs := make([]*collectorInfo, 0, len(byID))
 	for _, c := range byID {
+		c.quota, c.slots = 0, 0
 		cs = append(cs, c)
 	}
 	if len(cs) == 0 || nslots == 0 {
@@ -276,7 +329,7 @@ func rendezvous(collector string, slot int32) uint64 {
 // collector owning its slot that consumes the topic. It returns how many
 // partitions could not be paired that way (and were given to another
 // collector consuming the topic, so that nothing goes unconsumed).
-func assignPartitions(byID map[string]*collectorInfo, owner []string, topics map[string]int32,
+func assignPartitions(byID map[string]*collectorInfo, ownerOf ownerFunc, topics map[string]int32,
 	add func(memberID, topic string, p int32), logger *zap.Logger,
 ) int {
 	names := make([]string, 0, len(topics))
@@ -314,7 +367,8 @@ func assignPartitions(byID map[string]*collectorInfo, owner []string, topics map
 		next := map[string]int{}
 		fallback := 0
 		for p := range topics[topic] {
-			ms := consumers[owner[p]]
+			owner := ownerOf(topic, p)
+			ms := consumers[owner]
 			if len(ms) == 0 {
 				// The slot's collector does not consume this topic: keep the
 				// partition consumed, but say so.
@@ -326,8 +380,8 @@ func assignPartitions(byID map[string]*collectorInfo, owner []string, topics map
 			if len(ms) > 1 {
 				unpaired++
 			}
-			add(ms[next[owner[p]]%len(ms)], topic, p)
-			next[owner[p]]++
+			add(ms[next[owner]%len(ms)], topic, p)
+			next[owner]++
 		}
 		if fallback > 0 {
 			logger.Warn("Some partitions went to a collector that does not hold the same partition numbers of the other topics: a collector of the group does not consume this topic",

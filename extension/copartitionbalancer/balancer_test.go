@@ -18,6 +18,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // testMember is one consumer of the group: a collector's traces or logs receiver.
@@ -323,4 +325,109 @@ func TestWithARealGroup(t *testing.T) {
 		require.Subset(t, before[c], after[c], "%s keeps part of what it held", c)
 	}
 	require.Len(t, after["tier2-2"], 2)
+}
+
+// assignment returns topic => partition => collector, checking that every
+// partition of every topic went to exactly one member consuming it.
+func assignment(t *testing.T, members []testMember, got []map[string][]int32, partitions map[string]int32) map[string]map[int32]string {
+	t.Helper()
+	owner := map[string]map[int32]string{}
+	for i, m := range members {
+		for topic, ps := range got[i] {
+			require.Contains(t, m.topics, topic)
+			for _, p := range ps {
+				if owner[topic] == nil {
+					owner[topic] = map[int32]string{}
+				}
+				_, dup := owner[topic][p]
+				require.False(t, dup, "%s/%d assigned twice", topic, p)
+				owner[topic][p] = m.collector
+			}
+		}
+	}
+	for topic, n := range partitions {
+		require.Len(t, owner[topic], int(n), "every partition of %s assigned", topic)
+	}
+	return owner
+}
+
+// spread is max - min of the partitions of one topic per collector.
+func spread(owner map[int32]string, collectors []string) (counts map[string]int, maxMinusMin int) {
+	counts = map[string]int{}
+	for _, c := range collectors {
+		counts[c] = 0
+	}
+	for _, c := range owner {
+		counts[c]++
+	}
+	lo, hi := -1, 0
+	for _, n := range counts {
+		hi = max(hi, n)
+		if lo < 0 || n < lo {
+			lo = n
+		}
+	}
+	return counts, hi - lo
+}
+
+// Unequal partition counts where one is a multiple of the other: partition
+// k of the larger topic holds only traces of partition k mod n of the
+// smaller (tier 1 partitions by hash modulo the count), so it goes to the
+// same collector; the smaller topic is spread evenly, the larger one by
+// groups of larger/n. (Before: traces 6 / logs 24 over 4 put all six
+// traces partitions on one collector; 6/12 over 3 split traces 0/2/4.)
+func TestCoPartitionsMultiplePartitionCounts(t *testing.T) {
+	for _, tc := range []struct {
+		traces, logs int32
+		collectors   []string
+		// each topic's max - min partitions per collector: with 6/24 over 4
+		// a collector with two traces partitions has eight logs ones, so
+		// logs cannot be within 1 while staying co-partitioned.
+		tracesSpread, logsSpread int
+	}{
+		{traces: 6, logs: 24, collectors: []string{"a", "b", "c", "d"}, tracesSpread: 1, logsSpread: 4},
+		{traces: 6, logs: 12, collectors: []string{"a", "b", "c"}, tracesSpread: 0, logsSpread: 0},
+		{traces: 24, logs: 6, collectors: []string{"a", "b", "c", "d"}, tracesSpread: 4, logsSpread: 1},
+		{traces: 8, logs: 16, collectors: []string{"a", "b", "c", "d"}, tracesSpread: 0, logsSpread: 0},
+	} {
+		t.Run(fmt.Sprintf("%d_%d_over_%d", tc.traces, tc.logs, len(tc.collectors)), func(t *testing.T) {
+			parts := map[string]int32{"traces": tc.traces, "logs": tc.logs}
+			members := fleet(tc.collectors...)
+			owner := assignment(t, members, balanceOnce(t, newTestBalancer(t, "a", nil), members, parts), parts)
+			n := min(tc.traces, tc.logs)
+			big := "logs"
+			small := "traces"
+			if tc.traces > tc.logs {
+				big, small = "traces", "logs"
+			}
+			tc1, ts := spread(owner["traces"], tc.collectors)
+			lc, ls := spread(owner["logs"], tc.collectors)
+			t.Logf("traces per collector %v, logs per collector %v", tc1, lc)
+			for k := range max(tc.traces, tc.logs) {
+				require.Equal(t, owner[small][k%n], owner[big][k], "%s/%d goes with %s/%d", big, k, small, k%n)
+			}
+			require.Equal(t, tc.tracesSpread, ts, "traces spread")
+			require.Equal(t, tc.logsSpread, ls, "logs spread")
+		})
+	}
+}
+
+// Counts that are not multiples: co-partitioning is impossible; the log says
+// so once, and each topic is spread evenly on its own.
+func TestNonMultiplePartitionCountsSpreadEvenlyAndSaySo(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	leader := newTestBalancer(t, "a", nil)
+	leader.logger = zap.New(core)
+	parts := map[string]int32{"traces": 5, "logs": 7}
+	members := fleet("a", "b")
+	for range 2 {
+		owner := assignment(t, members, balanceOnce(t, leader, members, parts), parts)
+		tc, ts := spread(owner["traces"], []string{"a", "b"})
+		lc, ls := spread(owner["logs"], []string{"a", "b"})
+		t.Logf("traces per collector %v, logs per collector %v", tc, lc)
+		require.LessOrEqual(t, ts, 1)
+		require.LessOrEqual(t, ls, 1)
+	}
+	errs := logs.FilterLevelExact(zapcore.ErrorLevel).FilterMessageSnippet("Co-partitioning is impossible").All()
+	require.Len(t, errs, 1, "said once, not at every rebalance")
 }

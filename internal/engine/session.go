@@ -97,7 +97,7 @@ func (r *SessionReport) Scored() bool { return len(r.Evaluations) > 0 }
 // attributes gen_ai.conversation.id, gen_ai.agent.name,
 // eval.session.turns), sample_rate decides by conversation id (the same
 // choice on every collector), deterministic evaluators run before it
-// returns, judge evaluators in the background. done is called exactly once,
+// returns, judge and remote evaluators in the background. done is called exactly once,
 // with the span annotated.
 func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, done func(SessionReport)) {
 	start := time.Now()

@@ -20,13 +20,23 @@ type Config struct {
 	MaxSessions int `mapstructure:"max_sessions"`
 	// MaxTurns is how many of a session's most recent turns are kept.
 	MaxTurns int `mapstructure:"max_turns"`
+	// MaxTurnBytes bounds the text one turn keeps (input, output, tool
+	// calls' names, arguments, results and errors, in that order): once it
+	// is spent, the remaining texts are cut short or left empty.
+	MaxTurnBytes int `mapstructure:"max_turn_bytes"`
 
 	_ struct{}
 }
 
+// DefaultMaxTurnBytes is the default of max_turn_bytes (64 KiB).
+const DefaultMaxTurnBytes = 64 << 10
+
+// minTurnBytes is the smallest max_turn_bytes accepted.
+const minTurnBytes = 1024
+
 // NewDefaultConfig returns the defaults of docs/contract.md §14.
 func NewDefaultConfig() Config {
-	return Config{Idle: 5 * time.Minute, MaxSessions: 10000, MaxTurns: 100}
+	return Config{Idle: 5 * time.Minute, MaxSessions: 10000, MaxTurns: 100, MaxTurnBytes: DefaultMaxTurnBytes}
 }
 
 // Validate checks the block, naming what is wrong.
@@ -41,7 +51,17 @@ func (c *Config) Validate() error {
 	if c.MaxTurns <= 0 {
 		errs = append(errs, fmt.Errorf("sessions: max_turns: %d must be positive", c.MaxTurns))
 	}
+	if c.MaxTurnBytes != 0 && c.MaxTurnBytes < minTurnBytes {
+		errs = append(errs, fmt.Errorf("sessions: max_turn_bytes: %d must be at least %d (0 means %d)", c.MaxTurnBytes, minTurnBytes, DefaultMaxTurnBytes))
+	}
 	return errors.Join(errs...)
+}
+
+func (c *Config) maxTurnBytes() int {
+	if c.MaxTurnBytes <= 0 {
+		return DefaultMaxTurnBytes
+	}
+	return c.MaxTurnBytes
 }
 
 // TickInterval is how often a collector looks for idle sessions: a tenth of

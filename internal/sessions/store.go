@@ -19,6 +19,9 @@ const (
 	MaxToolCallsPerTurn = 128
 	// maxNameBytes bounds names and ids (tool names, call ids, agent names).
 	maxNameBytes = 256
+	// minClipBytes: a text the turn's budget would cut below this is left
+	// empty rather than kept as a stub.
+	minClipBytes = 32
 )
 
 // Key identifies a session: a conversation id within one service.
@@ -71,12 +74,20 @@ func NewStore(cfg Config, fieldLimit int) *Store {
 	return &Store{cfg: cfg, limit: fieldLimit, m: map[Key]*session{}}
 }
 
+// TurnID names a turn: its case span.
+type TurnID struct {
+	TraceID pcommon.TraceID
+	SpanID  pcommon.SpanID
+}
+
 // Snapshot is a session's turns at the moment it is taken for scoring.
 type Snapshot struct {
 	Key       Key
 	Turns     []adapter.Turn
 	Resource  pcommon.Resource
 	AgentName string
+	// Active is when the session's last turn taken here arrived.
+	Active time.Time
 	// Clipped counts turns cut to the field or tool-call bounds; Dropped the
 	// oldest turns no longer kept (max_turns).
 	Clipped, Dropped int
@@ -92,6 +103,14 @@ type Recorded struct {
 	// the least recently active session, taken out, had turns not yet
 	// scored: score it now. (One whose turns were all scored is forgotten.)
 	Evicted *Snapshot
+	// Key and Turn are the session and the turn as kept (for a durable
+	// copy); DroppedTurns the turns max_turns pushed out; Removed the turns
+	// of the session that left the store beyond max_sessions (evicted or
+	// forgotten).
+	Key          Key
+	Turn         adapter.Turn
+	DroppedTurns []TurnID
+	Removed      []TurnID
 }
 
 // Record adds the turn of agent case c (its span started at start; res is
@@ -114,7 +133,9 @@ func (s *Store) Record(now time.Time, c *adapter.Case, start time.Time, res pcom
 	} else {
 		s.lru.MoveToBack(ss.lruEl)
 	}
-	r.Dropped = ss.add(t, s.cfg.MaxTurns)
+	r.Key, r.Turn = ss.key, t
+	r.DroppedTurns = ss.add(t, s.cfg.MaxTurns)
+	r.Dropped = len(r.DroppedTurns)
 	s.stats.TurnsDropped += int64(r.Dropped)
 	if clipped {
 		ss.clipped++
@@ -133,6 +154,10 @@ func (s *Store) Record(now time.Time, c *adapter.Case, start time.Time, res pcom
 	if len(s.m) > s.cfg.MaxSessions {
 		old := s.lru.Front().Value.(*session)
 		s.stats.Overflow++
+		r.Removed = make([]TurnID, len(old.turns))
+		for i := range old.turns {
+			r.Removed[i] = TurnID{TraceID: old.turns[i].TraceID, SpanID: old.turns[i].SpanID}
+		}
 		if old.pendEl != nil {
 			sn := s.take(old)
 			r.Evicted = &sn
@@ -144,13 +169,13 @@ func (s *Store) Record(now time.Time, c *adapter.Case, start time.Time, res pcom
 }
 
 // add inserts t in start order; a turn whose case span is already there
-// (a resent trace) replaces it. It returns how many of the oldest turns
-// went beyond maxTurns.
-func (ss *session) add(t adapter.Turn, maxTurns int) int {
+// (a resent trace) replaces it. It returns the oldest turns that went
+// beyond maxTurns.
+func (ss *session) add(t adapter.Turn, maxTurns int) []TurnID {
 	for i := range ss.turns {
 		if ss.turns[i].SpanID == t.SpanID && ss.turns[i].TraceID == t.TraceID {
 			ss.turns[i] = t
-			return 0
+			return nil
 		}
 	}
 	i := len(ss.turns)
@@ -161,12 +186,16 @@ func (ss *session) add(t adapter.Turn, maxTurns int) int {
 	copy(ss.turns[i+1:], ss.turns[i:])
 	ss.turns[i] = t
 	if over := len(ss.turns) - maxTurns; over > 0 {
+		gone := make([]TurnID, over)
+		for i := range gone {
+			gone[i] = TurnID{TraceID: ss.turns[i].TraceID, SpanID: ss.turns[i].SpanID}
+		}
 		clear(ss.turns[:over])
 		ss.turns = append(ss.turns[:0], ss.turns[over:]...)
 		ss.dropped += over
-		return over
+		return gone
 	}
-	return 0
+	return nil
 }
 
 // take snapshots ss and marks its turns scored. Caller holds mu.
@@ -176,17 +205,22 @@ func (s *Store) take(ss *session) Snapshot {
 	res := pcommon.NewResource()
 	ss.resource.CopyTo(res)
 	return Snapshot{Key: ss.key, Turns: append([]adapter.Turn(nil), ss.turns...), Resource: res,
-		AgentName: ss.agent, Clipped: ss.clipped, Dropped: ss.dropped}
+		AgentName: ss.agent, Active: ss.active, Clipped: ss.clipped, Dropped: ss.dropped}
 }
 
 // Due takes the sessions with unscored turns whose last turn arrived at
 // least idle before now; they stay in the store, and a later turn makes
 // them due again after the next idle period.
-func (s *Store) Due(now time.Time) []Snapshot {
+func (s *Store) Due(now time.Time) []Snapshot { return s.DueN(now, -1) }
+
+// DueN is Due taking at most n sessions (n < 0: all); the others stay
+// pending, due at the next call.
+func (s *Store) DueN(now time.Time, n int) []Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Snapshot
-	for e := s.pending.Front(); e != nil; e = s.pending.Front() {
+	for e := s.pending.Front(); e != nil && n != 0; e = s.pending.Front() {
+		n--
 		ss := e.Value.(*session)
 		if now.Sub(ss.active) < s.cfg.Idle {
 			break
@@ -228,18 +262,31 @@ func (s *Store) Stats() Stats {
 // as JSON text. clipped reports whether anything was cut.
 func (s *Store) compact(c *adapter.Case, start time.Time) (adapter.Turn, bool) {
 	clipped := false
-	clip := func(v string, n int) string {
-		if len(v) > n {
-			clipped = true
-			return evaluators.ClipText(v, n)
-		}
+	// budget is what is left of max_turn_bytes. Names and ids are counted
+	// but always kept (to maxNameBytes): an evaluator of tool calls needs
+	// them; texts get what is left.
+	budget := s.cfg.maxTurnBytes()
+	keep := func(v string) string {
+		budget -= len(v)
 		return strings.Clone(v)
 	}
+	clipTo := func(v string, n int) string {
+		if len(v) <= n {
+			return keep(v)
+		}
+		clipped = true
+		if n < minClipBytes {
+			return ""
+		}
+		return keep(evaluators.ClipText(v, n))
+	}
+	name := func(v string) string { return clipTo(v, maxNameBytes) }
+	text := func(v string) string { return clipTo(v, min(s.limit, max(budget, 0))) }
 	t := adapter.Turn{
 		TraceID: c.TraceID, SpanID: c.SpanID, Time: start,
-		Input: clip(c.Input, s.limit), Output: clip(c.Output, s.limit),
+		Input: text(c.Input), Output: text(c.Output),
 		Usage: c.Usage, Latency: c.Latency, LLMCalls: c.LLMCalls,
-		AgentName: clip(c.AgentName, maxNameBytes), Model: clip(c.Model, maxNameBytes),
+		AgentName: name(c.AgentName), Model: name(c.Model),
 	}
 	calls := c.ToolCalls
 	if len(calls) > MaxToolCallsPerTurn {
@@ -259,10 +306,10 @@ func (s *Store) compact(c *adapter.Case, start time.Time) (adapter.Turn, bool) {
 			}
 		}
 		t.ToolCalls[i] = adapter.ToolCall{
-			Name: clip(tc.Name, maxNameBytes), RawArguments: clip(raw, s.limit),
-			Result: clip(tc.Result, s.limit), HasResult: tc.HasResult,
-			Errored: tc.Errored, ErrorMessage: clip(tc.ErrorMessage, s.limit),
-			ID: clip(tc.ID, maxNameBytes), Duration: tc.Duration, SpanID: tc.SpanID,
+			Name: name(tc.Name), ID: name(tc.ID), RawArguments: text(raw),
+			Result: text(tc.Result), HasResult: tc.HasResult,
+			Errored: tc.Errored, ErrorMessage: text(tc.ErrorMessage),
+			Duration: tc.Duration, SpanID: tc.SpanID,
 		}
 	}
 	return t, clipped

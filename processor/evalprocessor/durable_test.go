@@ -55,6 +55,14 @@ func (c *testClient) Batch(ctx context.Context, ops ...*storage.Operation) error
 	return c.Client.Batch(ctx, ops...)
 }
 
+// Set is refused like Batch once the process is dead.
+func (c *testClient) Set(ctx context.Context, k string, v []byte) error {
+	if c.s.dead.Load() {
+		return nil
+	}
+	return c.Client.Set(ctx, k, v)
+}
+
 func (s *testStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
 	c, err := s.Extension.GetClient(ctx, kind, id, name)
 	if err != nil {

@@ -201,7 +201,7 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 		}
 	}
 
-	if err := p.startSessions(); err != nil {
+	if err := p.startSessions(ctx); err != nil {
 		return errors.Join(err, eng.Shutdown(ctx), p.closeStore(ctx))
 	}
 	tick := p.clk.newTicker(p.cfg.tickInterval())

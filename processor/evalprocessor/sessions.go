@@ -2,7 +2,6 @@ package evalprocessor
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -18,16 +17,26 @@ import (
 // The sessions side (docs/contract.md §14, docs/sessions.md). The engine
 // reports each scored trace's turns (agent cases with a conversation id);
 // they are kept as compact records in a sessions.Store, never as spans, so
-// no span is held longer than its trace. A goroutine of its own scores the
-// sessions that have been idle for `idle` and hands their evaluate_session
-// spans (and result log records) to the forwarder, like released traces.
+// no span is held longer than its trace. A goroutine of its own hands the
+// sessions that have been idle for `idle` (and those evicted beyond
+// max_sessions) to the engine, at most maxSessionsInFlight at once; judge
+// and remote session evaluators run on the engine's pool, so a slow one
+// never holds the loop. Their evaluate_session spans (and result log
+// records) go to the forwarder, like released traces. With `storage:` each
+// turn is written as it is recorded (sessions_durable.go).
 
 const (
 	metricSessionsScored      = "otelcol_processor_eval_sessions_scored"
 	metricSessionTurns        = "otelcol_processor_eval_session_turns"
 	metricSessionTurnsDropped = "otelcol_processor_eval_session_turns_dropped"
+	metricSessionsUnscored    = "otelcol_processor_eval_sessions_unscored"
 
-	reasonIdle = "idle"
+	reasonIdle    = "idle"
+	reasonBacklog = "backlog"
+
+	// maxSessionsInFlight bounds the sessions being scored at once; due
+	// sessions wait in the store (bounded by max_sessions) meanwhile.
+	maxSessionsInFlight = 64
 )
 
 // sessionState is the processor's sessions side; nil fields mean sessions
@@ -37,11 +46,19 @@ type sessionState struct {
 	newTicker func(time.Duration) ticker
 
 	store *sessions.Store
+	disk  *sessionDisk // nil without storage:
 	mu    sync.Mutex
-	early []sessions.Snapshot // evicted beyond max_sessions, to score now
-	wake  chan struct{}
-	stop  chan struct{}
-	ended chan struct{}
+	// early are sessions evicted beyond max_sessions, to score now; at most
+	// max_sessions of them wait (the oldest beyond are dropped, counted).
+	early    []sessions.Snapshot
+	maxEarly int
+	// maxInFlight bounds the sessions being scored at once (0:
+	// maxSessionsInFlight; tests set less).
+	maxInFlight int
+	slots       chan struct{} // one per session being scored
+	wake        chan struct{}
+	stop        chan struct{}
+	ended       chan struct{}
 
 	// routes is the traces route each session's last turn came through,
 	// kept only when eval is in several traces pipelines (routes.go).
@@ -50,12 +67,13 @@ type sessionState struct {
 
 	scored       metric.Int64Counter // by reason: idle, overflow, shutdown
 	turns        metric.Int64Counter // turns recorded
-	turnsDropped metric.Int64Counter // by reason: shutdown (not scored in time), max_turns
+	turnsDropped metric.Int64Counter // by reason: shutdown (not scored in time), max_turns, backlog
+	unscored     metric.Int64Counter // sessions never scored, by reason: shutdown, backlog
 }
 
 // startSessions sets the store up and starts the idle checks, when some
 // evaluator has `case: session`.
-func (p *evalProcessor) startSessions() error {
+func (p *evalProcessor) startSessions(ctx context.Context) error {
 	if !p.eng.HasSessions() {
 		return nil
 	}
@@ -69,8 +87,17 @@ func (p *evalProcessor) startSessions() error {
 	s.scored = p.tel.tb.ProcessorEvalSessionsScored
 	s.turns = p.tel.tb.ProcessorEvalSessionTurns
 	s.turnsDropped = p.tel.tb.ProcessorEvalSessionTurnsDropped
+	s.unscored = p.tel.tb.ProcessorEvalSessionsUnscored
 	s.store = sessions.NewStore(p.cfg.Sessions, p.eng.MaxFieldBytes())
-	p.importSessions(context.Background())
+	s.maxEarly = p.cfg.Sessions.MaxSessions
+	if s.maxInFlight <= 0 {
+		s.maxInFlight = maxSessionsInFlight
+	}
+	s.slots = make(chan struct{}, s.maxInFlight)
+	if p.store != nil {
+		s.disk = &sessionDisk{d: p.store, logger: p.logger, tel: p.tel}
+		s.disk.load(ctx, s.store, p.cfg.Sessions)
+	}
 	s.wake = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.ended = make(chan struct{})
@@ -84,7 +111,8 @@ func (p *evalProcessor) startSessions() error {
 // span (see score).
 func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef, origin any) {
 	s := p.sess
-	r := s.store.Record(p.clk.now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
+	now := p.clk.now()
+	r := s.store.Record(now, c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
 	if !r.OK {
 		return
 	}
@@ -97,19 +125,49 @@ func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef, origin 
 		s.routesMu.Unlock()
 	}
 	s.turns.Add(context.Background(), 1)
+	if s.disk != nil {
+		s.disk.recorded(&r, ref.Resource(), now)
+	}
 	if r.Dropped > 0 {
 		s.turnsDropped.Add(context.Background(), int64(r.Dropped), metric.WithAttributes(attribute.String(attrReason, "max_turns")))
 	}
 	if r.Evicted == nil {
+		if len(r.Removed) > 0 && s.disk != nil {
+			s.disk.removeSession(r.Key, r.Removed) // forgotten: every turn was scored
+		}
 		return
 	}
 	s.mu.Lock()
+	var lost *sessions.Snapshot
+	if len(s.early) >= s.maxEarly {
+		// The loop is this far behind: the oldest evicted session goes
+		// unscored rather than piling up.
+		lost = &s.early[0]
+		s.early = s.early[1:]
+	}
 	s.early = append(s.early, *r.Evicted)
 	s.mu.Unlock()
+	if lost != nil {
+		s.unscored.Add(context.Background(), 1, metric.WithAttributes(attribute.String(attrReason, reasonBacklog)))
+		s.turnsDropped.Add(context.Background(), int64(len(lost.Turns)), metric.WithAttributes(attribute.String(attrReason, reasonBacklog)))
+		p.logger.Warn("a session evicted beyond max_sessions is dropped unscored: max_sessions evicted sessions already wait to be scored (otelcol_processor_eval_sessions_unscored)",
+			zap.Int("turns", len(lost.Turns)))
+		if s.disk != nil {
+			s.disk.removeSession(lost.Key, turnIDs(lost.Turns))
+		}
+	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+func turnIDs(turns []adapter.Turn) []sessions.TurnID {
+	out := make([]sessions.TurnID, len(turns))
+	for i := range turns {
+		out[i] = sessions.TurnID{TraceID: turns[i].TraceID, SpanID: turns[i].SpanID}
+	}
+	return out
 }
 
 func (s *sessionState) takeEarly() []sessions.Snapshot {
@@ -120,8 +178,28 @@ func (s *sessionState) takeEarly() []sessions.Snapshot {
 	return out
 }
 
+// next is the next session to score: an evicted one first, else one that
+// has been idle long enough.
+func (p *evalProcessor) nextSession() (sessions.Snapshot, string, bool) {
+	s := p.sess
+	s.mu.Lock()
+	if len(s.early) > 0 {
+		sn := s.early[0]
+		s.early[0] = sessions.Snapshot{}
+		s.early = s.early[1:]
+		s.mu.Unlock()
+		return sn, reasonOverflow, true
+	}
+	s.mu.Unlock()
+	if due := s.store.DueN(p.clk.now(), 1); len(due) == 1 {
+		return due[0], reasonIdle, true
+	}
+	return sessions.Snapshot{}, "", false
+}
+
 // runSessions scores idle sessions on ticks, and sessions evicted beyond
-// max_sessions as soon as they are.
+// max_sessions as soon as they are, while a slot is free; a session that
+// finishes frees its slot and wakes the loop.
 func (p *evalProcessor) runSessions(tick ticker) {
 	s := p.sess
 	defer close(s.ended)
@@ -129,31 +207,61 @@ func (p *evalProcessor) runSessions(tick ticker) {
 	for {
 		select {
 		case <-tick.C():
-			for _, sn := range s.store.Due(p.clk.now()) {
-				p.scoreSession(p.runCtx, sn, reasonIdle)
-			}
 		case <-s.wake:
-			for _, sn := range s.takeEarly() {
-				p.scoreSession(p.runCtx, sn, reasonOverflow)
-			}
 		case <-s.stop:
 			return
 		}
+		p.dispatchSessions()
+	}
+}
+
+// dispatchSessions starts scoring sessions while a slot is free and one is
+// ready.
+func (p *evalProcessor) dispatchSessions() {
+	s := p.sess
+	for {
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			return // every slot busy: a finishing session wakes the loop
+		}
+		sn, reason, ok := p.nextSession()
+		if !ok {
+			<-s.slots
+			return
+		}
+		p.scoreSession(p.runCtx, sn, reason)
 	}
 }
 
 // scoreSession scores one session within the trace timeout (and parent)
-// and forwards its evaluate_session span and result log records.
+// and forwards its evaluate_session span and result log records. The
+// caller holds a slot; it is given back when the session is done.
 func (p *evalProcessor) scoreSession(parent context.Context, sn sessions.Snapshot, reason string) {
-	rt := p.sess.takeRoute(sn.Key)
+	s := p.sess
+	rt := s.takeRoute(sn.Key)
 	ctx, cancel := context.WithTimeout(parent, p.cfg.Timeout)
 	ctx = engine.WithSpanOrigin(ctx, func(adapter.SpanRef) any { return rt })
 	p.eng.ScoreSessionAsync(ctx, &sn, func(r engine.SessionReport) {
-		defer cancel()
+		defer func() {
+			cancel()
+			<-s.slots
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}()
+		if s.disk != nil {
+			if reason == reasonOverflow {
+				s.disk.removeSession(sn.Key, turnIDs(sn.Turns)) // out of the store: done with it
+			} else {
+				s.disk.markScored(sn.Key, sn.Active)
+			}
+		}
 		if !r.Scored() {
 			return
 		}
-		p.sess.scored.Add(context.Background(), 1, metric.WithAttributes(attribute.String(attrReason, reason)))
+		s.scored.Add(context.Background(), 1, metric.WithAttributes(attribute.String(attrReason, reason)))
 		for i := range r.Evaluations[0].Results {
 			p.tel.evaluation(context.Background(), &r.Evaluations[0].Results[i])
 		}
@@ -178,10 +286,14 @@ func (s *sessionState) takeRoute(k sessions.Key) route {
 	return rt
 }
 
-// stopSessions, at shutdown once no trace is scored any more, scores every
-// session with unscored turns while ctx allows; the turns of those it has
-// no time for are dropped (records only: their spans went on long ago),
-// counted and logged. The engine's Shutdown then waits for their judges.
+// stopSessions, at shutdown once no trace is scored any more, starts
+// scoring every session with unscored turns while ctx allows, at most
+// maxSessionsInFlight at once (the engine's Shutdown then waits for their
+// judges). Those it has no time for are counted
+// (otelcol_processor_eval_sessions_unscored{reason="shutdown"}); with
+// storage: their turns stay there and they are scored after the next
+// start, without it their turn records are dropped (their spans went on
+// long ago), counted and logged.
 func (p *evalProcessor) stopSessions(ctx context.Context) {
 	s := p.sess
 	if s == nil || s.store == nil {
@@ -190,67 +302,34 @@ func (p *evalProcessor) stopSessions(ctx context.Context) {
 	close(s.stop)
 	<-s.ended
 	pending := append(s.takeEarly(), s.store.Drain()...)
-	dropped := 0
-	for _, sn := range pending {
-		if ctx.Err() != nil {
-			dropped += len(sn.Turns)
-			continue
+	var rest []sessions.Snapshot
+	for i, sn := range pending {
+		select {
+		case s.slots <- struct{}{}:
+			if ctx.Err() == nil {
+				p.scoreSession(ctx, sn, reasonShutdown)
+				continue
+			}
+			<-s.slots
+		case <-ctx.Done():
 		}
-		p.scoreSession(ctx, sn, reasonShutdown)
+		rest = pending[i:]
+		break
 	}
-	if dropped > 0 {
-		s.turnsDropped.Add(context.Background(), int64(dropped), metric.WithAttributes(attribute.String(attrReason, reasonShutdown)))
-		p.logger.Warn("shutdown's time was up before every session was scored; their turn records are dropped (their spans were forwarded already)",
-			zap.Int("turns", dropped))
-	}
-	p.exportSessions(ctx)
-}
-
-// sessionsKey is where the sessions wait in storage between two runs.
-const sessionsKey = "sessions"
-
-// exportSessions keeps the sessions' turns in storage (with `storage:`),
-// so that a turn after a restart is scored with the whole conversation.
-// Written at shutdown; a SIGKILL loses them (spans are never lost).
-func (p *evalProcessor) exportSessions(ctx context.Context) {
-	if p.store == nil {
+	if len(rest) == 0 {
 		return
 	}
-	states := p.sess.store.Export()
-	if len(states) == 0 {
+	turns := 0
+	for _, sn := range rest {
+		turns += len(sn.Turns)
+	}
+	s.unscored.Add(context.Background(), int64(len(rest)), metric.WithAttributes(attribute.String(attrReason, reasonShutdown)))
+	if s.disk != nil {
+		p.logger.Warn("shutdown's time was up before every session was scored; their turns are kept in storage and they are scored after the next start",
+			zap.Int("sessions", len(rest)), zap.Int("turns", turns))
 		return
 	}
-	b, err := json.Marshal(states)
-	if err == nil {
-		err = p.store.client.Set(ctx, sessionsKey, b)
-	}
-	if err != nil {
-		p.logger.Warn("sessions could not be kept in storage; they start empty after the restart", zap.Int("sessions", len(states)), zap.Error(err))
-		return
-	}
-	p.logger.Info("sessions kept in storage for the next start", zap.Int("sessions", len(states)))
-}
-
-// importSessions restores the sessions an earlier run kept in storage.
-func (p *evalProcessor) importSessions(ctx context.Context) {
-	if p.store == nil {
-		return
-	}
-	b, err := p.store.client.Get(ctx, sessionsKey)
-	if err != nil || len(b) == 0 {
-		if err != nil {
-			p.logger.Warn("sessions could not be read from storage", zap.Error(err))
-		}
-		return
-	}
-	var states []sessions.State
-	if err := json.Unmarshal(b, &states); err != nil {
-		p.logger.Warn("sessions in storage are unreadable; dropped", zap.Error(err))
-	} else {
-		left := p.sess.store.Import(states)
-		p.logger.Info("sessions restored from storage", zap.Int("sessions", len(states)-left), zap.Int("beyond_max_sessions", left))
-	}
-	if err := p.store.client.Delete(ctx, sessionsKey); err != nil {
-		p.logger.Warn("restored sessions could not be removed from storage", zap.Error(err))
-	}
+	s.turnsDropped.Add(context.Background(), int64(turns), metric.WithAttributes(attribute.String(attrReason, reasonShutdown)))
+	p.logger.Warn("shutdown's time was up before every session was scored; their turn records are dropped (their spans were forwarded already)",
+		zap.Int("sessions", len(rest)), zap.Int("turns", turns))
 }

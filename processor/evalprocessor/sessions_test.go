@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
@@ -36,6 +38,13 @@ func newSessionHarness(t *testing.T, mut func(*Config)) *sessionHarness {
 // storage extension).
 func newSessionHarnessOn(t *testing.T, mut func(*Config), host component.Host) *sessionHarness {
 	t.Helper()
+	return newSessionHarnessWith(t, mut, host, nil)
+}
+
+// newSessionHarnessWith is newSessionHarnessOn with prep run on the
+// sessions side before the processor starts.
+func newSessionHarnessWith(t *testing.T, mut func(*Config), host component.Host, prep func(*sessionState)) *sessionHarness {
+	t.Helper()
 	h := &sessionHarness{sessTick: make(chan time.Time), logs: new(consumertest.LogsSink)}
 	cfg := createDefaultConfig()
 	cfg.Wait = time.Second
@@ -53,10 +62,14 @@ func newSessionHarnessOn(t *testing.T, mut func(*Config), host component.Host) *
 	h.harness = &harness{t: t, sink: new(consumertest.TracesSink), clk: newFakeClock(), tel: componenttest.NewTelemetry(), cfg: cfg}
 	set := processortest.NewNopSettings(Type)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	set.Logger = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	p, err := newProcessor(set, cfg, h.sink, h.clk.clock())
 	require.NoError(t, err)
 	p.nextLogs = h.logs
 	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
+	if prep != nil {
+		prep(p.sess)
+	}
 	h.start(p, host)
 	return h
 }

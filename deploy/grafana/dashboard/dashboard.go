@@ -127,7 +127,7 @@ func Panels() []Panel {
 			}},
 		{Row: rowProc, Title: "Drops, unscored and sampled-out traces", Kind: "timeseries", Unit: "short",
 			Queries: []Query{
-				{Expr: `sum by (undelivered_reason) (rate(otelcol_processor_eval_spans_undelivered` + rateWin + `))`, Legend: "spans undelivered: {{undelivered_reason}}"},
+				{Expr: `sum by (undelivered_reason) (rate(otelcol_processor_eval_spans_dropped` + rateWin + `))`, Legend: "spans undelivered: {{undelivered_reason}}"},
 				{Expr: `sum by (unscored_reason) (rate(otelcol_processor_eval_spans_forwarded_unscored` + rateWin + `))`, Legend: "spans unscored: {{unscored_reason}}"},
 				{Expr: `sum by (decision) (rate(otelcol_processor_eval_traces_sampled` + rateWin + `))`, Legend: "traces sampling: {{decision}}"},
 			}},

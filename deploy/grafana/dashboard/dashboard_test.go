@@ -81,7 +81,7 @@ func TestQueriesParse(t *testing.T) {
 	t.Logf("metrics read by the dashboard:\n%s", strings.Join(lines, "\n"))
 	for _, want := range []string{"gen_ai_evaluation_results_total", "gen_ai_evaluation_score_bucket",
 		"otelcol_processor_eval_judge_tokens", "otelcol_processor_eval_judge_cost", "otelcol_processor_eval_traces_held",
-		"otelcol_processor_eval_spans_refused", "otelcol_processor_eval_spans_undelivered"} {
+		"otelcol_processor_eval_spans_refused", "otelcol_processor_eval_spans_dropped"} {
 		if _, ok := m[want]; !ok {
 			t.Errorf("no panel reads %s", want)
 		}

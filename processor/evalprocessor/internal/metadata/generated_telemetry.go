@@ -43,6 +43,7 @@ type TelemetryBuilder struct {
 	ProcessorEvalSessionTurns           metric.Int64Counter
 	ProcessorEvalSessionTurnsDropped    metric.Int64Counter
 	ProcessorEvalSessionsScored         metric.Int64Counter
+	ProcessorEvalSessionsUnscored       metric.Int64Counter
 	ProcessorEvalSpansDropped           metric.Int64Counter
 	ProcessorEvalSpansDuplicate         metric.Int64Counter
 	ProcessorEvalSpansForwardedUnscored metric.Int64Counter
@@ -217,13 +218,19 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorEvalSessionTurnsDropped, err = builder.meter.Int64Counter(
 		"otelcol_processor_eval_session_turns_dropped",
-		metric.WithDescription("Turn records dropped unscored, by reason: shutdown (no time left to score their session), max_turns (older turns of a long session). Spans are never dropped."),
+		metric.WithDescription("Turn records dropped unscored, by reason: shutdown (no time left to score their session), max_turns (older turns of a long session), backlog (their session was evicted beyond max_sessions while max_sessions evicted sessions already waited). Spans are never dropped."),
 		metric.WithUnit("{turn}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEvalSessionsScored, err = builder.meter.Int64Counter(
 		"otelcol_processor_eval_sessions_scored",
 		metric.WithDescription("Sessions scored (an evaluate_session span each), by reason: idle, overflow (beyond max_sessions), shutdown."),
+		metric.WithUnit("{session}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEvalSessionsUnscored, err = builder.meter.Int64Counter(
+		"otelcol_processor_eval_sessions_unscored",
+		metric.WithDescription("Sessions with unscored turns whose scoring never started, by reason: shutdown (the shutdown context ended first; with storage: they are scored after the next start), backlog (evicted beyond max_sessions while max_sessions evicted sessions already waited)."),
 		metric.WithUnit("{session}"),
 	)
 	errs = errors.Join(errs, err)

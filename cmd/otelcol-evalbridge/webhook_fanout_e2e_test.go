@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// eval → [otlp_http, webhook] with the alert endpoint down and a queue of
+// one request: the webhook's queue is full after two alerts. The webhook
+// must not refuse the rest (docs/contract.md §17): a refusal went back to
+// the eval processor, whose release was retried whole, so the healthy
+// backend got every span again and again while later traces waited.
+const fanoutDownConfig = `
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: %[1]s
+processors:
+  eval:
+    wait: 100ms
+    evaluators:
+      - type: tool_error
+        name: tools_ok
+exporters:
+  otlp_http:
+    endpoint: %[2]s
+    retry_on_failure:
+      enabled: false
+  webhook:
+    endpoint: %[3]s/alerts
+    retry_on_failure:
+      initial_interval: 5s
+      max_elapsed_time: 10m
+    sending_queue:
+      num_consumers: 1
+      queue_size: 1
+` + quietService + `    traces:
+      receivers: [otlp]
+      processors: [eval]
+      exporters: [otlp_http, webhook]
+`
+
+func TestFanOutWithAlertEndpointDown(t *testing.T) {
+	const runs = 20 // every one fails tools_ok: an alert each
+	be := &backend{spans: map[string]ptrace.Span{}}
+	backendSrv := httptest.NewServer(be)
+	defer backendSrv.Close()
+	down := httptest.NewServer(nil)
+	down.Close() // connection refused from now on
+
+	t.Cleanup(func() {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		t.Logf("backend: %d spans received, %d distinct, of %d sent", len(be.all), len(be.spans), (runs+1)*6)
+	})
+	grpcAddr := freeAddr(t)
+	startCollector(t, fmt.Sprintf(fanoutDownConfig, grpcAddr, backendSrv.URL, down.URL))
+
+	ctx := context.Background()
+	tp := newSDK(t, grpcAddr, "travel-service")
+	tr := tp.Tracer("e2e")
+	send := func(prefix string) {
+		agentRun(ctx, tr, prefix, "", []string{"search_flights", "book_flight"}, "book_flight")
+		if err := tp.ForceFlush(ctx); err != nil {
+			t.Fatalf("sending spans: %v", err)
+		}
+	}
+	for i := range runs {
+		send(fmt.Sprintf("run%02d", i))
+	}
+	// A last trace, sent once the others are in: it must not wait behind
+	// them (head-of-line), and when it is in, every earlier span is too.
+	waitFor(t, 20*time.Second, "the 20 traces at the backend", func() bool { return be.count() >= runs*6 })
+	send("last")
+	waitFor(t, 20*time.Second, "the last trace at the backend", func() bool {
+		_, ok := be.get("last invoke_agent travel_agent")
+		return ok
+	})
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	seen := map[string]int{}
+	for _, s := range be.all {
+		seen[s.Name()]++
+	}
+	dup := 0
+	for name, n := range seen {
+		if n != 1 {
+			dup += n - 1
+			t.Errorf("span %q received %d times, want once", name, n)
+		}
+	}
+	if len(seen) != (runs+1)*6 {
+		t.Errorf("backend has %d distinct spans, want %d", len(seen), (runs+1)*6)
+	}
+	t.Logf("spans received %d, distinct %d, duplicates %d", len(be.all), len(seen), dup)
+}
