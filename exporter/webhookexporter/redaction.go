@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/evalbridge/evalbridge/exporter/webhookexporter/internal/metadata"
 	"github.com/evalbridge/evalbridge/internal/redact"
 )
 
@@ -37,11 +38,11 @@ func withRedaction(enc encoder, cfg redact.Config, set component.TelemetrySettin
 	if !cfg.Enabled() {
 		return enc, nil
 	}
-	counter, err := set.MeterProvider.Meter(scopeName).Int64Counter(metricRedactions,
-		metric.WithDescription("Values masked in webhook payloads, by detector or pattern name."), metric.WithUnit("{value}"))
+	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
 	}
+	counter := tb.ExporterWebhookRedactions
 	opts := map[string]metric.AddOption{}
 	for _, n := range redact.Builtins() {
 		opts[n] = metric.WithAttributeSet(attribute.NewSet(attribute.String("detector", n)))

@@ -4,11 +4,12 @@ package webhookexporter
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/evalbridge/evalbridge/exporter/webhookexporter/internal/metadata"
 )
 
 const scopeName = "github.com/evalbridge/evalbridge/exporter/webhookexporter"
@@ -35,26 +36,21 @@ const (
 	dropRejected  = "rejected"   // the endpoint refused it for good (4xx), or it could not be encoded
 )
 
-// newTelemetry registers the exporter's counters. They carry no attribute
+// newTelemetry takes the exporter's counters from the builder generated
+// from metadata.yaml. They carry no attribute
 // naming the exporter: the collector's service identifies the component
 // (otel.component.id) on its telemetry itself.
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
-	m := set.MeterProvider.Meter(scopeName)
-	var errs, err error
-	t := &telemetry{}
-	t.alertsSent, err = m.Int64Counter("otelcol_exporter_webhook_alerts_sent",
-		metric.WithDescription("Failed-evaluation alerts delivered to the webhook."), metric.WithUnit("{alerts}"))
-	errs = errors.Join(errs, err)
-	t.alertsSuppressed, err = m.Int64Counter("otelcol_exporter_webhook_alerts_suppressed",
-		metric.WithDescription("Alerts held back by max_alerts_per_minute (reported later as `suppressed`)."), metric.WithUnit("{alerts}"))
-	errs = errors.Join(errs, err)
-	t.alertsDropped, err = m.Int64Counter("otelcol_exporter_webhook_alerts_dropped",
-		metric.WithDescription("Alerts dropped, by reason: queue_full (the sending queue refused them: the endpoint is down or slow), rejected (the endpoint answered a permanent error). The pipeline never sees the refusal."), metric.WithUnit("{alert}"))
-	errs = errors.Join(errs, err)
-	t.sendFailures, err = m.Int64Counter("otelcol_exporter_webhook_send_failures",
-		metric.WithDescription("Failed webhook requests, by kind (throttled, retryable, permanent, network)."), metric.WithUnit("{requests}"))
-	errs = errors.Join(errs, err)
-	return t, errs
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
+	}
+	return &telemetry{
+		alertsSent:       tb.ExporterWebhookAlertsSent,
+		alertsSuppressed: tb.ExporterWebhookAlertsSuppressed,
+		alertsDropped:    tb.ExporterWebhookAlertsDropped,
+		sendFailures:     tb.ExporterWebhookSendFailures,
+	}, nil
 }
 
 func (t *telemetry) sent(ctx context.Context, n int) {
@@ -103,34 +99,20 @@ type monitorInstruments struct {
 }
 
 func newMonitorInstruments(set component.TelemetrySettings) (*monitorInstruments, error) {
-	m := set.MeterProvider.Meter(scopeName)
-	var errs, err error
-	i := &monitorInstruments{}
-	i.evaluations, err = m.Int64Counter("otelcol_exporter_webhook_monitor_evaluations",
-		metric.WithDescription("Evaluations of a monitor group's window, by monitor and verdict (below, ok, no_verdict, uncertain)."), metric.WithUnit("{evaluations}"))
-	errs = errors.Join(errs, err)
-	i.stateChanges, err = m.Int64Counter("otelcol_exporter_webhook_monitor_state_changes",
-		metric.WithDescription("Monitor groups that went firing or resolved, by monitor and state."), metric.WithUnit("{changes}"))
-	errs = errors.Join(errs, err)
-	i.renotified, err = m.Int64Counter("otelcol_exporter_webhook_monitor_renotifications",
-		metric.WithDescription("Firing notifications repeated after renotify, by monitor."), metric.WithUnit("{notifications}"))
-	errs = errors.Join(errs, err)
-	i.sent, err = m.Int64Counter("otelcol_exporter_webhook_monitor_notifications_sent",
-		metric.WithDescription("Monitor notifications delivered to the webhook, by monitor."), metric.WithUnit("{notifications}"))
-	errs = errors.Join(errs, err)
-	i.enqueueFailed, err = m.Int64Counter("otelcol_exporter_webhook_monitor_enqueue_failures",
-		metric.WithDescription("Monitor notifications the sending queue refused; the group's state is put back and the next evaluation tries again."), metric.WithUnit("{notifications}"))
-	errs = errors.Join(errs, err)
-	i.untracked, err = m.Int64Counter("otelcol_exporter_webhook_monitor_cases_untracked",
-		metric.WithDescription("Cases of groups beyond max_groups, counted but not tracked, by monitor."), metric.WithUnit("{cases}"))
-	errs = errors.Join(errs, err)
-	i.evicted, err = m.Int64Counter("otelcol_exporter_webhook_monitor_groups_evicted",
-		metric.WithDescription("Groups forgotten to make room for a new group when max_groups were tracked: each had no case for a whole window. By monitor."), metric.WithUnit("{group}"))
-	errs = errors.Join(errs, err)
-	i.groups, err = m.Int64UpDownCounter("otelcol_exporter_webhook_monitor_groups",
-		metric.WithDescription("Groups a monitor tracks."), metric.WithUnit("{groups}"))
-	errs = errors.Join(errs, err)
-	return i, errs
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
+	}
+	return &monitorInstruments{
+		evaluations:   tb.ExporterWebhookMonitorEvaluations,
+		stateChanges:  tb.ExporterWebhookMonitorStateChanges,
+		renotified:    tb.ExporterWebhookMonitorRenotifications,
+		sent:          tb.ExporterWebhookMonitorNotificationsSent,
+		enqueueFailed: tb.ExporterWebhookMonitorEnqueueFailures,
+		untracked:     tb.ExporterWebhookMonitorCasesUntracked,
+		evicted:       tb.ExporterWebhookMonitorGroupsEvicted,
+		groups:        tb.ExporterWebhookMonitorGroups,
+	}, nil
 }
 
 // monitorTelemetry records for one monitor; attribute sets are built once so

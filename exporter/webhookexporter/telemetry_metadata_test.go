@@ -13,10 +13,9 @@ import (
 	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
 )
 
-// Every instrument the exporter registers is declared in metadata.yaml with
-// the same name, unit, description and type, and records only the
-// attributes declared there (none naming the exporter: the service does);
-// every declared instrument is registered. exporterhelper's own
+// The instruments the exporter registers (through the builder generated
+// from metadata.yaml) record only the attributes declared there (none
+// naming the exporter: the service does). exporterhelper's own
 // otelcol_exporter_* metrics are the collector's, not this component's.
 func TestTelemetryMatchesMetadata(t *testing.T) {
 	md, err := telemetrydoc.Load("metadata.yaml")
@@ -49,7 +48,8 @@ func TestTelemetryMatchesMetadata(t *testing.T) {
 	require.Empty(t, problems, "metadata.yaml and the registered instruments disagree:\n%s", strings.Join(problems, "\n"))
 }
 
-// documentation.md is what `go generate` makes of metadata.yaml.
+// documentation.md and internal/metadata/generated_telemetry.go are what
+// `go generate` makes of metadata.yaml.
 func TestDocumentationIsGenerated(t *testing.T) {
 	require.NoError(t, telemetrydoc.CheckDocumentation("."))
 }
