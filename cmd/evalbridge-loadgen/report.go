@@ -37,6 +37,9 @@ type report struct {
 	// CrossDelivered: spans that reached the backend of a pipeline they did
 	// not come in through (two_pipelines).
 	CrossDelivered int
+	// RedirectHits: requests that reached the other port a judge redirected
+	// to (credentials): a followed cross-host redirect, a broken promise.
+	RedirectHits int
 	// MaxHostileBound: the longest hostile delay allowed (0: none).
 	MaxHostileBound time.Duration
 	// NoDuplicates: a scenario whose backend must get each span once
@@ -200,6 +203,12 @@ func (r report) failures() []string {
 	}
 	if r.Misplaced > 0 {
 		out = append(out, fmt.Sprintf("%d spans with results that are not the agent span", r.Misplaced))
+	}
+	switch {
+	case r.RedirectHits > 0:
+		out = append(out, fmt.Sprintf("%d judge requests followed a redirect to another port", r.RedirectHits))
+	case r.RedirectHits < 0:
+		out = append(out, "the judge redirected nothing: the redirect check did not run")
 	}
 	if r.CrossDelivered > 0 {
 		out = append(out, fmt.Sprintf("%d spans went on through another pipeline", r.CrossDelivered))

@@ -53,9 +53,13 @@ type scenario struct {
 	outage     [2]time.Duration // backend down from [0] to [1] after the start
 	sigterm    time.Duration    // >0: SIGTERM the collector this long after the start
 	judge      bool             // a faulty judge and an llm_judge evaluator
-	drain      time.Duration    // how long to wait for the spans after the load
-	allAcked   bool             // every request must be acknowledged in the end (back-pressure, not refusal)
-	scoreWait  time.Duration    // the processor's wait, to know when the sink can go quiet
+	// credentials (with judge): the key is also the endpoint's userinfo
+	// password, its ?code= query and an X-Api-Key header, and the judge
+	// redirects every tenth request to another port, which must get nothing.
+	credentials bool
+	drain       time.Duration // how long to wait for the spans after the load
+	allAcked    bool          // every request must be acknowledged in the end (back-pressure, not refusal)
+	scoreWait   time.Duration // the processor's wait, to know when the sink can go quiet
 	// topology: "" (one pipeline), "two_pipelines" (a second traces
 	// pipeline through the same eval, from a receiver that gets nothing,
 	// to a second sink that must get nothing), "alert_down" (the webhook
@@ -171,6 +175,12 @@ func scenarios(short bool) []scenario {
 			load:  with(func(c *loadConfig) { c.rate = 100; c.failShare = 0; c.seed = 7 }),
 			drain: 60 * time.Second, allAcked: true, scoreWait: 3 * time.Second,
 		},
+		{
+			name: "credentials", about: "the judge's key also in its endpoint's userinfo and ?code= and an X-Api-Key header; the judge echoes them and redirects to another port (which must get nothing), 50 traces/s for 3 s",
+			eval: "wait: 500ms\n    timeout: 3s", judge: true, credentials: true,
+			load:  with(func(c *loadConfig) { c.failShare = 0; c.seed = 12 }),
+			drain: 60 * time.Second, allAcked: true, scoreWait: 3 * time.Second,
+		},
 	}
 	all = append(all, topologyScenarios()...)
 	if short {
@@ -227,16 +237,21 @@ func collectorConfigWith(sc scenario, p ports, sinkAddr, judgeAddr, key, otherSi
 	evals := sc.evals
 	judges := ""
 	if sc.judge {
+		endpoint, headers := "http://"+judgeAddr+"/v1", ""
+		if sc.credentials {
+			endpoint = fmt.Sprintf("http://evaluser:%s@%s/v1?code=%s", key, judgeAddr, key)
+			headers = "\n        headers: {X-Api-Key: " + key + "}"
+		}
 		judges = fmt.Sprintf(`
     judges:
       default:
-        endpoint: http://%s/v1
+        endpoint: %s
         model: judge
-        api_key: %s
+        api_key: %s%s
         timeout: 1s
         max_concurrency: 2
         cache_size: 0
-        retry: {max_attempts: 2, initial_backoff: 100ms, max_backoff: 200ms}`, judgeAddr, key)
+        retry: {max_attempts: 2, initial_backoff: 100ms, max_backoff: 200ms}`, endpoint, key, headers)
 		evals = `
       - type: llm_judge
         name: helpful
@@ -369,12 +384,22 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 	s.delay = backendLatency
 	s.mu.Unlock()
 	var key, judgeAddr string
+	var redirectTarget *hitCounter // credentials: the other port the judge redirects to
+	var judge *faultyJudge
 	if sc.judge {
 		j, err := newFaultyJudge(30 * time.Second)
 		if err != nil {
 			return report{}, err
 		}
 		defer j.close()
+		judge = j
+		if sc.credentials {
+			if redirectTarget, err = newHitCounter(); err != nil {
+				return report{}, err
+			}
+			defer redirectTarget.close()
+			j.redirectTo = "http://" + redirectTarget.addr
+		}
 		judgeAddr = j.addr
 		key = newKey()
 		s.mu.Lock()
@@ -513,6 +538,15 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 		_, received, _, _, _ := other.snapshot()
 		r.CrossDelivered = received
 		notes = append(notes, fmt.Sprintf("the other pipeline's backend received %d spans (must be 0)", received))
+	}
+	if redirectTarget != nil {
+		r.RedirectHits = int(redirectTarget.hits.Load())
+		n := judge.redirects.Load()
+		notes = append(notes, fmt.Sprintf("the judge redirected %d requests to another port; that port received %d (must be 0)", n, r.RedirectHits))
+		if n == 0 {
+			notes = append(notes, "the judge redirected nothing: the redirect check proved nothing")
+			r.RedirectHits = -1 // a broken promise: the scenario did not test what it says
+		}
 	}
 	r.MaxHostileBound = sc.maxHostile
 	r.NoDuplicates = sc.topology == "alert_down"
