@@ -57,9 +57,14 @@ type scenario struct {
 	// password, its ?code= query and an X-Api-Key header, and the judge
 	// redirects every tenth request to another port, which must get nothing.
 	credentials bool
-	drain       time.Duration // how long to wait for the spans after the load
-	allAcked    bool          // every request must be acknowledged in the end (back-pressure, not refusal)
-	scoreWait   time.Duration // the processor's wait, to know when the sink can go quiet
+	// flood: GenAI content log records flooding a few traces' LLM spans
+	// beside the load (suite_logflood.go); floodBound bounds how long the
+	// flooded traces may wait.
+	flood      *logFlood
+	floodBound time.Duration
+	drain      time.Duration // how long to wait for the spans after the load
+	allAcked   bool          // every request must be acknowledged in the end (back-pressure, not refusal)
+	scoreWait  time.Duration // the processor's wait, to know when the sink can go quiet
 	// topology: "" (one pipeline), "two_pipelines" (a second traces
 	// pipeline through the same eval, from a receiver that gets nothing,
 	// to a second sink that must get nothing), "alert_down" (the webhook
@@ -176,6 +181,13 @@ func scenarios(short bool) []scenario {
 			drain: 60 * time.Second, allAcked: true, scoreWait: 3 * time.Second,
 		},
 		{
+			name: "log_flood", about: "3 traces whose LLM span gets 16,000 GenAI content log records each (a logs pipeline through the same eval), timeout 200ms, under the baseline load",
+			eval: "wait: 1s\n    timeout: 200ms", evals: normalEvaluators,
+			load:  with(func(c *loadConfig) { c.seed = 14 }),
+			drain: 30 * time.Second, allAcked: true, scoreWait: time.Second,
+			flood: &logFlood{traces: 3, records: 16000}, floodBound: 4 * time.Second,
+		},
+		{
 			name: "credentials", about: "the judge's key also in its endpoint's userinfo and ?code= and an X-Api-Key header; the judge echoes them and redirects to another port (which must get nothing), 50 traces/s for 3 s",
 			eval: "wait: 500ms\n    timeout: 3s", judge: true, credentials: true,
 			load:  with(func(c *loadConfig) { c.failShare = 0; c.seed = 12 }),
@@ -233,6 +245,14 @@ func collectorConfig(sc scenario, p ports, sinkAddr, judgeAddr, key string) stri
 }
 
 func collectorConfigWith(sc scenario, p ports, sinkAddr, judgeAddr, key, otherSink string, otherPort int) string {
+	cfg := collectorConfigBase(sc, p, sinkAddr, judgeAddr, key, otherSink, otherPort)
+	if sc.flood != nil {
+		cfg = logFloodConfig(cfg)
+	}
+	return cfg
+}
+
+func collectorConfigBase(sc scenario, p ports, sinkAddr, judgeAddr, key, otherSink string, otherPort int) string {
 	extraRecv, extraExp, extraPipes, mainExp := topologyParts(sc, otherSink, otherPort)
 	evals := sc.evals
 	judges := ""
@@ -454,6 +474,12 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 
 	cfg := sc.load
 	cfg.endpoint = col.grpc
+	floodDone := make(chan struct{})
+	if sc.flood != nil {
+		go func() { defer close(floodDone); sc.flood.flood(ctx, col.grpc, s) }()
+	} else {
+		close(floodDone)
+	}
 	var notes []string
 	var hookMu sync.Mutex
 	down, up, termed := false, false, false
@@ -547,6 +573,11 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 			notes = append(notes, "the judge redirected nothing: the redirect check proved nothing")
 			r.RedirectHits = -1 // a broken promise: the scenario did not test what it says
 		}
+	}
+	if sc.flood != nil {
+		<-floodDone
+		r.FloodBound = sc.floodBound
+		notes = append(notes, floodNote(sc.flood, s, &r))
 	}
 	r.MaxHostileBound = sc.maxHostile
 	r.NoDuplicates = sc.topology == "alert_down"
