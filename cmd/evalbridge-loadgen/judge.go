@@ -23,6 +23,10 @@ type faultyJudge struct {
 	calls atomic.Int64
 	hang  time.Duration
 	stop  chan struct{}
+	// redirectTo, when set, gets every tenth request redirected to it (307,
+	// same path): a client must not follow it to another host or port.
+	redirectTo string
+	redirects  atomic.Int64
 }
 
 func newFaultyJudge(hang time.Duration) (*faultyJudge, error) {
@@ -48,6 +52,14 @@ func (j *faultyJudge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A preamble of 150 to 290 bytes: over the requests, the key straddles
 	// every cut a client may make at 200, 256 or 300 bytes.
 	pad := strings.Repeat("proxy trace ", 25)[:150+int(n*13%141)]
+	if j.redirectTo != "" && n%10 == 9 {
+		j.redirects.Add(1)
+		http.Redirect(w, r, j.redirectTo+r.URL.Path, http.StatusTemporaryRedirect)
+		return
+	}
+	// Proxies echo the whole request line and headers: the query and every
+	// credential header come back too.
+	auth += " " + r.URL.RawQuery + " X-Api-Key: " + r.Header.Get("X-Api-Key")
 	switch n % 5 {
 	case 0: // hang until the client gives up
 		select {
@@ -78,3 +90,27 @@ func writeChat(w http.ResponseWriter, content string) {
 		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
 	})
 }
+
+// hitCounter is a server that only counts the requests it gets: the other
+// host of a redirect, which must get none.
+type hitCounter struct {
+	srv  *http.Server
+	addr string
+	hits atomic.Int64
+}
+
+func newHitCounter() (*hitCounter, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := &hitCounter{addr: ln.Addr().String()}
+	h.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.hits.Add(1)
+		writeChat(w, `{"score": 1, "reason": "a redirected request"}`)
+	})}
+	go func() { _ = h.srv.Serve(ln) }()
+	return h, nil
+}
+
+func (h *hitCounter) close() { _ = h.srv.Close() }

@@ -37,6 +37,14 @@ type report struct {
 	// CrossDelivered: spans that reached the backend of a pipeline they did
 	// not come in through (two_pipelines).
 	CrossDelivered int
+	// RedirectHits: requests that reached the other port a judge redirected
+	// to (credentials): a followed cross-host redirect, a broken promise.
+	RedirectHits int
+	// The log flood: its traces' spans at the backend (of FloodWant), how
+	// long after they were sent, against FloodBound; FloodErr: sending failed.
+	FloodSpans, FloodWant int
+	FloodWait, FloodBound time.Duration
+	FloodErr              string
 	// MaxHostileBound: the longest hostile delay allowed (0: none).
 	MaxHostileBound time.Duration
 	// NoDuplicates: a scenario whose backend must get each span once
@@ -200,6 +208,22 @@ func (r report) failures() []string {
 	}
 	if r.Misplaced > 0 {
 		out = append(out, fmt.Sprintf("%d spans with results that are not the agent span", r.Misplaced))
+	}
+	if r.FloodWant > 0 {
+		switch {
+		case r.FloodErr != "":
+			out = append(out, "the log flood could not be sent: "+r.FloodErr)
+		case r.FloodSpans < r.FloodWant || r.FloodWait == 0:
+			out = append(out, fmt.Sprintf("%d of %d spans of the log-flooded traces arrived", r.FloodSpans, r.FloodWant))
+		case r.FloodWait > r.FloodBound:
+			out = append(out, fmt.Sprintf("the log-flooded traces waited %s (bound %s)", round(r.FloodWait), r.FloodBound))
+		}
+	}
+	switch {
+	case r.RedirectHits > 0:
+		out = append(out, fmt.Sprintf("%d judge requests followed a redirect to another port", r.RedirectHits))
+	case r.RedirectHits < 0:
+		out = append(out, "the judge redirected nothing: the redirect check did not run")
 	}
 	if r.CrossDelivered > 0 {
 		out = append(out, fmt.Sprintf("%d spans went on through another pipeline", r.CrossDelivered))

@@ -53,9 +53,18 @@ type scenario struct {
 	outage     [2]time.Duration // backend down from [0] to [1] after the start
 	sigterm    time.Duration    // >0: SIGTERM the collector this long after the start
 	judge      bool             // a faulty judge and an llm_judge evaluator
-	drain      time.Duration    // how long to wait for the spans after the load
-	allAcked   bool             // every request must be acknowledged in the end (back-pressure, not refusal)
-	scoreWait  time.Duration    // the processor's wait, to know when the sink can go quiet
+	// credentials (with judge): the key is also the endpoint's userinfo
+	// password, its ?code= query and an X-Api-Key header, and the judge
+	// redirects every tenth request to another port, which must get nothing.
+	credentials bool
+	// flood: GenAI content log records flooding a few traces' LLM spans
+	// beside the load (suite_logflood.go); floodBound bounds how long the
+	// flooded traces may wait.
+	flood      *logFlood
+	floodBound time.Duration
+	drain      time.Duration // how long to wait for the spans after the load
+	allAcked   bool          // every request must be acknowledged in the end (back-pressure, not refusal)
+	scoreWait  time.Duration // the processor's wait, to know when the sink can go quiet
 	// topology: "" (one pipeline), "two_pipelines" (a second traces
 	// pipeline through the same eval, from a receiver that gets nothing,
 	// to a second sink that must get nothing), "alert_down" (the webhook
@@ -171,6 +180,19 @@ func scenarios(short bool) []scenario {
 			load:  with(func(c *loadConfig) { c.rate = 100; c.failShare = 0; c.seed = 7 }),
 			drain: 60 * time.Second, allAcked: true, scoreWait: 3 * time.Second,
 		},
+		{
+			name: "log_flood", about: "3 traces whose LLM span gets 16,000 GenAI content log records each (a logs pipeline through the same eval), timeout 200ms, under the baseline load",
+			eval: "wait: 1s\n    timeout: 200ms", evals: normalEvaluators,
+			load:  with(func(c *loadConfig) { c.seed = 14 }),
+			drain: 30 * time.Second, allAcked: true, scoreWait: time.Second,
+			flood: &logFlood{traces: 3, records: 16000}, floodBound: 4 * time.Second,
+		},
+		{
+			name: "credentials", about: "the judge's key also in its endpoint's userinfo and ?code= and an X-Api-Key header; the judge echoes them and redirects to another port (which must get nothing), 50 traces/s for 3 s",
+			eval: "wait: 500ms\n    timeout: 3s", judge: true, credentials: true,
+			load:  with(func(c *loadConfig) { c.failShare = 0; c.seed = 12 }),
+			drain: 60 * time.Second, allAcked: true, scoreWait: 3 * time.Second,
+		},
 	}
 	all = append(all, topologyScenarios()...)
 	if short {
@@ -223,20 +245,33 @@ func collectorConfig(sc scenario, p ports, sinkAddr, judgeAddr, key string) stri
 }
 
 func collectorConfigWith(sc scenario, p ports, sinkAddr, judgeAddr, key, otherSink string, otherPort int) string {
+	cfg := collectorConfigBase(sc, p, sinkAddr, judgeAddr, key, otherSink, otherPort)
+	if sc.flood != nil {
+		cfg = logFloodConfig(cfg)
+	}
+	return cfg
+}
+
+func collectorConfigBase(sc scenario, p ports, sinkAddr, judgeAddr, key, otherSink string, otherPort int) string {
 	extraRecv, extraExp, extraPipes, mainExp := topologyParts(sc, otherSink, otherPort)
 	evals := sc.evals
 	judges := ""
 	if sc.judge {
+		endpoint, headers := "http://"+judgeAddr+"/v1", ""
+		if sc.credentials {
+			endpoint = fmt.Sprintf("http://evaluser:%s@%s/v1?code=%s", key, judgeAddr, key)
+			headers = "\n        headers: {X-Api-Key: " + key + "}"
+		}
 		judges = fmt.Sprintf(`
     judges:
       default:
-        endpoint: http://%s/v1
+        endpoint: %s
         model: judge
-        api_key: %s
+        api_key: %s%s
         timeout: 1s
         max_concurrency: 2
         cache_size: 0
-        retry: {max_attempts: 2, initial_backoff: 100ms, max_backoff: 200ms}`, judgeAddr, key)
+        retry: {max_attempts: 2, initial_backoff: 100ms, max_backoff: 200ms}`, endpoint, key, headers)
 		evals = `
       - type: llm_judge
         name: helpful
@@ -369,12 +404,22 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 	s.delay = backendLatency
 	s.mu.Unlock()
 	var key, judgeAddr string
+	var redirectTarget *hitCounter // credentials: the other port the judge redirects to
+	var judge *faultyJudge
 	if sc.judge {
 		j, err := newFaultyJudge(30 * time.Second)
 		if err != nil {
 			return report{}, err
 		}
 		defer j.close()
+		judge = j
+		if sc.credentials {
+			if redirectTarget, err = newHitCounter(); err != nil {
+				return report{}, err
+			}
+			defer redirectTarget.close()
+			j.redirectTo = "http://" + redirectTarget.addr
+		}
 		judgeAddr = j.addr
 		key = newKey()
 		s.mu.Lock()
@@ -429,6 +474,12 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 
 	cfg := sc.load
 	cfg.endpoint = col.grpc
+	floodDone := make(chan struct{})
+	if sc.flood != nil {
+		go func() { defer close(floodDone); sc.flood.flood(ctx, col.grpc, s) }()
+	} else {
+		close(floodDone)
+	}
 	var notes []string
 	var hookMu sync.Mutex
 	down, up, termed := false, false, false
@@ -513,6 +564,20 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 		_, received, _, _, _ := other.snapshot()
 		r.CrossDelivered = received
 		notes = append(notes, fmt.Sprintf("the other pipeline's backend received %d spans (must be 0)", received))
+	}
+	if redirectTarget != nil {
+		r.RedirectHits = int(redirectTarget.hits.Load())
+		n := judge.redirects.Load()
+		notes = append(notes, fmt.Sprintf("the judge redirected %d requests to another port; that port received %d (must be 0)", n, r.RedirectHits))
+		if n == 0 {
+			notes = append(notes, "the judge redirected nothing: the redirect check proved nothing")
+			r.RedirectHits = -1 // a broken promise: the scenario did not test what it says
+		}
+	}
+	if sc.flood != nil {
+		<-floodDone
+		r.FloodBound = sc.floodBound
+		notes = append(notes, floodNote(sc.flood, s, &r))
 	}
 	r.MaxHostileBound = sc.maxHostile
 	r.NoDuplicates = sc.topology == "alert_down"

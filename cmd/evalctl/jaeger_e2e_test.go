@@ -425,6 +425,36 @@ func TestJaegerEndToEnd(t *testing.T) {
 		t.Error("--report does not name booking_flow")
 	}
 
+	// evalctl estimate takes the same source (contract §23): the cascade of
+	// examples/cost.yaml would call its judge on each failing trace.
+	stdout.Reset()
+	stderr.Reset()
+	code = run(context.Background(), []string{"estimate", "--config", filepath.Join("..", "..", "examples", "cost.yaml"),
+		"--summary", "json", "--jaeger", j.queryURL, "--service", service, "--lookback", "1h"}, nil, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("evalctl estimate --jaeger: exit %d\n%s", code, stderr.String())
+	}
+	var est struct {
+		Traces     int `json:"traces"`
+		Evaluators []struct {
+			Evaluator   string `json:"evaluator"`
+			Calls       int    `json:"calls"`
+			CachedCalls int    `json:"cached_calls"`
+		} `json:"evaluators"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &est); err != nil {
+		t.Fatalf("estimate summary: %v\n%s", err, stdout.String())
+	}
+	reviews := -1
+	for _, e := range est.Evaluators {
+		if e.Evaluator == "failure_review" {
+			reviews = e.Calls + e.CachedCalls // the copies' identical prompts hit the verdict cache
+		}
+	}
+	if est.Traces != n || reviews != len(wantFailing) {
+		t.Fatalf("estimate --jaeger: %d traces, %d failure_review calls (cached included); want %d and %d", est.Traces, reviews, n, len(wantFailing))
+	}
+
 	// Paging: with pages of 7 against the real store, every trace is read
 	// once (the windows are split until each answers less than a page).
 	src := &jaegerSource{url: j.queryURL, service: service, lookback: time.Hour, limit: 1000,
