@@ -72,26 +72,27 @@ var trailingSpace = regexp.MustCompile(`(?m)[ \t]+$`)
 
 func trimLines(s string) string { return strings.TrimSpace(trailingSpace.ReplaceAllString(s, "")) }
 
-// The README's cascade snippet is a valid config (with a judge added).
-func TestCostReadmeSnippetValidates(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+// The cascade snippet of docs/judges.md is a valid config (with a judge
+// added).
+func TestCostSnippetValidates(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/judges.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(raw)
 	at := strings.Index(s, "### Cost in money, cascades, estimates")
 	if at < 0 {
-		t.Fatal("README lost its cost section")
+		t.Fatal("docs/judges.md lost its cost section")
 	}
 	s = s[at:]
 	s = s[strings.Index(s, "```yaml\n")+len("```yaml\n"):]
 	snippet := s[:strings.Index(s, "```")]
 	cfg := "judges:\n  default: {endpoint: http://localhost:1/v1, model: m, price: {input_per_million_tokens: 1, output_per_million_tokens: 2, currency: EUR}}\n" + snippet
-	p := filepath.Join(t.TempDir(), "readme.yaml")
+	p := filepath.Join(t.TempDir(), "snippet.yaml")
 	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, stderr := runEvalctl(t, "", "validate", "--config", p); code != exitOK {
-		t.Fatalf("README snippet: exit %d: %s%s", code, out, stderr)
+		t.Fatalf("docs/judges.md snippet: exit %d: %s%s", code, out, stderr)
 	}
 }
