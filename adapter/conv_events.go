@@ -49,13 +49,13 @@ func (langfuse) keys(f attrField) (keys, fallback []key) {
 // eventNames of the older OTel GenAI forms.
 func eventRole(name string) string {
 	switch name {
-	case EventSystemMessage:
+	case eventSystemMessage:
 		return "system"
-	case EventUserMessage:
+	case eventUserMessage:
 		return "user"
-	case EventAssistantMessage:
+	case eventAssistantMessage:
 		return "assistant"
-	case EventToolMessage:
+	case eventToolMessage:
 		return "tool"
 	}
 	return ""
@@ -76,11 +76,11 @@ func (d *spanData) readEvents(wantIn, wantOut bool) (in, out []Message) {
 			continue
 		}
 		switch name {
-		case genAIContentPrompt, EventSystemMessage, EventUserMessage, EventAssistantMessage, EventToolMessage:
+		case genAIContentPrompt, eventSystemMessage, eventUserMessage, eventAssistantMessage, eventToolMessage:
 			if !wantIn {
 				continue
 			}
-		case genAIContentCompletion, EventChoice:
+		case genAIContentCompletion, eventChoice:
 			if !wantOut {
 				continue
 			}
@@ -94,10 +94,10 @@ func (d *spanData) readEvents(wantIn, wantOut bool) (in, out []Message) {
 			if v, ok := c.attrValue(attrs, genAICompletion); ok {
 				out = append(out, c.parseMessages(genAICompletion, v, "assistant")...)
 			}
-		case EventSystemMessage, EventUserMessage, EventAssistantMessage, EventToolMessage:
+		case eventSystemMessage, eventUserMessage, eventAssistantMessage, eventToolMessage:
 			body := d.eventBody(ev, name)
 			in = append(in, c.parseMessage(name, body, eventRole(name))...)
-		case EventChoice:
+		case eventChoice:
 			body := d.eventBody(ev, name)
 			idx := len(choices)
 			switch n := body["index"].(type) {

@@ -28,13 +28,13 @@ func (d *spanData) readDetails(in, out bool) {
 	}
 	c := &d.c
 	for _, lr := range d.ref.Events {
-		if EventName(lr) != EventOperationDetails {
+		if eventName(lr) != eventOperationDetails {
 			continue
 		}
 		attrs := lr.Attributes()
 		if in && len(d.input) == 0 {
 			if v, ok := c.attrValue(attrs, genAIInputMessages); ok {
-				d.input = c.parseMessages(EventOperationDetails+" gen_ai.input.messages", v, "user")
+				d.input = c.parseMessages(eventOperationDetails+" gen_ai.input.messages", v, "user")
 			}
 		}
 		if in && d.system == "" {
@@ -44,7 +44,7 @@ func (d *spanData) readDetails(in, out bool) {
 		}
 		if out && len(d.output) == 0 {
 			if v, ok := c.attrValue(attrs, genAIOutputMessages); ok {
-				d.output = c.parseMessages(EventOperationDetails+" gen_ai.output.messages", v, "assistant")
+				d.output = c.parseMessages(eventOperationDetails+" gen_ai.output.messages", v, "assistant")
 			}
 		}
 	}
@@ -58,7 +58,7 @@ func (d *spanData) readDetailDefinitions() {
 	}
 	var none flatTrees
 	for _, lr := range d.ref.Events {
-		if EventName(lr) != EventOperationDetails {
+		if eventName(lr) != eventOperationDetails {
 			continue
 		}
 		for _, cv := range conventions {

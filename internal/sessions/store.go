@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 const (
@@ -231,7 +231,7 @@ func (s *Store) compact(c *adapter.Case, start time.Time) (adapter.Turn, bool) {
 	clip := func(v string, n int) string {
 		if len(v) > n {
 			clipped = true
-			return evaluators.ClipText(v, n)
+			return textutil.Clip(v, n)
 		}
 		return strings.Clone(v)
 	}
