@@ -13,12 +13,13 @@ import (
 // had it.
 type spanEvents struct {
 	noKeys
+	noKindKeys
 	noFromSpan
 	noToolDefs
 	noDocuments
 }
 
-func (spanEvents) conversation(d *spanData, _ pcommon.Map, _ *flatTrees, in, out bool) {
+func (spanEvents) conversation(d *spanData, _ pcommon.Map, _ flatTrees, in, out bool) {
 	in, out = in && len(d.input) == 0, out && len(d.output) == 0
 	if in || out {
 		evIn, evOut := d.readEvents(in, out)
@@ -33,6 +34,7 @@ func (spanEvents) conversation(d *spanData, _ pcommon.Map, _ *flatTrees, in, out
 
 // langfuse: Langfuse's session id.
 type langfuse struct {
+	noKindKeys
 	noFromSpan
 	noConversation
 	noToolDefs

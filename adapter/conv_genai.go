@@ -87,7 +87,7 @@ func (genAI) fromSpan(d *spanData, _ pcommon.Map, f attrField) string {
 	return ""
 }
 
-func (genAI) conversation(d *spanData, attrs pcommon.Map, _ *flatTrees, in, out bool) {
+func (genAI) conversation(d *spanData, attrs pcommon.Map, _ flatTrees, in, out bool) {
 	c := &d.c
 	if in && len(d.input) == 0 {
 		if v, ok := c.attrValue(attrs, genAIInputMessages); ok {
@@ -106,11 +106,11 @@ func (genAI) conversation(d *spanData, attrs pcommon.Map, _ *flatTrees, in, out 
 	}
 }
 
-func (genAI) toolDefinitions(d *spanData, attrs pcommon.Map, _ *flatTrees) {
+func (genAI) toolDefinitions(d *spanData, attrs pcommon.Map, _ flatTrees) {
 	d.toolDefList(attrs, genAIToolDefinitions)
 }
 
-func (genAI) documents(d *spanData, attrs pcommon.Map, _ *flatTrees) {
+func (genAI) documents(d *spanData, attrs pcommon.Map, _ flatTrees) {
 	c := &d.c
 	if v, ok := c.attrValue(attrs, genAIRetrievalDocuments); ok {
 		if arr, ok := v.([]any); ok {
@@ -142,4 +142,20 @@ func (c *spanCtx) systemInstructions(v any) string {
 	}
 	c.report(genAISystemInstructions, "want parts or a string, got %s", typeName(v))
 	return ""
+}
+
+func (genAI) kindKeys() []kindKey {
+	return []kindKey{{genAIOperationName, func(s string) spanKind {
+		switch s {
+		case "chat", "text_completion", "generate_content":
+			return kindLLM
+		case "invoke_agent", "invoke_workflow":
+			return kindAgent
+		case "execute_tool":
+			return kindTool
+		case "retrieval":
+			return kindRetrieval
+		}
+		return kindOther
+	}}}
 }

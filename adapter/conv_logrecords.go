@@ -6,15 +6,16 @@ import "go.opentelemetry.io/collector/pdata/pcommon"
 // records joined to a span (JoinEvents).
 type logRecords struct {
 	noKeys
+	noKindKeys
 	noFromSpan
 	noDocuments
 }
 
-func (logRecords) conversation(d *spanData, _ pcommon.Map, _ *flatTrees, in, out bool) {
+func (logRecords) conversation(d *spanData, _ pcommon.Map, _ flatTrees, in, out bool) {
 	d.readDetails(in, out)
 }
 
-func (logRecords) toolDefinitions(d *spanData, _ pcommon.Map, _ *flatTrees) {
+func (logRecords) toolDefinitions(d *spanData, _ pcommon.Map, _ flatTrees) {
 	d.readDetailDefinitions()
 }
 
@@ -65,7 +66,7 @@ func (d *spanData) readDetailDefinitions() {
 			if _, ok := cv.(logRecords); ok {
 				break // the attribute conventions, read on the record
 			}
-			cv.toolDefinitions(d, lr.Attributes(), &none)
+			cv.toolDefinitions(d, lr.Attributes(), none)
 		}
 	}
 }

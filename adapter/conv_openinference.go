@@ -1,6 +1,8 @@
 package adapter
 
 import (
+	"strings"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
@@ -95,7 +97,7 @@ func (openInference) fromSpan(d *spanData, attrs pcommon.Map, f attrField) strin
 	return ""
 }
 
-func (openInference) conversation(d *spanData, attrs pcommon.Map, trees *flatTrees, in, out bool) {
+func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTrees, in, out bool) {
 	c := &d.c
 	if in && len(d.input) == 0 && trees[flatOIInput] != nil {
 		d.input = c.flatMessages(oiLLMInputMessages, trees[flatOIInput], "user")
@@ -115,7 +117,7 @@ func (openInference) conversation(d *spanData, attrs pcommon.Map, trees *flatTre
 	}
 }
 
-func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees *flatTrees) {
+func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
 	for _, it := range indexed(trees[flatOITools]) {
 		if js := path(it, "tool", "json_schema"); js != nil {
 			d.addToolDef(oiLLMToolsToolJSONSchema, js, "")
@@ -123,7 +125,7 @@ func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees *flatTree
 	}
 }
 
-func (openInference) documents(d *spanData, _ pcommon.Map, trees *flatTrees) {
+func (openInference) documents(d *spanData, _ pcommon.Map, trees flatTrees) {
 	for _, it := range indexed(trees[flatOIDocs]) {
 		d.addDocument(oiRetrievalDocuments, it)
 	}
@@ -148,4 +150,22 @@ func (d *spanData) readRawIO(attrs pcommon.Map) {
 			d.output = []Message{{Role: "assistant", Content: s}}
 		}
 	}
+}
+
+func (openInference) kindKeys() []kindKey {
+	return []kindKey{{oiSpanKind, func(s string) spanKind {
+		switch {
+		case strings.EqualFold(s, "LLM"):
+			return kindLLM
+		case strings.EqualFold(s, "AGENT"):
+			return kindAgent
+		case strings.EqualFold(s, "TOOL"):
+			return kindTool
+		case strings.EqualFold(s, "RETRIEVER"):
+			return kindRetrieval
+		case strings.EqualFold(s, "CHAIN"):
+			return kindChain
+		}
+		return kindOther
+	}}}
 }

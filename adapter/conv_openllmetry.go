@@ -57,7 +57,7 @@ func (openLLMetry) fromSpan(d *spanData, attrs pcommon.Map, f attrField) string 
 	return ""
 }
 
-func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees *flatTrees, in, out bool) {
+func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees flatTrees, in, out bool) {
 	c := &d.c
 	if in && len(d.input) == 0 && trees[flatOLPrompt] != nil {
 		d.input = c.flatMessages(genAIPrompt, trees[flatOLPrompt], "user")
@@ -67,10 +67,31 @@ func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees *flatTrees, in
 	}
 }
 
-func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees *flatTrees) {
+func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
 	for _, it := range indexed(trees[flatOLFunctions]) {
 		if m, ok := it.(map[string]any); ok {
 			d.addToolDef(olLLMRequestFunctions, m, "")
 		}
+	}
+}
+
+func (openLLMetry) kindKeys() []kindKey {
+	return []kindKey{
+		{olLLMRequestType, func(s string) spanKind {
+			switch s {
+			case "chat", "completion":
+				return kindLLM
+			}
+			return kindOther
+		}},
+		{olSpanKind, func(s string) spanKind {
+			switch s {
+			case "agent", "workflow":
+				return kindAgent
+			case "tool":
+				return kindTool
+			}
+			return kindOther
+		}},
 	}
 }

@@ -1,6 +1,8 @@
 package adapter
 
 import (
+	"strings"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
@@ -83,7 +85,7 @@ func (vercelAI) keys(f attrField) (keys, fallback []key) {
 	return nil, nil
 }
 
-func (vercelAI) conversation(d *spanData, attrs pcommon.Map, _ *flatTrees, in, out bool) {
+func (vercelAI) conversation(d *spanData, attrs pcommon.Map, _ flatTrees, in, out bool) {
 	c := &d.c
 	if in && len(d.input) == 0 {
 		if v, ok := c.attrValue(attrs, aiPromptMessages); ok {
@@ -102,6 +104,27 @@ func (vercelAI) conversation(d *spanData, attrs pcommon.Map, _ *flatTrees, in, o
 	}
 }
 
-func (vercelAI) toolDefinitions(d *spanData, attrs pcommon.Map, _ *flatTrees) {
+func (vercelAI) toolDefinitions(d *spanData, attrs pcommon.Map, _ flatTrees) {
 	d.toolDefList(attrs, aiPromptTools)
+}
+
+// kindKeys: ai.operationId. A Vercel AI SDK span is named by its operation
+// too, which classify and IsGenAI read first (vercelKind).
+func (vercelAI) kindKeys() []kindKey { return []kindKey{{aiOperationID, vercelKind}} }
+
+// vercelKind is the kind of a Vercel AI SDK operation id.
+func vercelKind(name string) spanKind {
+	if !strings.HasPrefix(name, aiPrefix) {
+		return kindOther
+	}
+	switch name {
+	case aiOpGenerateTextDoGenerate, aiOpStreamTextDoStream,
+		aiOpGenerateObjectDoGenerate, aiOpStreamObjectDoStream:
+		return kindLLM
+	case aiOpGenerateText, aiOpStreamText, aiOpGenerateObject, aiOpStreamObject:
+		return kindAgent
+	case aiOpToolCall:
+		return kindTool
+	}
+	return kindOther
 }

@@ -12,6 +12,9 @@ type convention interface {
 	// readers try the keys of every convention, in conventions order,
 	// then every convention's fallback keys.
 	keys(f attrField) (keys, fallback []key)
+	// kindKeys returns the attributes whose value says what a span is
+	// (classify, IsGenAI), best first.
+	kindKeys() []kindKey
 	// fromSpan derives field f from what is not one of its keys (the
 	// span's name, a kind attribute), when no key had it; "" when it
 	// cannot.
@@ -19,12 +22,12 @@ type convention interface {
 	// conversation fills the sides of the conversation still empty: the
 	// input messages and system instructions when in, the output messages
 	// when out.
-	conversation(d *spanData, attrs pcommon.Map, trees *flatTrees, in, out bool)
+	conversation(d *spanData, attrs pcommon.Map, trees flatTrees, in, out bool)
 	// toolDefinitions adds the tools offered to the model (merged by name:
 	// the first definition of a name wins, later ones fill what it lacks).
-	toolDefinitions(d *spanData, attrs pcommon.Map, trees *flatTrees)
+	toolDefinitions(d *spanData, attrs pcommon.Map, trees flatTrees)
 	// documents adds a retrieval span's documents.
-	documents(d *spanData, attrs pcommon.Map, trees *flatTrees)
+	documents(d *spanData, attrs pcommon.Map, trees flatTrees)
 }
 
 // conventions in order of precedence: where a span carries a value in more
@@ -62,6 +65,13 @@ const (
 	fieldToolParameters
 	numFields
 )
+
+// A kindKey is an attribute whose value says what a span is: kind maps the
+// value (kindOther when it says nothing).
+type kindKey struct {
+	name string
+	kind func(v string) spanKind
+}
 
 // A key is an attribute that carries a field.
 type key struct {
@@ -130,14 +140,16 @@ func keysOf(names ...string) []key {
 // noKeys, noFromSpan … are what a convention without such data embeds.
 type (
 	noKeys         struct{}
+	noKindKeys     struct{}
 	noFromSpan     struct{}
 	noConversation struct{}
 	noToolDefs     struct{}
 	noDocuments    struct{}
 )
 
-func (noKeys) keys(attrField) (keys, fallback []key)                               { return nil, nil }
-func (noFromSpan) fromSpan(*spanData, pcommon.Map, attrField) string               { return "" }
-func (noConversation) conversation(*spanData, pcommon.Map, *flatTrees, bool, bool) {}
-func (noToolDefs) toolDefinitions(*spanData, pcommon.Map, *flatTrees)              {}
-func (noDocuments) documents(*spanData, pcommon.Map, *flatTrees)                   {}
+func (noKeys) keys(attrField) (keys, fallback []key)                              { return nil, nil }
+func (noKindKeys) kindKeys() []kindKey                                            { return nil }
+func (noFromSpan) fromSpan(*spanData, pcommon.Map, attrField) string              { return "" }
+func (noConversation) conversation(*spanData, pcommon.Map, flatTrees, bool, bool) {}
+func (noToolDefs) toolDefinitions(*spanData, pcommon.Map, flatTrees)              {}
+func (noDocuments) documents(*spanData, pcommon.Map, flatTrees)                   {}

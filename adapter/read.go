@@ -51,7 +51,7 @@ func (d *spanData) readUsage(attrs pcommon.Map) {
 // readConversation reads the sides of the conversation in p (partInput:
 // input messages and system instructions; partOutput: output messages),
 // each side from the first convention that has it.
-func (d *spanData) readConversation(attrs pcommon.Map, trees *flatTrees, p parts) {
+func (d *spanData) readConversation(attrs pcommon.Map, trees flatTrees, p parts) {
 	in, out := p&partInput != 0, p&partOutput != 0
 	for _, cv := range conventions {
 		cv.conversation(d, attrs, trees, in, out)
@@ -211,7 +211,7 @@ func (d *spanData) toolArgs(attrs pcommon.Map, call *ToolCall, key string, kwarg
 }
 
 // readDocuments reads a retrieval span's documents.
-func (d *spanData) readDocuments(attrs pcommon.Map, trees *flatTrees) {
+func (d *spanData) readDocuments(attrs pcommon.Map, trees flatTrees) {
 	for _, cv := range conventions {
 		cv.documents(d, attrs, trees)
 	}

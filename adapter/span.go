@@ -166,13 +166,13 @@ func (d *spanData) parse() {
 		return
 	case kindRetrieval:
 		trees := d.flatten(attrs, allFlat)
-		d.readDocuments(attrs, &trees)
+		d.readDocuments(attrs, trees)
 		return
 	}
 	// llm, agent and anchors of synthetic agent cases
 	trees := d.flatten(attrs, allFlat)
-	d.readConversation(attrs, &trees, partConv)
-	d.readToolDefinitions(attrs, &trees)
+	d.readConversation(attrs, trees, partConv)
+	d.readToolDefinitions(attrs, trees)
 	if d.kind != kindLLM {
 		d.readOwnIO(attrs)
 	}
@@ -199,7 +199,7 @@ func (d *spanData) parsePart(p parts) {
 	case kindRetrieval:
 		if p&partDocs != 0 {
 			trees := d.flatten(attrs, 1<<flatOIDocs)
-			d.readDocuments(attrs, &trees)
+			d.readDocuments(attrs, trees)
 		}
 		return
 	}
@@ -208,7 +208,7 @@ func (d *spanData) parsePart(p parts) {
 	}
 	if p&partDefs != 0 {
 		trees := d.flatten(attrs, defsFlat)
-		d.readToolDefinitions(attrs, &trees)
+		d.readToolDefinitions(attrs, trees)
 	}
 	if p&partOwnIO != 0 && d.kind != kindLLM {
 		d.readOwnIO(attrs)
@@ -222,7 +222,7 @@ func (d *spanData) parsePart(p parts) {
 // the other side read too.
 func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 	trees := d.flatten(attrs, convFlat(p))
-	d.readConversation(attrs, &trees, p)
+	d.readConversation(attrs, trees, p)
 	if d.kind != kindLLM {
 		return
 	}
@@ -233,7 +233,7 @@ func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 		}
 		d.done |= rest
 		trees := d.flatten(attrs, convFlat(rest))
-		d.readConversation(attrs, &trees, rest)
+		d.readConversation(attrs, trees, rest)
 	}
 	d.readRawIO(attrs)
 }

@@ -4,7 +4,7 @@ import "go.opentelemetry.io/collector/pdata/pcommon"
 
 // readToolDefinitions reads the tools offered to the model, from each
 // convention in turn.
-func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees *flatTrees) {
+func (d *spanData) readToolDefinitions(attrs pcommon.Map, trees flatTrees) {
 	for _, cv := range conventions {
 		cv.toolDefinitions(d, attrs, trees)
 	}
