@@ -8,7 +8,7 @@ import (
 
 // OpenInference (Arize Phoenix) attributes: llm.*, input.value,
 // output.value, tool.*, tool_call.*, retrieval.*, session.id.
-// OpenLLMetry's own llm.* keys are in keys_openllmetry.go.
+// OpenLLMetry's own llm.* keys are in conv_openllmetry.go.
 // Each key is spelled here once; the readers name it by constant.
 const (
 	oiAgentName                 = "agent.name"

@@ -5,8 +5,10 @@ import "go.opentelemetry.io/collector/pdata/pcommon"
 // A convention is one way instrumentations write GenAI data: the OTel GenAI
 // semantic conventions, OpenInference, OpenLLMetry, the Vercel AI SDK, the
 // operation-details log records joined to a span, and the older OTel event
-// forms. Each lives in its own conv_*.go file; adding one is writing that
-// file and putting it into conventions.
+// forms. Each lives in its own conv_*.go file, with its attribute keys;
+// adding one is writing that file and putting it into conventions (one with
+// flattened `prefix.N.…` keys also lists its prefixes in flatPrefixes,
+// span.go, which are collected in one pass over the attributes).
 type convention interface {
 	// keys returns the attributes that carry field f, best first. The
 	// readers try the keys of every convention, in conventions order,
