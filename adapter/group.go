@@ -1,8 +1,6 @@
 package adapter
 
 import (
-	"strings"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -72,40 +70,44 @@ func strAttr(m pcommon.Map, key string) string {
 	return v.Str()
 }
 
-// The attributes that say what a span is, in order of precedence.
-const (
-	slotOperation = iota // gen_ai.operation.name
-	slotOIKind           // openinference.span.kind
-	slotOLRequest        // llm.request.type
-	slotOLKind           // traceloop.span.kind
-	slotVercelOp         // ai.operationId
-	numKindSlots
-)
+// kindKeys are the attributes that say what a span is, over all
+// conventions in conventions order (a key's index is its slot).
+var kindKeys = collectKindKeys()
 
-// kindSlot returns the slot of a kind-bearing attribute key, or -1. The
-// length and first byte rule out almost every other key.
+// kindSlotByLen is 1 + the slot of the kind key of each length (0: none):
+// every other attribute key of another length is ruled out at once.
+var kindSlotByLen = func() (byLen [64]int8) {
+	for i, k := range kindKeys {
+		if len(k.name) >= len(byLen) || byLen[len(k.name)] != 0 {
+			panic("adapter: kind keys need distinct lengths below 64 (kindSlot)")
+		}
+		byLen[len(k.name)] = int8(i + 1)
+	}
+	return byLen
+}()
+
+func collectKindKeys() []kindKey {
+	var keys []kindKey
+	for _, cv := range conventions {
+		keys = append(keys, cv.kindKeys()...)
+	}
+	if len(keys) > 8 {
+		panic("adapter: more kind keys than the 8-bit seen set holds")
+	}
+	return keys
+}
+
+// kindSlot returns the slot of a kind-bearing attribute key, or -1.
 func kindSlot(k string) int {
-	switch len(k) {
-	case len(genAIOperationName):
-		if k[0] == 'g' && k == genAIOperationName {
-			return slotOperation
-		}
-	case len(oiSpanKind):
-		if k[0] == 'o' && k == oiSpanKind {
-			return slotOIKind
-		}
-	case len(olLLMRequestType):
-		if k[0] == 'l' && k == olLLMRequestType {
-			return slotOLRequest
-		}
-	case len(olSpanKind):
-		if k[0] == 't' && k == olSpanKind {
-			return slotOLKind
-		}
-	case len(aiOperationID):
-		if k[0] == 'a' && k == aiOperationID {
-			return slotVercelOp
-		}
+	if len(k) >= len(kindSlotByLen) {
+		return -1
+	}
+	s := int(kindSlotByLen[len(k)]) - 1
+	if s < 0 {
+		return -1
+	}
+	if n := kindKeys[s].name; k[0] == n[0] && k == n {
+		return s
 	}
 	return -1
 }
@@ -117,59 +119,19 @@ func slotKind(slot int, v pcommon.Value) spanKind {
 	if v.Type() != pcommon.ValueTypeStr {
 		return kindOther
 	}
-	s := v.Str()
-	switch slot {
-	case slotOperation:
-		switch s {
-		case "chat", "text_completion", "generate_content":
-			return kindLLM
-		case "invoke_agent", "invoke_workflow":
-			return kindAgent
-		case "execute_tool":
-			return kindTool
-		case "retrieval":
-			return kindRetrieval
-		}
-	case slotOIKind:
-		switch {
-		case strings.EqualFold(s, "LLM"):
-			return kindLLM
-		case strings.EqualFold(s, "AGENT"):
-			return kindAgent
-		case strings.EqualFold(s, "TOOL"):
-			return kindTool
-		case strings.EqualFold(s, "RETRIEVER"):
-			return kindRetrieval
-		case strings.EqualFold(s, "CHAIN"):
-			return kindChain
-		}
-	case slotOLRequest:
-		switch s {
-		case "chat", "completion":
-			return kindLLM
-		}
-	case slotOLKind:
-		switch s {
-		case "agent", "workflow":
-			return kindAgent
-		case "tool":
-			return kindTool
-		}
-	case slotVercelOp:
-		return vercelKind(s)
-	}
-	return kindOther
+	return kindKeys[slot].kind(v.Str())
 }
 
-// classify detects the span kind across the conventions (first match wins:
-// OTel GenAI, OpenInference, OpenLLMetry, Vercel AI SDK span name, then
-// ai.operationId) in one pass over the attributes. isRoot makes an
-// OpenInference CHAIN span an agent.
+// classify detects the span kind across the conventions in one pass over
+// the attributes: the first kind key, in conventions order, that gives a
+// kind wins, except that a Vercel AI SDK span's name (its operation) goes
+// before its ai.operationId. isRoot makes an OpenInference CHAIN span an
+// agent.
 func classify(span ptrace.Span, isRoot bool) spanKind {
 	if IsGenerated(span) {
 		return kindOther // evalbridge's own output is never a case again
 	}
-	var kinds [numKindSlots]spanKind
+	var kinds [8]spanKind
 	var seen uint8
 	for k, v := range span.Attributes().All() {
 		slot := kindSlot(k)
@@ -184,33 +146,18 @@ func classify(span ptrace.Span, isRoot bool) spanKind {
 				kinds[slot] = kindAgent
 			}
 		}
-		if slot == slotOperation && kinds[slot] != kindOther {
+		if slot == 0 && kinds[slot] != kindOther {
 			return kinds[slot] // highest precedence
 		}
 	}
-	for _, k := range kinds[:slotVercelOp] {
+	nameKind := vercelKind(span.Name())
+	for slot, k := range kinds[:len(kindKeys)] {
+		if nameKind != kindOther && kindKeys[slot].name == aiOperationID {
+			return nameKind
+		}
 		if k != kindOther {
 			return k
 		}
 	}
-	if k := vercelKind(span.Name()); k != kindOther {
-		return k
-	}
-	return kinds[slotVercelOp]
-}
-
-func vercelKind(name string) spanKind {
-	if !strings.HasPrefix(name, aiPrefix) {
-		return kindOther
-	}
-	switch name {
-	case aiOpGenerateTextDoGenerate, aiOpStreamTextDoStream,
-		aiOpGenerateObjectDoGenerate, aiOpStreamObjectDoStream:
-		return kindLLM
-	case aiOpGenerateText, aiOpStreamText, aiOpGenerateObject, aiOpStreamObject:
-		return kindAgent
-	case aiOpToolCall:
-		return kindTool
-	}
-	return kindOther
+	return nameKind
 }

@@ -11,25 +11,25 @@ import (
 // linked to the LLM span by trace and span id, not on the span. See
 // docs/logs.md.
 const (
-	EventSystemMessage    = "gen_ai.system.message"
-	EventUserMessage      = "gen_ai.user.message"
-	EventAssistantMessage = "gen_ai.assistant.message"
-	EventToolMessage      = "gen_ai.tool.message"
-	EventChoice           = "gen_ai.choice"
-	// EventOperationDetails carries the content in attributes
+	eventSystemMessage    = "gen_ai.system.message"
+	eventUserMessage      = "gen_ai.user.message"
+	eventAssistantMessage = "gen_ai.assistant.message"
+	eventToolMessage      = "gen_ai.tool.message"
+	eventChoice           = "gen_ai.choice"
+	// eventOperationDetails carries the content in attributes
 	// (gen_ai.input.messages, gen_ai.output.messages,
 	// gen_ai.system_instructions, gen_ai.tool.definitions); one record may
 	// hold only the input and another only the output of the same call.
-	EventOperationDetails = "gen_ai.client.inference.operation.details"
+	eventOperationDetails = "gen_ai.client.inference.operation.details"
 
 	// attrEventName is where older SDKs put the event name.
 	attrEventName = "event.name"
 )
 
-// EventName is a log record's event name: the EventName field, else the
+// eventName is a log record's event name: the eventName field, else the
 // `event.name` attribute (older Python Events API, JS
 // @opentelemetry/instrumentation-openai for Chat Completions).
-func EventName(lr plog.LogRecord) string {
+func eventName(lr plog.LogRecord) string {
 	if n := lr.EventName(); n != "" {
 		return n
 	}
@@ -39,18 +39,18 @@ func EventName(lr plog.LogRecord) string {
 	return ""
 }
 
-// IsGenAIEventName reports whether name is one of the GenAI content events
+// isGenAIEventName reports whether name is one of the GenAI content events
 // the adapter reads.
-func IsGenAIEventName(name string) bool {
+func isGenAIEventName(name string) bool {
 	switch name {
-	case EventSystemMessage, EventUserMessage, EventAssistantMessage, EventToolMessage, EventChoice, EventOperationDetails:
+	case eventSystemMessage, eventUserMessage, eventAssistantMessage, eventToolMessage, eventChoice, eventOperationDetails:
 		return true
 	}
 	return false
 }
 
 // IsGenAIEvent reports whether lr is a GenAI content event.
-func IsGenAIEvent(lr plog.LogRecord) bool { return IsGenAIEventName(EventName(lr)) }
+func IsGenAIEvent(lr plog.LogRecord) bool { return isGenAIEventName(eventName(lr)) }
 
 // JoinEvents attaches the GenAI content records of one trace to its spans
 // (a record identical to one already attached, as a resent request gives,
@@ -256,55 +256,9 @@ func (d *spanData) events() []eventView {
 		out = append(out, eventView{name: name, attrs: ev.Attributes(), body: pcommon.NewValueEmpty()})
 	}
 	for _, lr := range d.ref.Events {
-		out = append(out, eventView{name: EventName(lr), attrs: lr.Attributes(), body: lr.Body()})
+		out = append(out, eventView{name: eventName(lr), attrs: lr.Attributes(), body: lr.Body()})
 	}
 	return out
 }
 
 func hasGenAIPrefix(s string) bool { return len(s) > 7 && s[:7] == genAIPrefix }
-
-// readDetails fills what the span's attributes lacked from its joined
-// gen_ai.client.inference.operation.details records: input and output
-// messages (each from the first record that has them), system
-// instructions and tool definitions.
-func (d *spanData) readDetails(in, out bool) {
-	if len(d.ref.Events) == 0 {
-		return
-	}
-	c := &d.c
-	for _, lr := range d.ref.Events {
-		if EventName(lr) != EventOperationDetails {
-			continue
-		}
-		attrs := lr.Attributes()
-		if in && len(d.input) == 0 {
-			if v, ok := c.attrValue(attrs, genAIInputMessages); ok {
-				d.input = c.parseMessages(EventOperationDetails+" gen_ai.input.messages", v, "user")
-			}
-		}
-		if in && d.system == "" {
-			if v, ok := c.attrValue(attrs, genAISystemInstructions); ok {
-				d.system = c.systemInstructions(v)
-			}
-		}
-		if out && len(d.output) == 0 {
-			if v, ok := c.attrValue(attrs, genAIOutputMessages); ok {
-				d.output = c.parseMessages(EventOperationDetails+" gen_ai.output.messages", v, "assistant")
-			}
-		}
-	}
-}
-
-// readDetailDefinitions reads tool definitions from the joined
-// operation-details records when the span itself offered none.
-func (d *spanData) readDetailDefinitions() {
-	if len(d.toolDefs) != 0 {
-		return
-	}
-	var none [len(flatPrefixes)]map[string]any
-	for _, lr := range d.ref.Events {
-		if EventName(lr) == EventOperationDetails {
-			d.readToolDefinitions(lr.Attributes(), none)
-		}
-	}
-}

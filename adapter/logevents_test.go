@@ -10,7 +10,7 @@ import (
 )
 
 // logRec builds a content log record of the span id (0: none). With
-// inField the event name goes into the EventName field (Python SDK >= 1.35
+// inField the event name goes into the eventName field (Python SDK >= 1.35
 // Logs API), else into the `event.name` attribute (older Python, JS).
 func logRec(ls plog.LogRecordSlice, tid pcommon.TraceID, span byte, name string, inField bool, body any, attrs map[string]any) plog.LogRecord {
 	lr := ls.AppendEmpty()
@@ -132,10 +132,10 @@ func TestJoinEventsOperationDetails(t *testing.T) {
 	sys := []any{map[string]any{"type": "text", "content": sysPrompt}}
 	defs := []any{map[string]any{"type": "function", "name": "search_flights", "parameters": flightSchema}}
 	// span 1: structured values, input and output in two records
-	logRec(ls, b.tid, 1, EventOperationDetails, true, nil, attrs{"gen_ai.input.messages": in, "gen_ai.system_instructions": sys, "gen_ai.tool.definitions": defs})
-	logRec(ls, b.tid, 1, EventOperationDetails, true, nil, attrs{"gen_ai.output.messages": out})
+	logRec(ls, b.tid, 1, eventOperationDetails, true, nil, attrs{"gen_ai.input.messages": in, "gen_ai.system_instructions": sys, "gen_ai.tool.definitions": defs})
+	logRec(ls, b.tid, 1, eventOperationDetails, true, nil, attrs{"gen_ai.output.messages": out})
 	// span 2: JSON strings; its own output wins over the record's
-	logRec(ls, b.tid, 2, EventOperationDetails, true, nil, attrs{"gen_ai.input.messages": js(in), "gen_ai.output.messages": js(out)})
+	logRec(ls, b.tid, 2, eventOperationDetails, true, nil, attrs{"gen_ai.input.messages": js(in), "gen_ai.output.messages": js(out)})
 
 	spans := b.refs()
 	if n := JoinEvents(spans, recordsOf(ld)); n != 0 {
@@ -185,15 +185,15 @@ func TestJoinEventsWithoutSpanID(t *testing.T) {
 
 func TestEventName(t *testing.T) {
 	lr := plog.NewLogRecord()
-	if EventName(lr) != "" || IsGenAIEvent(lr) {
+	if eventName(lr) != "" || IsGenAIEvent(lr) {
 		t.Fatal("empty record")
 	}
 	lr.Attributes().PutStr("event.name", "gen_ai.choice")
-	if EventName(lr) != "gen_ai.choice" || !IsGenAIEvent(lr) {
+	if eventName(lr) != "gen_ai.choice" || !IsGenAIEvent(lr) {
 		t.Fatal("attribute")
 	}
 	lr.SetEventName("gen_ai.user.message")
-	if EventName(lr) != "gen_ai.user.message" {
+	if eventName(lr) != "gen_ai.user.message" {
 		t.Fatal("the field wins")
 	}
 	lr.SetEventName("gen_ai.evaluation.result")
@@ -220,7 +220,7 @@ func BenchmarkJoinEventsOneSpan(b *testing.B) {
 				lr := lrs.AppendEmpty()
 				lr.SetTraceID(pcommon.TraceID{1})
 				lr.SetSpanID(pcommon.SpanID{1})
-				lr.SetEventName(EventUserMessage)
+				lr.SetEventName(eventUserMessage)
 				lr.SetTimestamp(1_700_000_000_000_000_000)
 				lr.Body().SetEmptyMap().PutStr("content", "message "+strconv.Itoa(i)+" of a long conversation")
 			}

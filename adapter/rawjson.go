@@ -1,9 +1,10 @@
 package adapter
 
-// Raw JSON text of parts of a JSON value, found by scanning without
-// decoding: how a tool's schema was written (ToolDefinition.RawParameters).
-// The text has been decoded successfully before; on anything unexpected
-// these return "" or nil.
+// JSON text scanned without decoding (the decoder is jsondec.go): whether a
+// text nests too deeply to decode, and the raw text of parts of a JSON
+// value, which tells how a tool's schema was written
+// (ToolDefinition.RawParameters). The raw parts are read from text decoded
+// successfully before; on anything unexpected they are "" or nil.
 
 // rawSkipSpace returns the index of the first non-space byte at or after i.
 func rawSkipSpace(s string, i int) int {
@@ -16,62 +17,104 @@ func rawSkipSpace(s string, i int) int {
 // rawSkipValue returns the index just after the JSON value starting at i,
 // or -1.
 func rawSkipValue(s string, i int) int {
-	if i >= len(s) {
-		return -1
-	}
-	switch s[i] {
-	case '"':
-		for i++; i < len(s); i++ {
-			switch s[i] {
-			case '\\':
-				i++
-			case '"':
-				return i + 1
-			}
+	end, _ := scanJSON(s, i, -1)
+	return end
+}
+
+// jsonTooDeep reports whether the JSON text nests deeper than limit. It is a
+// linear scan that stops early, run before decoding; it reads the whole
+// text, malformed or not.
+func jsonTooDeep(s string, limit int) bool {
+	_, deep := scanJSON(s, -1, limit)
+	return deep
+}
+
+// scanJSON is the one scanner of JSON text without decoding. From i it
+// returns the index just after the JSON value starting there, or -1; with
+// i < 0 it scans all of s as brackets and strings (end is -1). Either way
+// deep is true, and the scan stops, when brackets nest deeper than limit
+// (limit < 0: no limit).
+func scanJSON(s string, i, limit int) (end int, deep bool) {
+	whole := i < 0
+	if whole {
+		i = 0
+	} else {
+		if i >= len(s) {
+			return -1, false
 		}
-		return -1
-	case '{', '[':
-		depth, inStr := 0, false
-		for ; i < len(s); i++ {
-			ch := s[i]
-			if inStr {
-				switch ch {
+		switch s[i] {
+		case '"':
+			for i++; i < len(s); i++ {
+				switch s[i] {
 				case '\\':
 					i++
 				case '"':
-					inStr = false
-				}
-				continue
-			}
-			switch ch {
-			case '"':
-				inStr = true
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
+					return i + 1, false
 				}
 			}
-		}
-		return -1
-	}
-	start := i
-	for i < len(s) {
-		switch s[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return -1, false
+		case '{', '[':
+		default: // a number or literal: up to a delimiter
+			start := i
+			for i < len(s) {
+				switch s[i] {
+				case ',', '}', ']', ' ', '\t', '\n', '\r':
+					if i == start {
+						return -1, false
+					}
+					return i, false
+				}
+				i++
+			}
 			if i == start {
-				return -1
+				return -1, false
 			}
-			return i
+			return i, false
 		}
-		i++
 	}
-	if i == start {
-		return -1
+	depth, inStr := 0, false
+	for ; i < len(s); i++ {
+		ch := s[i]
+		if inStr {
+			switch ch {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch ch {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			if limit >= 0 && depth > limit {
+				return -1, true
+			}
+		case '}', ']':
+			depth--
+			if depth == 0 && !whole {
+				return i + 1, false
+			}
+		}
 	}
-	return i
+	return -1, false
+}
+
+// looksJSON reports whether s starts like a JSON object, array or string.
+func looksJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[', '"':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // rawElems returns the raw text of each element of the JSON array s; nil

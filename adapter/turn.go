@@ -7,22 +7,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// ConversationIDKeys are the span attributes that carry a conversation
-// (session) id, first found wins: OTel GenAI semconv, OpenInference,
-// Vercel AI SDK telemetry metadata, OpenLLMetry association properties
-// (Traceloop's docs use session_id, chat_id and conversation_id), Langfuse.
-// An agent case takes its own span's id, else its nearest agent ancestor's,
-// else one of its LLM spans' (docs/sessions.md).
-var ConversationIDKeys = []string{
-	genAIConversationID,
-	oiSessionID,
-	aiTelemetryMetadataSessionID,
-	olAssociationSessionID,
-	olAssociationConversationID,
-	olAssociationChatID,
-	"langfuse.session.id",
-}
-
 // AttrGenerated marks spans evalbridge made itself (late judge results,
 // evaluate_session): they are never adapted into cases or turns again,
 // neither by the collector that made them nor by another evalbridge

@@ -34,7 +34,7 @@ func TestGeneratedSpansAreNeverCases(t *testing.T) {
 }
 
 func TestConversationIDKeys(t *testing.T) {
-	for _, key := range ConversationIDKeys {
+	for _, key := range fieldNames[fieldConversationID] {
 		sp, ref := agentSpan()
 		sp.Attributes().PutStr(key, "conv-"+key)
 		cases, _ := Adapt([]SpanRef{ref})

@@ -93,53 +93,6 @@ func (c *spanCtx) fixString(attr, s string) string {
 	return s
 }
 
-// looksJSON reports whether s starts like a JSON object, array or string.
-func looksJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{', '[', '"':
-			return true
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// jsonTooDeep reports whether the JSON text nests deeper than limit. It is a
-// linear scan that stops early, run before decoding.
-func jsonTooDeep(s string, limit int) bool {
-	depth, inStr, esc := 0, false, false
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case ch == '\\':
-				esc = true
-			case ch == '"':
-				inStr = false
-			}
-			continue
-		}
-		switch ch {
-		case '"':
-			inStr = true
-		case '{', '[':
-			depth++
-			if depth > limit {
-				return true
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return false
-}
-
 // decodeJSON decodes a JSON text within the limits; ok is false (and a
 // problem reported) when it is too large, too deep or malformed.
 func (c *spanCtx) decodeJSON(attr, s string) (any, bool) {

@@ -18,25 +18,25 @@ import (
 const (
 	AttrPrefix       = "eval."
 	AttrFailed       = "eval.failed"
-	EventName        = "gen_ai.evaluation.result"
-	EventEvalName    = "gen_ai.evaluation.name"
-	EventScoreValue  = "gen_ai.evaluation.score.value"
-	EventScoreLabel  = "gen_ai.evaluation.score.label"
-	EventExplanation = "gen_ai.evaluation.explanation"
-	AttrResponseID   = "gen_ai.response.id"
-	// AttrAgentName and AttrRequestModel are copied from the case onto its
+	eventName        = "gen_ai.evaluation.result"
+	eventEvalName    = "gen_ai.evaluation.name"
+	eventScoreValue  = "gen_ai.evaluation.score.value"
+	eventScoreLabel  = "gen_ai.evaluation.score.label"
+	eventExplanation = "gen_ai.evaluation.explanation"
+	attrResponseID   = "gen_ai.response.id"
+	// attrAgentName and attrRequestModel are copied from the case onto its
 	// result events and records, so metrics can be cut by agent and model
 	// (docs/contract.md §18).
-	AttrAgentName    = "gen_ai.agent.name"
-	AttrRequestModel = "gen_ai.request.model"
+	attrAgentName    = "gen_ai.agent.name"
+	attrRequestModel = "gen_ai.request.model"
 
-	// MaxReasonBytes bounds `eval.<name>.reason`.
-	MaxReasonBytes = 1024
+	// maxReasonBytes bounds `eval.<name>.reason`.
+	maxReasonBytes = 1024
 )
 
 // Attribute keys of one evaluator instance.
 func ScoreKey(name string) string     { return AttrPrefix + name + ".score" }
-func PassedKey(name string) string    { return AttrPrefix + name + ".passed" }
+func passedKey(name string) string    { return AttrPrefix + name + ".passed" }
 func StatusKey(name string) string    { return AttrPrefix + name + ".status" }
 func ReasonKey(name string) string    { return AttrPrefix + name + ".reason" }
 func ThresholdKey(name string) string { return AttrPrefix + name + ".threshold" }
@@ -58,7 +58,7 @@ func keysOf(name string) *instanceKeys {
 		return k.(*instanceKeys)
 	}
 	k := &instanceKeys{status: StatusKey(name), reason: ReasonKey(name), score: ScoreKey(name),
-		passed: PassedKey(name), threshold: ThresholdKey(name)}
+		passed: passedKey(name), threshold: ThresholdKey(name)}
 	if keyCacheSize.Load() < maxCachedNames {
 		if prev, loaded := keyCache.LoadOrStore(strings.Clone(name), k); loaded {
 			return prev.(*instanceKeys)
@@ -88,10 +88,10 @@ func (c CaseInfo) n() int {
 
 func (c CaseInfo) put(m pcommon.Map) {
 	if c.AgentName != "" {
-		m.PutStr(AttrAgentName, c.AgentName)
+		m.PutStr(attrAgentName, c.AgentName)
 	}
 	if c.Model != "" {
-		m.PutStr(AttrRequestModel, c.Model)
+		m.PutStr(attrRequestModel, c.Model)
 	}
 }
 
@@ -102,13 +102,13 @@ func CaseInfoOf(span ptrace.Span) CaseInfo {
 	evs := span.Events()
 	for i := 0; i < evs.Len(); i++ {
 		ev := evs.At(i)
-		if ev.Name() != EventName {
+		if ev.Name() != eventName {
 			continue
 		}
-		if v, ok := ev.Attributes().Get(AttrAgentName); ok {
+		if v, ok := ev.Attributes().Get(attrAgentName); ok {
 			c.AgentName = v.AsString()
 		}
-		if v, ok := ev.Attributes().Get(AttrRequestModel); ok {
+		if v, ok := ev.Attributes().Get(attrRequestModel); ok {
 			c.Model = v.AsString()
 		}
 		break
@@ -130,7 +130,7 @@ func AnnotateCase(span ptrace.Span, results []evaluators.Result, ts pcommon.Time
 	}
 	attrs := span.Attributes()
 	responseID := ""
-	if v, ok := attrs.Get(AttrResponseID); ok {
+	if v, ok := attrs.Get(attrResponseID); ok {
 		responseID = v.Str()
 	}
 	hasResponseID := responseID != ""
@@ -160,7 +160,7 @@ func AnnotateCase(span ptrace.Span, results []evaluators.Result, ts pcommon.Time
 		k := keysOf(r.Name)
 		attrs.PutStr(k.status, string(r.Status))
 		if r.Reason != "" {
-			attrs.PutStr(k.reason, Truncate(r.Reason, MaxReasonBytes))
+			attrs.PutStr(k.reason, truncate(r.Reason, maxReasonBytes))
 		}
 		if !r.Scored() {
 			continue
@@ -175,7 +175,7 @@ func AnnotateCase(span ptrace.Span, results []evaluators.Result, ts pcommon.Time
 		}
 
 		ev := evs.AppendEmpty()
-		ev.SetName(EventName)
+		ev.SetName(eventName)
 		ev.SetTimestamp(ts)
 		ea := ev.Attributes()
 		n := 3 + info.n()
@@ -186,18 +186,18 @@ func AnnotateCase(span ptrace.Span, results []evaluators.Result, ts pcommon.Time
 			n++
 		}
 		ea.EnsureCapacity(n)
-		ea.PutStr(EventEvalName, r.Name)
-		ea.PutDouble(EventScoreValue, r.Score)
+		ea.PutStr(eventEvalName, r.Name)
+		ea.PutDouble(eventScoreValue, r.Score)
 		if r.Status == evaluators.StatusPassed {
-			ea.PutStr(EventScoreLabel, "pass")
+			ea.PutStr(eventScoreLabel, "pass")
 		} else {
-			ea.PutStr(EventScoreLabel, "fail")
+			ea.PutStr(eventScoreLabel, "fail")
 		}
 		if r.Reason != "" {
-			ea.PutStr(EventExplanation, Truncate(r.Reason, MaxReasonBytes))
+			ea.PutStr(eventExplanation, truncate(r.Reason, maxReasonBytes))
 		}
 		if hasResponseID {
-			ea.PutStr(AttrResponseID, responseID)
+			ea.PutStr(attrResponseID, responseID)
 		}
 		info.put(ea)
 	}
@@ -227,6 +227,6 @@ func addFailed(attrs pcommon.Map, names []string) {
 	}
 }
 
-// Truncate cuts s to at most max bytes without splitting a UTF-8 sequence.
+// truncate cuts s to at most max bytes without splitting a UTF-8 sequence.
 // It is kept for callers of this package; the rule is textutil.Truncate.
-func Truncate(s string, max int) string { return textutil.Truncate(s, max) }
+func truncate(s string, max int) string { return textutil.Truncate(s, max) }

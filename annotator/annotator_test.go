@@ -103,7 +103,7 @@ func TestReasonIsTruncatedOnRuneBoundary(t *testing.T) {
 	long := strings.Repeat("é", 1000) // 2000 bytes
 	Annotate(span, []evaluators.Result{{Name: "a", Status: evaluators.StatusFailed, Reason: long}}, 0)
 	v, _ := span.Attributes().Get("eval.a.reason")
-	if len(v.Str()) > MaxReasonBytes || !utf8.ValidString(v.Str()) || len(v.Str()) < MaxReasonBytes-1 {
+	if len(v.Str()) > maxReasonBytes || !utf8.ValidString(v.Str()) || len(v.Str()) < maxReasonBytes-1 {
 		t.Errorf("reason len %d valid %v", len(v.Str()), utf8.ValidString(v.Str()))
 	}
 }

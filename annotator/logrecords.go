@@ -7,8 +7,8 @@ import (
 	"github.com/evalbridge/evalbridge/evaluators"
 )
 
-// AttrErrorType is set on a result record whose evaluation failed to run.
-const AttrErrorType = "error.type"
+// attrErrorType is set on a result record whose evaluation failed to run.
+const attrErrorType = "error.type"
 
 // Target is the evaluated span a result record is parented to.
 type Target struct {
@@ -44,7 +44,7 @@ func AppendResultRecords(dst plog.LogRecordSlice, target Target, results []evalu
 			continue
 		}
 		lr := dst.AppendEmpty()
-		lr.SetEventName(EventName)
+		lr.SetEventName(eventName)
 		lr.SetTimestamp(ts)
 		lr.SetObservedTimestamp(ts)
 		lr.SetTraceID(target.TraceID)
@@ -52,24 +52,24 @@ func AppendResultRecords(dst plog.LogRecordSlice, target Target, results []evalu
 		lr.SetSeverityNumber(plog.SeverityNumberInfo)
 		a := lr.Attributes()
 		a.EnsureCapacity(6 + target.Case.n())
-		a.PutStr(EventEvalName, r.Name)
+		a.PutStr(eventEvalName, r.Name)
 		switch {
 		case r.Scored():
-			a.PutDouble(EventScoreValue, r.Score)
+			a.PutDouble(eventScoreValue, r.Score)
 			if r.Status == evaluators.StatusPassed {
-				a.PutStr(EventScoreLabel, "pass")
+				a.PutStr(eventScoreLabel, "pass")
 			} else {
-				a.PutStr(EventScoreLabel, "fail")
+				a.PutStr(eventScoreLabel, "fail")
 			}
 		default: // error, timeout
 			lr.SetSeverityNumber(plog.SeverityNumberWarn)
-			a.PutStr(AttrErrorType, string(r.Status))
+			a.PutStr(attrErrorType, string(r.Status))
 		}
 		if r.Reason != "" {
-			a.PutStr(EventExplanation, Truncate(r.Reason, MaxReasonBytes))
+			a.PutStr(eventExplanation, truncate(r.Reason, maxReasonBytes))
 		}
 		if target.ResponseID != "" {
-			a.PutStr(AttrResponseID, target.ResponseID)
+			a.PutStr(attrResponseID, target.ResponseID)
 		}
 		target.Case.put(a)
 	}
@@ -77,7 +77,7 @@ func AppendResultRecords(dst plog.LogRecordSlice, target Target, results []evalu
 
 // ResponseIDOf is the span's gen_ai.response.id, or "".
 func ResponseIDOf(attrs pcommon.Map) string {
-	if v, ok := attrs.Get(AttrResponseID); ok && v.Type() == pcommon.ValueTypeStr {
+	if v, ok := attrs.Get(attrResponseID); ok && v.Type() == pcommon.ValueTypeStr {
 		return v.Str()
 	}
 	return ""

@@ -25,17 +25,17 @@ func TestAppendResultRecords(t *testing.T) {
 	}
 	for i := 0; i < ls.Len(); i++ {
 		lr := ls.At(i)
-		if lr.EventName() != EventName || lr.TraceID() != tgt.TraceID || lr.SpanID() != tgt.SpanID || lr.Timestamp() != 42 {
+		if lr.EventName() != eventName || lr.TraceID() != tgt.TraceID || lr.SpanID() != tgt.SpanID || lr.Timestamp() != 42 {
 			t.Errorf("record %d: event %q trace %v span %v", i, lr.EventName(), lr.TraceID(), lr.SpanID())
 		}
-		if v, _ := lr.Attributes().Get(AttrResponseID); v.Str() != "chatcmpl-1" {
+		if v, _ := lr.Attributes().Get(attrResponseID); v.Str() != "chatcmpl-1" {
 			t.Errorf("record %d: no response id", i)
 		}
 	}
 	want := []map[string]any{
-		{EventEvalName: "flow", EventScoreValue: 1.0, EventScoreLabel: "pass", AttrResponseID: "chatcmpl-1"},
-		{EventEvalName: "faith", EventScoreValue: 0.25, EventScoreLabel: "fail", EventExplanation: "claims X", AttrResponseID: "chatcmpl-1"},
-		{EventEvalName: "judge", AttrErrorType: "timeout", EventExplanation: "judge timed out", AttrResponseID: "chatcmpl-1"},
+		{eventEvalName: "flow", eventScoreValue: 1.0, eventScoreLabel: "pass", attrResponseID: "chatcmpl-1"},
+		{eventEvalName: "faith", eventScoreValue: 0.25, eventScoreLabel: "fail", eventExplanation: "claims X", attrResponseID: "chatcmpl-1"},
+		{eventEvalName: "judge", attrErrorType: "timeout", eventExplanation: "judge timed out", attrResponseID: "chatcmpl-1"},
 	}
 	for i, w := range want {
 		got := ls.At(i).Attributes().AsRaw()
@@ -63,7 +63,7 @@ func TestResultsCarryAgentAndModel(t *testing.T) {
 	AppendResultRecords(ls, Target{TraceID: pcommon.TraceID{1}, SpanID: pcommon.SpanID{2}, Case: info}, results, 1)
 	for i := 0; i < ls.Len(); i++ {
 		a := ls.At(i).Attributes().AsRaw()
-		if a[AttrAgentName] != "travel_agent" || a[AttrRequestModel] != "gpt-4o" {
+		if a[attrAgentName] != "travel_agent" || a[attrRequestModel] != "gpt-4o" {
 			t.Errorf("record %d: %v", i, a)
 		}
 	}
@@ -73,16 +73,16 @@ func TestResultsCarryAgentAndModel(t *testing.T) {
 		t.Fatalf("%d events, want 1 (errors have no event)", span.Events().Len())
 	}
 	a := span.Events().At(0).Attributes().AsRaw()
-	if a[AttrAgentName] != "travel_agent" {
+	if a[attrAgentName] != "travel_agent" {
 		t.Errorf("event: %v", a)
 	}
-	if _, ok := a[AttrRequestModel]; ok {
+	if _, ok := a[attrRequestModel]; ok {
 		t.Errorf("event has a model the case did not have: %v", a)
 	}
 	// Without case info: neither attribute.
 	ls = plog.NewLogRecordSlice()
 	AppendResultRecords(ls, Target{}, results[:1], 1)
-	if _, ok := ls.At(0).Attributes().Get(AttrAgentName); ok {
+	if _, ok := ls.At(0).Attributes().Get(attrAgentName); ok {
 		t.Error("agent name without a case")
 	}
 }

@@ -15,19 +15,19 @@ import (
 
 // Argument matching modes (docs/contract.md §6, `arguments:`).
 const (
-	ArgsExact    = "exact"
-	ArgsSubset   = "subset"
-	ArgsSuperset = "superset"
-	ArgsIgnore   = "ignore"
-	ArgsFuzzy    = "fuzzy"
+	argsExact    = "exact"
+	argsSubset   = "subset"
+	argsSuperset = "superset"
+	argsIgnore   = "ignore"
+	argsFuzzy    = "fuzzy"
 )
 
 const defaultFuzzyThreshold = 0.8
 
-// ArgumentOptions is the `arguments:` option (and each entry of
+// argumentOptions is the `arguments:` option (and each entry of
 // `tool_arguments:`). Pointer fields distinguish "not given" so that a
 // per-tool entry inherits what it does not set from `arguments`.
-type ArgumentOptions struct {
+type argumentOptions struct {
 	Mode            *string  `mapstructure:"mode"`
 	TrimStrings     *bool    `mapstructure:"trim_strings"`
 	CaseInsensitive *bool    `mapstructure:"case_insensitive"`
@@ -56,12 +56,12 @@ type argMatcher struct {
 	fuzzyThreshold  float64
 }
 
-var defaultMatcher = &argMatcher{mode: ArgsExact, fuzzyThreshold: defaultFuzzyThreshold}
+var defaultMatcher = &argMatcher{mode: argsExact, fuzzyThreshold: defaultFuzzyThreshold}
 
 // newArgMatcher builds a matcher from options over a base (nil: defaults).
 // option names the option for error messages (`arguments`,
 // `tool_arguments.book_hotel`).
-func newArgMatcher(o *ArgumentOptions, base *argMatcher, option string) (*argMatcher, error) {
+func newArgMatcher(o *argumentOptions, base *argMatcher, option string) (*argMatcher, error) {
 	m := *defaultMatcher
 	if base != nil {
 		m = *base
@@ -71,7 +71,7 @@ func newArgMatcher(o *ArgumentOptions, base *argMatcher, option string) (*argMat
 	}
 	if o.Mode != nil {
 		switch *o.Mode {
-		case ArgsExact, ArgsSubset, ArgsSuperset, ArgsIgnore, ArgsFuzzy:
+		case argsExact, argsSubset, argsSuperset, argsIgnore, argsFuzzy:
 			m.mode = *o.Mode
 		default:
 			return nil, fmt.Errorf("option `%s.mode`: %q is not one of exact, subset, superset, ignore, fuzzy", option, *o.Mode)
@@ -102,7 +102,7 @@ func newArgMatcher(o *ArgumentOptions, base *argMatcher, option string) (*argMat
 // `{}` still differs from an omitted `arguments` (which matches anything and
 // never reaches the matcher).
 func (m *argMatcher) matches(expected, actual map[string]any) bool {
-	if m.mode == ArgsIgnore {
+	if m.mode == argsIgnore {
 		return true
 	}
 	if len(expected) == 0 {
@@ -115,7 +115,7 @@ func (m *argMatcher) matches(expected, actual map[string]any) bool {
 // matcher's mode for the arguments themselves, exact for nested objects.
 func (m *argMatcher) objects(mode string, exp, act map[string]any) bool {
 	switch mode {
-	case ArgsExact:
+	case argsExact:
 		if len(exp) != len(act) {
 			return false
 		}
@@ -126,7 +126,7 @@ func (m *argMatcher) objects(mode string, exp, act map[string]any) bool {
 			}
 		}
 		return true
-	case ArgsSuperset:
+	case argsSuperset:
 		for k, av := range act {
 			ev, ok := exp[k]
 			if !ok || !m.values(ev, av) {
@@ -162,7 +162,7 @@ func (m *argMatcher) values(e, a any) bool {
 		return ok && ev == av
 	case map[string]any:
 		av, ok := a.(map[string]any)
-		return ok && m.objects(ArgsExact, ev, av)
+		return ok && m.objects(argsExact, ev, av)
 	case []any:
 		av, ok := a.([]any)
 		if !ok || len(ev) != len(av) {
@@ -183,7 +183,7 @@ func (m *argMatcher) strings(e, a string) bool {
 	if m.trim {
 		e, a = strings.TrimSpace(e), strings.TrimSpace(a)
 	}
-	if m.mode == ArgsFuzzy {
+	if m.mode == argsFuzzy {
 		if m.caseInsensitive {
 			e, a = strings.ToLower(e), strings.ToLower(a)
 		}
@@ -217,7 +217,7 @@ func (m *argMatcher) explainObject(mode, path string, exp, act map[string]any) s
 		p := joinPath(path, k)
 		av, ok := act[k]
 		if !ok {
-			if mode == ArgsSuperset {
+			if mode == argsSuperset {
 				continue
 			}
 			return fmt.Sprintf("argument `%s` is missing (expected %s)", p, render(exp[k]))
@@ -226,7 +226,7 @@ func (m *argMatcher) explainObject(mode, path string, exp, act map[string]any) s
 			return m.explainValue(p, exp[k], av)
 		}
 	}
-	if mode == ArgsExact || mode == ArgsSuperset {
+	if mode == argsExact || mode == argsSuperset {
 		for _, k := range sortedKeys(act) {
 			if _, ok := exp[k]; !ok {
 				return fmt.Sprintf("unexpected argument `%s` = %s", joinPath(path, k), render(act[k]))
@@ -239,7 +239,7 @@ func (m *argMatcher) explainObject(mode, path string, exp, act map[string]any) s
 func (m *argMatcher) explainValue(path string, e, a any) string {
 	if em, ok := e.(map[string]any); ok {
 		if am, ok := a.(map[string]any); ok {
-			return m.explainObject(ArgsExact, path, em, am)
+			return m.explainObject(argsExact, path, em, am)
 		}
 	}
 	if el, ok := e.([]any); ok {
@@ -251,7 +251,7 @@ func (m *argMatcher) explainValue(path string, e, a any) string {
 			}
 		}
 	}
-	if es, ok := e.(string); ok && m.mode == ArgsFuzzy {
+	if es, ok := e.(string); ok && m.mode == argsFuzzy {
 		if as, ok := a.(string); ok {
 			return fmt.Sprintf("argument `%s`: expected %s, got %s (similarity %.2f < %.2f)", path, render(e), render(a),
 				sequenceRatio(m.fuzzyNorm(as), m.fuzzyNorm(es)), m.fuzzyThreshold)
@@ -376,9 +376,9 @@ func fromFloat(f float64) number {
 // every pair.
 func (m *argMatcher) key(buf []byte, args map[string]any) ([]byte, bool) {
 	switch {
-	case m.mode == ArgsIgnore:
+	case m.mode == argsIgnore:
 		return buf, true
-	case m.mode != ArgsExact || m.caseInsensitive:
+	case m.mode != argsExact || m.caseInsensitive:
 		return buf, false
 	}
 	return m.keyValue(buf, args, 0)

@@ -44,7 +44,7 @@ func intp(v int) *int { return &v }
 
 func TestMaxToolCalls(t *testing.T) {
 	traj := build(t, Config{Type: "tool_trajectory"})
-	if traj.MaxToolCalls != DefaultMaxToolCalls {
+	if traj.MaxToolCalls != defaultMaxToolCalls {
 		t.Fatalf("default cap %d", traj.MaxToolCalls)
 	}
 	r := traj.Evaluate(context.Background(), bigCase(1001, 3))
@@ -222,13 +222,13 @@ func TestCallClassesAgreeWithMatcher(t *testing.T) {
 	}
 }
 
-func argOptions(t *testing.T, m map[string]any) *ArgumentOptions {
+func argOptions(t *testing.T, m map[string]any) *argumentOptions {
 	t.Helper()
 	if m == nil {
 		return nil
 	}
 	var o struct {
-		A *ArgumentOptions `mapstructure:"a"`
+		A *argumentOptions `mapstructure:"a"`
 	}
 	if err := decodeOptions(confmap.NewFromStringMap(map[string]any{"a": m}), &o); err != nil {
 		t.Fatal(err)

@@ -256,7 +256,7 @@ func caseFieldsRead(x ast.Expr) (map[string]bool, bool) {
 }
 
 // ConversationFree says the expression reads neither input nor output, so
-// the adapter may skip decoding the conversation (see Factory).
+// the adapter may skip decoding the conversation (see factory).
 func (e *celEval) ConversationFree() bool {
 	return !e.readsAll && !e.reads["input"] && !e.reads["output"]
 }

@@ -30,9 +30,9 @@ type Config struct {
 	RunIf string `mapstructure:"run_if"`
 	// MaxToolCalls bounds the tool calls, and the expected tool calls, of a
 	// case that an evaluator of tool calls compares (default
-	// DefaultMaxToolCalls): above it the evaluation is `skipped`, so one
+	// defaultMaxToolCalls): above it the evaluation is `skipped`, so one
 	// hostile trace cannot hold a worker. Only for the types that read the
-	// calls (Factory.ToolCalls).
+	// calls (factory.ToolCalls).
 	MaxToolCalls *int `mapstructure:"max_tool_calls"`
 	// Options are the type-specific keys.
 	Options map[string]any `mapstructure:",remain"`
@@ -75,7 +75,7 @@ func (c *Config) Validate() error {
 	if c.Type == "" {
 		return errors.New("evaluator: `type` is required")
 	}
-	f, ok := Lookup(c.Type)
+	f, ok := lookup(c.Type)
 	if !ok {
 		return fmt.Errorf("evaluator %q: unknown type %q (known: %v)", c.InstanceName(), c.Type, Types())
 	}
@@ -96,7 +96,7 @@ func (c *Config) Validate() error {
 	case adapter.LevelSession:
 		if !f.Sessions {
 			return fmt.Errorf("evaluator %q: type %s cannot score sessions (case: session); session-capable types: %s",
-				name, c.Type, strings.Join(SessionTypes(), ", "))
+				name, c.Type, strings.Join(sessionTypes(), ", "))
 		}
 	default:
 		return fmt.Errorf("evaluator %q: case %q must be llm, agent or session", name, c.Case)
@@ -114,7 +114,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if strings.TrimSpace(c.RunIf) != "" {
-		if _, err := CompileRunIf(c.RunIf); err != nil {
+		if _, err := compileRunIf(c.RunIf); err != nil {
 			return fmt.Errorf("evaluator %q: %w", name, err)
 		}
 	}
@@ -169,7 +169,7 @@ type Instance struct {
 	Judge      string
 	// RunIf is the compiled run_if, nil when the instance always runs.
 	RunIf *RunIf
-	// ConversationFree, Async and NeedsAttributes are the type's Factory's.
+	// ConversationFree, Async and NeedsAttributes are the type's factory's.
 	ConversationFree bool
 	// MaxToolCalls is the cap on a case's calls and expected calls; 0 when
 	// the type does not read tool calls.
@@ -179,18 +179,18 @@ type Instance struct {
 	Evaluator       Evaluator
 }
 
-// DefaultMaxToolCalls is max_tool_calls when not set: far above what an
+// defaultMaxToolCalls is max_tool_calls when not set: far above what an
 // agent run makes, far below what would let one trace hold a worker.
-const DefaultMaxToolCalls = 1000
+const defaultMaxToolCalls = 1000
 
-func toolCallTypes() []string { return typesWhere(func(f Factory) bool { return f.ToolCalls }) }
+func toolCallTypes() []string { return typesWhere(func(f factory) bool { return f.ToolCalls }) }
 
 // Build turns validated configs into instances.
 func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 	out := make([]*Instance, 0, len(cfgs))
 	for i := range cfgs {
 		c := &cfgs[i]
-		f, ok := Lookup(c.Type)
+		f, ok := lookup(c.Type)
 		if !ok {
 			return nil, fmt.Errorf("evaluator %q: unknown type %q", c.InstanceName(), c.Type)
 		}
@@ -215,7 +215,7 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 			inst.NeedsAttributes = ev.NeedsAttributes()
 		}
 		if strings.TrimSpace(c.RunIf) != "" {
-			if inst.RunIf, err = CompileRunIf(c.RunIf); err != nil {
+			if inst.RunIf, err = compileRunIf(c.RunIf); err != nil {
 				return nil, fmt.Errorf("evaluator %q: %w", c.InstanceName(), err)
 			}
 			// What run_if reads of `case` must be decoded too.
@@ -232,7 +232,7 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 			inst.SampleRate = *c.SampleRate
 		}
 		if f.ToolCalls {
-			inst.MaxToolCalls = DefaultMaxToolCalls
+			inst.MaxToolCalls = defaultMaxToolCalls
 			if c.MaxToolCalls != nil {
 				inst.MaxToolCalls = *c.MaxToolCalls
 			}

@@ -70,7 +70,7 @@ func TestEveryTypeBuildsWithDefaults(t *testing.T) {
 	// Judge types are covered by the judge tests; here, the deterministic ones.
 	var deterministic []string
 	for _, typ := range Types() {
-		if f, _ := Lookup(typ); !f.NeedsJudge {
+		if f, _ := lookup(typ); !f.NeedsJudge {
 			deterministic = append(deterministic, typ)
 		}
 	}
@@ -116,7 +116,7 @@ func TestConversationFreeTypesIgnoreTheConversation(t *testing.T) {
 	bare.Input, bare.Output, bare.SystemInstructions, bare.Messages = "", "", "", nil
 	checked := 0
 	for _, typ := range Types() {
-		f, _ := Lookup(typ)
+		f, _ := lookup(typ)
 		if !f.ConversationFree {
 			continue
 		}
@@ -135,7 +135,7 @@ func TestConversationFreeTypesIgnoreTheConversation(t *testing.T) {
 		t.Errorf("only %d ConversationFree types", checked)
 	}
 	for _, typ := range []string{"exact_match", "regex", "structural_match", "llm_judge"} {
-		if f, _ := Lookup(typ); f.ConversationFree {
+		if f, _ := lookup(typ); f.ConversationFree {
 			t.Errorf("%s reads the output: it must not be ConversationFree", typ)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 type efficiencyOptions struct {
-	Arguments *ArgumentOptions `mapstructure:"arguments"`
+	Arguments *argumentOptions `mapstructure:"arguments"`
 }
 
 // toolEfficiency follows Dokimos' ToolEfficiencyEvaluator: distinct calls /

@@ -253,13 +253,7 @@ func (l *label) UnmarshalJSON(b []byte) error {
 
 // clipText shortens s to at most n bytes on a rune boundary, saying how much
 // was cut, so the judge knows the field is partial.
-func clipText(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	cut := textutil.Truncate(s, n)
-	return fmt.Sprintf("%s… [truncated: %d more bytes]", cut, len(s)-len(cut))
-}
+func clipText(s string, n int) string { return textutil.Clip(s, n) }
 
 // judgeReason joins a summary with the judge's own words, bounded.
 func judgeReason(summary, judgeSaid string) string {

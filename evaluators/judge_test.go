@@ -87,7 +87,7 @@ func qa(input, output string) *adapter.Case {
 func TestJudgeEvaluatorsNeedJudge(t *testing.T) {
 	n := 0
 	for _, typ := range Types() {
-		f, _ := Lookup(typ)
+		f, _ := lookup(typ)
 		if !f.NeedsJudge {
 			continue
 		}

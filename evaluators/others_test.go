@@ -293,7 +293,7 @@ func TestSequenceRatio(t *testing.T) {
 }
 
 func TestArgumentMatcher(t *testing.T) {
-	mk := func(o ArgumentOptions) *argMatcher {
+	mk := func(o argumentOptions) *argMatcher {
 		m, err := newArgMatcher(&o, nil, "arguments")
 		if err != nil {
 			t.Fatal(err)
@@ -302,8 +302,8 @@ func TestArgumentMatcher(t *testing.T) {
 	}
 	s := func(v string) *string { return &v }
 	b := func(v bool) *bool { return &v }
-	exact, subset, superset := mk(ArgumentOptions{}), mk(ArgumentOptions{Mode: s("subset")}), mk(ArgumentOptions{Mode: s("superset")})
-	fuzzy := mk(ArgumentOptions{Mode: s("fuzzy")})
+	exact, subset, superset := mk(argumentOptions{}), mk(argumentOptions{Mode: s("subset")}), mk(argumentOptions{Mode: s("superset")})
+	fuzzy := mk(argumentOptions{Mode: s("fuzzy")})
 	for _, tt := range []struct {
 		name     string
 		m        *argMatcher
@@ -329,16 +329,16 @@ func TestArgumentMatcher(t *testing.T) {
 		{"fuzzy close", fuzzy, obj("q", "weather in Paris"), obj("q", "weather in paris"), true},
 		{"fuzzy far", fuzzy, obj("q", "what is ML"), obj("q", "what is machine learning"), false},
 		{"fuzzy numbers exact", fuzzy, obj("n", 10), obj("n", 11), false},
-		{"trim+case", mk(ArgumentOptions{TrimStrings: b(true), CaseInsensitive: b(true)}), obj("q", "Paris"), obj("q", " PARIS "), true},
-		{"ignore", mk(ArgumentOptions{Mode: s("ignore")}), obj("a", 1), obj("b", 2), true},
+		{"trim+case", mk(argumentOptions{TrimStrings: b(true), CaseInsensitive: b(true)}), obj("q", "Paris"), obj("q", " PARIS "), true},
+		{"ignore", mk(argumentOptions{Mode: s("ignore")}), obj("a", 1), obj("b", 2), true},
 	} {
 		if got := tt.m.matches(tt.exp, tt.act); got != tt.want {
 			t.Errorf("%s: matches = %v, want %v (%s)", tt.name, got, tt.want, tt.m.explain(tt.exp, tt.act))
 		}
 	}
 	// Per-tool options inherit what they do not set.
-	base := mk(ArgumentOptions{CaseInsensitive: b(true)})
-	sub, _ := newArgMatcher(&ArgumentOptions{Mode: s("subset")}, base, "tool_arguments.x")
+	base := mk(argumentOptions{CaseInsensitive: b(true)})
+	sub, _ := newArgMatcher(&argumentOptions{Mode: s("subset")}, base, "tool_arguments.x")
 	if !sub.caseInsensitive || sub.mode != "subset" {
 		t.Fatalf("inheritance: %+v", sub)
 	}

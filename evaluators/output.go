@@ -97,7 +97,7 @@ func (e *exactMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
 		if err != nil {
 			return Scored(0, "the expected output is JSON but the output is not: "+truncate(c.Output, 100), nil)
 		}
-		m := &argMatcher{mode: ArgsExact, trim: e.o.Trim, caseInsensitive: e.o.CaseInsensitive}
+		m := &argMatcher{mode: argsExact, trim: e.o.Trim, caseInsensitive: e.o.CaseInsensitive}
 		if m.values(normalizeAny(expected), got) {
 			return Scored(1, "the output equals the expected JSON value", nil)
 		}

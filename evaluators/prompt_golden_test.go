@@ -97,7 +97,7 @@ var goldenOptions = map[string]map[string]any{
 // judgeTypes are the types that may ask a judge: the judge types and the
 // reliability types (their optional judge checks).
 func judgeTypes() []string {
-	return typesWhere(func(f Factory) bool {
+	return typesWhere(func(f factory) bool {
 		return f.NeedsJudge || f.Type == "tool_name_reliability" || f.Type == "tool_description_reliability"
 	})
 }

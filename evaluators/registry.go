@@ -29,8 +29,8 @@ type Deps struct {
 	RedactBody func(body []byte) []byte
 }
 
-// Factory creates evaluators of one type.
-type Factory struct {
+// factory creates evaluators of one type.
+type factory struct {
 	Type             string
 	DefaultThreshold float64
 	DefaultLevel     adapter.Level
@@ -63,57 +63,57 @@ type Factory struct {
 // implements it. This is the one catalogue: there is no other registration.
 var registry = index(
 	// Tool calls compared with an expectation (toolcalls.go).
-	Factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCorrectness},    // toolcalls.go
-	Factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolTrajectory},      // toolcalls.go
-	Factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallAccuracy}, // toolcalls.go
+	factory{Type: "tool_correctness", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCorrectness},    // toolcalls.go
+	factory{Type: "tool_trajectory", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolTrajectory},      // toolcalls.go
+	factory{Type: "tool_call_accuracy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallAccuracy}, // toolcalls.go
 	// Calls on their own.
-	Factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallValidity},            // validity.go
-	Factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolError},           // toolerror.go
-	Factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolEfficiency}, // efficiency.go
+	factory{Type: "tool_call_validity", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, New: newToolCallValidity},            // validity.go
+	factory{Type: "tool_error", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolError},           // toolerror.go
+	factory{Type: "tool_efficiency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, ToolCalls: true, Sessions: true, New: newToolEfficiency}, // efficiency.go
 	// Tool definitions (reliability.go).
-	Factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolNameReliability},               // reliability.go
-	Factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolDescriptionReliability}, // reliability.go
+	factory{Type: "tool_name_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolNameReliability},               // reliability.go
+	factory{Type: "tool_description_reliability", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newToolDescriptionReliability}, // reliability.go
 	// Final output (output.go).
-	Factory{Type: "exact_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newExactMatch},           // output.go
-	Factory{Type: "regex", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newRegex},                      // output.go
-	Factory{Type: "structural_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newStructuralMatch}, // output.go
+	factory{Type: "exact_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newExactMatch},           // output.go
+	factory{Type: "regex", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newRegex},                      // output.go
+	factory{Type: "structural_match", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, New: newStructuralMatch}, // output.go
 	// Retrieval (retrieval.go).
-	Factory{Type: "retrieval_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(false)}, // retrieval.go
-	Factory{Type: "retrieval_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(true)},     // retrieval.go
+	factory{Type: "retrieval_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(false)}, // retrieval.go
+	factory{Type: "retrieval_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newRetrieval(true)},     // retrieval.go
 	// Limits (limits.go).
-	Factory{Type: "latency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newLatency},        // limits.go
-	Factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newTokenUsage}, // limits.go
+	factory{Type: "latency", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newLatency},        // limits.go
+	factory{Type: "token_usage", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, ConversationFree: true, New: newTokenUsage}, // limits.go
 	// Custom: the user's own checks, as a CEL expression (cel.go) or an
 	// HTTP endpoint (remote.go).
-	Factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Sessions: true, ToolCalls: true, New: newCEL},   // cel.go
-	Factory{Type: "remote", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Async: true, Sessions: true, New: newRemote}, // remote.go
+	factory{Type: "cel", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Sessions: true, ToolCalls: true, New: newCEL},   // cel.go
+	factory{Type: "remote", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsAttributes: true, Async: true, Sessions: true, New: newRemote}, // remote.go
 	// With a judge (judge.go is their common base): an answer against the
 	// operator's criteria, answers and retrieval, safety, agent runs and
 	// conversations.
-	Factory{Type: "llm_judge", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newLLMJudge},                                                                            // judge_llm.go
-	Factory{Type: "faithfulness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runFaithfulness)},                                                                             // judge_rag.go
-	Factory{Type: "hallucination", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runHallucination)},                                                                           // judge_rag.go
-	Factory{Type: "answer_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runAnswerRelevancy)},                                                                      // judge_rag.go
-	Factory{Type: "contextual_relevance", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualRelevance)},                                                              // judge_rag.go
-	Factory{Type: "contextual_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualPrecision)},                                                              // judge_rag.go
-	Factory{Type: "contextual_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualRecall)},                                                                    // judge_rag.go
-	Factory{Type: "toxicity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newSafety(toxicityCategories, "toxic")},                                                                  // judge_safety.go
-	Factory{Type: "bias", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newSafety(biasCategories, "biased")},                                                                         // judge_safety.go
-	Factory{Type: "task_completion", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runTaskCompletion, 0, taskCompletionOpts)},                               // judge_agent.go
-	Factory{Type: "tool_argument_hallucination", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolArgHallucination, 20, toolArgumentsOpts)},                             // judge_agent.go
-	Factory{Type: "tool_argument_accuracy", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolArgAccuracy, 8, toolArgumentsOpts)},                                        // judge_agent.go
-	Factory{Type: "tool_call_necessity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolCallNecessity, 0, noOptions)},                                                 // judge_agent.go
-	Factory{Type: "step_faithfulness", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runStepFaithfulness, 0, noOptions)},                                                    // judge_agent.go
-	Factory{Type: "plan_quality", DefaultThreshold: 0.6, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runPlanQuality, 0, noOptions)},                                                              // judge_agent.go
-	Factory{Type: "trajectory_efficiency", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runTrajectoryEfficiency, 0, noOptions)},                                            // judge_agent.go
-	Factory{Type: "agent_memory", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runAgentMemory, 0, agentMemoryOpts)},                                        // judge_agent.go
-	Factory{Type: "knowledge_retention", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runKnowledgeRetention, 0, noOptions)},                                // judge_conversation.go
-	Factory{Type: "conversation_completeness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runConversationCompleteness, 0, conversationCompletenessOpts)}, // judge_conversation.go
-	Factory{Type: "turn_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runTurnRelevancy, 0, noOptions)},                                          // judge_conversation.go
+	factory{Type: "llm_judge", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newLLMJudge},                                                                            // judge_llm.go
+	factory{Type: "faithfulness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runFaithfulness)},                                                                             // judge_rag.go
+	factory{Type: "hallucination", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runHallucination)},                                                                           // judge_rag.go
+	factory{Type: "answer_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runAnswerRelevancy)},                                                                      // judge_rag.go
+	factory{Type: "contextual_relevance", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualRelevance)},                                                              // judge_rag.go
+	factory{Type: "contextual_precision", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualPrecision)},                                                              // judge_rag.go
+	factory{Type: "contextual_recall", DefaultThreshold: 0.5, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newRAG(runContextualRecall)},                                                                    // judge_rag.go
+	factory{Type: "toxicity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newSafety(toxicityCategories, "toxic")},                                                                  // judge_safety.go
+	factory{Type: "bias", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newSafety(biasCategories, "biased")},                                                                         // judge_safety.go
+	factory{Type: "task_completion", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runTaskCompletion, 0, taskCompletionOpts)},                               // judge_agent.go
+	factory{Type: "tool_argument_hallucination", DefaultThreshold: 1.0, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolArgHallucination, 20, toolArgumentsOpts)},                             // judge_agent.go
+	factory{Type: "tool_argument_accuracy", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolArgAccuracy, 8, toolArgumentsOpts)},                                        // judge_agent.go
+	factory{Type: "tool_call_necessity", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runToolCallNecessity, 0, noOptions)},                                                 // judge_agent.go
+	factory{Type: "step_faithfulness", DefaultThreshold: 0.8, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runStepFaithfulness, 0, noOptions)},                                                    // judge_agent.go
+	factory{Type: "plan_quality", DefaultThreshold: 0.6, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runPlanQuality, 0, noOptions)},                                                              // judge_agent.go
+	factory{Type: "trajectory_efficiency", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, New: newAgent(runTrajectoryEfficiency, 0, noOptions)},                                            // judge_agent.go
+	factory{Type: "agent_memory", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runAgentMemory, 0, agentMemoryOpts)},                                        // judge_agent.go
+	factory{Type: "knowledge_retention", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runKnowledgeRetention, 0, noOptions)},                                // judge_conversation.go
+	factory{Type: "conversation_completeness", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runConversationCompleteness, 0, conversationCompletenessOpts)}, // judge_conversation.go
+	factory{Type: "turn_relevancy", DefaultThreshold: 0.7, DefaultLevel: adapter.LevelAgent, NeedsJudge: true, Sessions: true, New: newAgent(runTurnRelevancy, 0, noOptions)},                                          // judge_conversation.go
 )
 
-func index(fs ...Factory) map[string]Factory {
-	m := make(map[string]Factory, len(fs))
+func index(fs ...factory) map[string]factory {
+	m := make(map[string]factory, len(fs))
 	for _, f := range fs {
 		if _, dup := m[f.Type]; dup {
 			panic("evaluators: duplicate type " + f.Type)
@@ -123,17 +123,17 @@ func index(fs ...Factory) map[string]Factory {
 	return m
 }
 
-// Lookup returns the factory for a type.
-func Lookup(typ string) (Factory, bool) {
+// lookup returns the factory for a type.
+func lookup(typ string) (factory, bool) {
 	f, ok := registry[typ]
 	return f, ok
 }
 
-// SessionTypes lists the types that accept `case: session`, sorted.
-func SessionTypes() []string { return typesWhere(func(f Factory) bool { return f.Sessions }) }
+// sessionTypes lists the types that accept `case: session`, sorted.
+func sessionTypes() []string { return typesWhere(func(f factory) bool { return f.Sessions }) }
 
 // typesWhere lists the types whose factory keep accepts, sorted.
-func typesWhere(keep func(Factory) bool) []string {
+func typesWhere(keep func(factory) bool) []string {
 	var out []string
 	for _, t := range Types() {
 		if keep(registry[t]) {

@@ -37,7 +37,7 @@ import (
 // {"evaluator": "<name>", "case": {…}} (the fields of caseView, free text
 // clipped to max_field_bytes as in judge prompts); the reply is
 // {"score": …, "reason": "…"} or {"skipped": "<reason>"}. The engine runs it
-// in the background like a judge evaluator (Factory.Async), so a slow
+// in the background like a judge evaluator (factory.Async), so a slow
 // endpoint delays only its trace, and its late answers go where judges' do.
 // The HTTP handling (which statuses retry, backoff, Retry-After, redaction)
 // is the judge client's.

@@ -21,8 +21,8 @@ import (
 // instance is `skipped` with the reason "run_if". It makes cascades: a
 // judge that runs only where a free deterministic check failed.
 
-// RunIfReason is the reason of a result skipped because run_if was false.
-const RunIfReason = "run_if"
+// runIfReason is the reason of a result skipped because run_if was false.
+const runIfReason = "run_if"
 
 // runIfCostLimit bounds one evaluation of a run_if condition.
 const runIfCostLimit = 100_000
@@ -55,9 +55,9 @@ var runIfEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return env.Extend(cel.Variable("results", cel.MapType(cel.StringType, cel.ObjectType("evalbridge.Result"))))
 })
 
-// CompileRunIf compiles a run_if condition: it must type-check and return
+// compileRunIf compiles a run_if condition: it must type-check and return
 // a bool, and read results only as results.<name>.
-func CompileRunIf(expr string) (*RunIf, error) {
+func compileRunIf(expr string) (*RunIf, error) {
 	env, err := runIfEnv()
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment: %w", err)
@@ -125,14 +125,14 @@ func (r *RunIf) Eval(ctx context.Context, c *adapter.Case, results map[string]Re
 	}
 	val, _, err := r.prg.ContextEval(ctx, map[string]any{"case": newCELCase(c), "results": view})
 	if err != nil {
-		return false, RunIfReason + ": " + clipText(err.Error(), 300)
+		return false, runIfReason + ": " + clipText(err.Error(), 300)
 	}
 	b, ok := val.(types.Bool)
 	if !ok {
-		return false, fmt.Sprintf("%s: the condition returned %s, not a bool", RunIfReason, val.Type().TypeName())
+		return false, fmt.Sprintf("%s: the condition returned %s, not a bool", runIfReason, val.Type().TypeName())
 	}
 	if !b {
-		return false, RunIfReason
+		return false, runIfReason
 	}
 	return true, ""
 }
@@ -142,7 +142,7 @@ func (c *Config) level() adapter.Level {
 	if c.Case != "" {
 		return c.Case
 	}
-	if f, ok := Lookup(c.Type); ok {
+	if f, ok := lookup(c.Type); ok {
 		return f.DefaultLevel
 	}
 	return ""
@@ -167,7 +167,7 @@ func ValidateRunIf(cfgs []Config) error {
 			continue
 		}
 		name := c.InstanceName()
-		ri, err := CompileRunIf(c.RunIf)
+		ri, err := compileRunIf(c.RunIf)
 		if err != nil {
 			continue // the entry's own Validate reports it
 		}

@@ -15,12 +15,12 @@ func TestCaseSession(t *testing.T) {
 		"agent_memory": true, "llm_judge": true, "task_completion": true, "tool_efficiency": true, "tool_error": true,
 		"cel": true, "remote": true} // the list of docs/contract.md §14
 	for _, typ := range Types() {
-		f, _ := Lookup(typ)
+		f, _ := lookup(typ)
 		if f.Sessions != capable[typ] {
 			t.Errorf("%s: Sessions = %v, want %v", typ, f.Sessions, capable[typ])
 		}
 	}
-	if got := strings.Join(SessionTypes(), ","); !strings.Contains(got, "tool_error") || strings.Contains(got, "exact_match") {
+	if got := strings.Join(sessionTypes(), ","); !strings.Contains(got, "tool_error") || strings.Contains(got, "exact_match") {
 		t.Errorf("SessionTypes() = %s", got)
 	}
 	ok := Config{Type: "tool_error", Name: "convo_errors", Case: adapter.LevelSession}

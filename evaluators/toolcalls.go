@@ -16,8 +16,8 @@ import (
 // the calls made with an expectation.
 type callCompareOptions struct {
 	expectedOption `mapstructure:",squash"`
-	Arguments      *ArgumentOptions            `mapstructure:"arguments"`
-	ToolArguments  map[string]*ArgumentOptions `mapstructure:"tool_arguments"`
+	Arguments      *argumentOptions            `mapstructure:"arguments"`
+	ToolArguments  map[string]*argumentOptions `mapstructure:"tool_arguments"`
 }
 
 // callComparer decides whether an actual call satisfies an expected one.
@@ -41,7 +41,7 @@ func newCallComparer(o callCompareOptions) (*callComparer, error) {
 		cc.perTool = make(map[string]*argMatcher, len(o.ToolArguments))
 		for tool, to := range o.ToolArguments {
 			if to == nil {
-				to = &ArgumentOptions{}
+				to = &argumentOptions{}
 			}
 			m, err := newArgMatcher(to, cc.def, "tool_arguments."+tool)
 			if err != nil {
@@ -258,14 +258,14 @@ func f1(matched, actual, expected int) float64 {
 
 // Trajectory modes.
 const (
-	TrajStrict    = "strict"
-	TrajInOrder   = "in_order"
-	TrajAnyOrder  = "any_order"
-	TrajSuperset  = "superset"
-	TrajSubset    = "subset"
-	TrajPrecision = "precision"
-	TrajRecall    = "recall"
-	TrajF1        = "f1"
+	trajStrict    = "strict"
+	trajInOrder   = "in_order"
+	trajAnyOrder  = "any_order"
+	trajSuperset  = "superset"
+	trajSubset    = "subset"
+	trajPrecision = "precision"
+	trajRecall    = "recall"
+	trajF1        = "f1"
 )
 
 // modeOptions are the options of the evaluators that compare calls under a
@@ -298,7 +298,7 @@ type toolTrajectory struct {
 }
 
 func newToolTrajectory(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-	mode, cc, err := decodeModeOptions(opts, TrajInOrder, TrajStrict, TrajAnyOrder, TrajSuperset, TrajSubset, TrajPrecision, TrajRecall, TrajF1)
+	mode, cc, err := decodeModeOptions(opts, trajInOrder, trajStrict, trajAnyOrder, trajSuperset, trajSubset, trajPrecision, trajRecall, trajF1)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	var score float64
 	var head string
 	switch t.mode {
-	case TrajStrict:
+	case trajStrict:
 		p = positional(len(exp), len(act), eq)
 		m := p.count()
 		if len(exp) == len(act) && m == len(exp) {
@@ -350,7 +350,7 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 			break
 		}
 		return Scored(0, head, countMetrics(m, len(exp), len(act)))
-	case TrajInOrder:
+	case trajInOrder:
 		if p, err = lcs(ctx, len(exp), len(act), eq); err != nil {
 			return stopped(ctx, err, what())
 		}
@@ -363,22 +363,22 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		}
 		m := p.count()
 		switch t.mode {
-		case TrajAnyOrder:
+		case trajAnyOrder:
 			score = ratio(m, longer)
 			head = fmt.Sprintf("%d of %d calls matched in any order (matched / longer length)", m, longer)
-		case TrajSuperset:
+		case trajSuperset:
 			score = b2f(m == len(exp))
 			head = fmt.Sprintf("%d of %d expected calls matched by distinct calls (superset)", m, len(exp))
-		case TrajSubset:
+		case trajSubset:
 			score = b2f(m == len(act))
 			head = fmt.Sprintf("%d of %d calls made are expected (subset)", m, len(act))
-		case TrajPrecision:
+		case trajPrecision:
 			score = ratio(m, len(act))
 			head = fmt.Sprintf("precision: %d of %d calls made were expected", m, len(act))
-		case TrajRecall:
+		case trajRecall:
 			score = ratio(m, len(exp))
 			head = fmt.Sprintf("recall: %d of %d expected calls were made", m, len(exp))
-		case TrajF1:
+		case trajF1:
 			score = f1(m, len(act), len(exp))
 			head = fmt.Sprintf("F1: %d matched, %d expected, %d made", m, len(exp), len(act))
 		}
@@ -398,9 +398,9 @@ func b2f(b bool) float64 {
 
 // Tool correctness modes (Dokimos ToolCorrectnessEvaluator.MatchMode).
 const (
-	CorrNamesOnly     = "names_only"
-	CorrNamesAndOrder = "names_and_order"
-	CorrNamesAndArgs  = "names_and_args"
+	corrNamesOnly     = "names_only"
+	corrNamesAndOrder = "names_and_order"
+	corrNamesAndArgs  = "names_and_args"
 )
 
 type toolCorrectness struct {
@@ -409,7 +409,7 @@ type toolCorrectness struct {
 }
 
 func newToolCorrectness(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-	mode, cc, err := decodeModeOptions(opts, CorrNamesOnly, CorrNamesAndOrder, CorrNamesAndArgs)
+	mode, cc, err := decodeModeOptions(opts, corrNamesOnly, corrNamesAndOrder, corrNamesAndArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +422,7 @@ func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result 
 		return r
 	}
 	switch t.mode {
-	case CorrNamesOnly:
+	case corrNamesOnly:
 		es, as := map[string]bool{}, map[string]bool{}
 		for _, e := range exp {
 			es[e.Name] = true
@@ -455,7 +455,7 @@ func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result 
 			reason += "; unexpected: " + truncate(strings.Join(unexpected, ", "), 300)
 		}
 		return Scored(score, reason, countMetrics(len(correct), len(es), len(as)))
-	case CorrNamesAndOrder:
+	case corrNamesAndOrder:
 		names := interner{}
 		en, an := make([]int32, len(exp)), make([]int32, len(act))
 		for i := range exp {
@@ -487,7 +487,7 @@ func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result 
 }
 
 func describeNames(exp []adapter.ExpectedCall, act []adapter.ToolCall, p pairs) string {
-	names := &callComparer{def: &argMatcher{mode: ArgsIgnore}}
+	names := &callComparer{def: &argMatcher{mode: argsIgnore}}
 	return names.describe(exp, act, p)
 }
 

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/evalbridge/evalbridge/adapter"
-	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
 const (
@@ -278,7 +278,7 @@ func (s *Store) compact(c *adapter.Case, start time.Time) (adapter.Turn, bool) {
 		if n < minClipBytes {
 			return ""
 		}
-		return keep(evaluators.ClipText(v, n))
+		return keep(textutil.Clip(v, n))
 	}
 	name := func(v string) string { return clipTo(v, maxNameBytes) }
 	text := func(v string) string { return clipTo(v, min(s.limit, max(budget, 0))) }

@@ -3,7 +3,10 @@
 // cut never splits a UTF-8 sequence and the rule lives in one place.
 package textutil
 
-import "unicode/utf8"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Truncate cuts s to at most max bytes without splitting a UTF-8 sequence;
 // callers that mark the cut ("…", "[truncated: N more bytes]") compare the
@@ -29,4 +32,16 @@ func Ellipsis(s string, max int) string {
 		return s
 	}
 	return Truncate(s, max) + "…"
+}
+
+// Clip shortens s to at most n bytes on a rune boundary, saying how much was
+// cut ("… [truncated: N more bytes]"): the bound judge prompts put on one
+// field (max_field_bytes), which the session store keeps turns within too.
+// n <= 0 keeps s whole.
+func Clip(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	cut := Truncate(s, n)
+	return fmt.Sprintf("%s… [truncated: %d more bytes]", cut, len(s)-len(cut))
 }

@@ -33,3 +33,19 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("Ellipsis of a short string = %q", got)
 	}
 }
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"héllo", 2, "h… [truncated: 5 more bytes]"}, // é is two bytes: never split
+		{"hello", 5, "hello"},
+		{"hello", 0, "hello"}, // no bound
+	} {
+		if got := Clip(tc.s, tc.n); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

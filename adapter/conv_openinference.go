@@ -1,0 +1,171 @@
+package adapter
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// OpenInference (Arize Phoenix) attributes: llm.*, input.value,
+// output.value, tool.*, tool_call.*, retrieval.*, session.id.
+// OpenLLMetry's own llm.* keys are in conv_openllmetry.go.
+// Each key is spelled here once; the readers name it by constant.
+const (
+	oiAgentName                 = "agent.name"
+	oiInputValue                = "input.value"
+	oiLLMPrefix                 = "llm."
+	oiLLMInputMessages          = "llm.input_messages"
+	oiLLMInputMessagesPrefix    = "llm.input_messages."
+	oiLLMModelName              = "llm.model_name"
+	oiLLMOutputMessages         = "llm.output_messages"
+	oiLLMOutputMessagesPrefix   = "llm.output_messages."
+	oiLLMProvider               = "llm.provider"
+	oiLLMSystem                 = "llm.system"
+	oiLLMTokenCountCompletion   = "llm.token_count.completion"
+	oiLLMTokenCountPrompt       = "llm.token_count.prompt"
+	oiLLMTokenCountTotal        = "llm.token_count.total"
+	oiLLMToolsPrefix            = "llm.tools."
+	oiLLMToolsToolJSONSchema    = "llm.tools.tool.json_schema"
+	oiSpanKind                  = "openinference.span.kind"
+	oiOutputValue               = "output.value"
+	oiRetrievalPrefix           = "retrieval."
+	oiRetrievalDocuments        = "retrieval.documents"
+	oiRetrievalDocumentsPrefix  = "retrieval.documents."
+	oiSessionID                 = "session.id"
+	oiToolDescription           = "tool.description"
+	oiToolID                    = "tool.id"
+	oiToolName                  = "tool.name"
+	oiToolParameters            = "tool.parameters"
+	oiToolCallFunctionArguments = "tool_call.function.arguments"
+	oiToolCallFunctionName      = "tool_call.function.name"
+	oiToolCallID                = "tool_call.id"
+)
+
+// openInference reads OpenInference's span attributes: flattened
+// llm.input_messages.N…, llm.tools.N…, retrieval.documents.N…, and the
+// generic input.value / output.value.
+type openInference struct{}
+
+func (openInference) keys(f attrField) (keys, fallback []key) {
+	switch f {
+	case fieldModel:
+		return keysOf(oiLLMModelName), nil
+	case fieldProvider:
+		return keysOf(oiLLMProvider, oiLLMSystem), nil
+	case fieldConversationID:
+		return keysOf(oiSessionID), nil
+	case fieldAgentName:
+		return keysOf(oiAgentName), nil
+	case fieldInputTokens:
+		return keysOf(oiLLMTokenCountPrompt), nil
+	case fieldOutputTokens:
+		return keysOf(oiLLMTokenCountCompletion), nil
+	case fieldTotalTokens:
+		return keysOf(oiLLMTokenCountTotal), nil
+	case fieldOwnInput:
+		return keysOf(oiInputValue), nil
+	case fieldOwnOutput:
+		return keysOf(oiOutputValue), nil
+	case fieldToolName:
+		return keysOf(oiToolName), keysOf(oiToolCallFunctionName)
+	case fieldToolID:
+		return keysOf(oiToolCallID), keysOf(oiToolID)
+	case fieldToolArgs: // input.value is any span's input: after the others
+		return keysOf(oiToolCallFunctionArguments), keysOf(oiInputValue)
+	case fieldToolResult:
+		return nil, []key{{name: oiOutputValue, opt: optLangChain}}
+	case fieldToolDescription:
+		return keysOf(oiToolDescription), nil
+	case fieldToolParameters:
+		return keysOf(oiToolParameters), nil
+	}
+	return nil, nil
+}
+
+// fromSpan: LangChain's provider (ls_provider) of an LLM span; the agent's
+// name as the span's name (openinference-core's traceAgent writes no
+// agent.name).
+func (openInference) fromSpan(d *spanData, attrs pcommon.Map, f attrField) string {
+	switch f {
+	case fieldProvider:
+		return d.lcProvider(attrs)
+	case fieldAgentName:
+		if has(attrs, oiSpanKind) {
+			return d.ref.Span.Name()
+		}
+	}
+	return ""
+}
+
+func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTrees, in, out bool) {
+	c := &d.c
+	if in && len(d.input) == 0 && trees[flatOIInput] != nil {
+		d.input = c.flatMessages(oiLLMInputMessages, trees[flatOIInput], "user")
+	}
+	if out && len(d.output) == 0 && trees[flatOIOutput] != nil {
+		d.output = c.flatMessages(oiLLMOutputMessages, trees[flatOIOutput], "assistant")
+	}
+	if d.kind == kindLLM && (trees[flatOIInput] != nil || trees[flatOIOutput] != nil) {
+		var p parts
+		if in {
+			p |= partInput
+		}
+		if out {
+			p |= partOutput
+		}
+		d.readLangChainIDs(attrs, p)
+	}
+}
+
+func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
+	for _, it := range indexed(trees[flatOITools]) {
+		if js := path(it, "tool", "json_schema"); js != nil {
+			d.addToolDef(oiLLMToolsToolJSONSchema, js, "")
+		}
+	}
+}
+
+func (openInference) documents(d *spanData, _ pcommon.Map, trees flatTrees) {
+	for _, it := range indexed(trees[flatOIDocs]) {
+		d.addDocument(oiRetrievalDocuments, it)
+	}
+}
+
+// readRawIO reads OpenInference's raw request/response of an LLM span as a
+// last resort, once both sides of the conversation are read.
+func (d *spanData) readRawIO(attrs pcommon.Map) {
+	if d.kind != kindLLM || len(d.input) != 0 || len(d.output) != 0 {
+		return
+	}
+	c := &d.c
+	if v, ok := c.attrValue(attrs, oiInputValue); ok {
+		if _, isStr := v.(string); !isStr {
+			d.input = c.parseMessagesQuiet([]any{v})
+		}
+	}
+	if v, ok := c.attrValue(attrs, oiOutputValue); ok {
+		if _, isStr := v.(string); !isStr {
+			d.output = c.parseMessagesQuiet([]any{v})
+		} else if s := v.(string); s != "" {
+			d.output = []Message{{Role: "assistant", Content: s}}
+		}
+	}
+}
+
+func (openInference) kindKeys() []kindKey {
+	return []kindKey{{oiSpanKind, func(s string) spanKind {
+		switch {
+		case strings.EqualFold(s, "LLM"):
+			return kindLLM
+		case strings.EqualFold(s, "AGENT"):
+			return kindAgent
+		case strings.EqualFold(s, "TOOL"):
+			return kindTool
+		case strings.EqualFold(s, "RETRIEVER"):
+			return kindRetrieval
+		case strings.EqualFold(s, "CHAIN"):
+			return kindChain
+		}
+		return kindOther
+	}}}
+}

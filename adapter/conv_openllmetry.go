@@ -1,0 +1,97 @@
+package adapter
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// OpenLLMetry (Traceloop) attributes: traceloop.*, its llm.* keys and
+// the indexed gen_ai.prompt.N / gen_ai.completion.N of its older releases.
+// Each key is spelled here once; the readers name it by constant.
+const (
+	olGenAICompletionPrefix     = "gen_ai.completion."
+	olGenAIPromptPrefix         = "gen_ai.prompt."
+	olLLMRequestFunctions       = "llm.request.functions"
+	olLLMRequestFunctionsPrefix = "llm.request.functions."
+	olLLMRequestType            = "llm.request.type"
+	olLLMUsageTotalTokens       = "llm.usage.total_tokens"
+	olAssociationChatID         = "traceloop.association.properties.chat_id"
+	olAssociationConversationID = "traceloop.association.properties.conversation_id"
+	olAssociationSessionID      = "traceloop.association.properties.session_id"
+	olEntityInput               = "traceloop.entity.input"
+	olEntityName                = "traceloop.entity.name"
+	olEntityOutput              = "traceloop.entity.output"
+	olSpanKind                  = "traceloop.span.kind"
+)
+
+// openLLMetry reads OpenLLMetry's span attributes: traceloop.*, the indexed
+// gen_ai.prompt.N… / gen_ai.completion.N… and llm.request.functions.N….
+type openLLMetry struct {
+	noDocuments
+}
+
+func (openLLMetry) keys(f attrField) (keys, fallback []key) {
+	switch f {
+	case fieldConversationID: // Traceloop's docs use all three
+		return keysOf(olAssociationSessionID, olAssociationConversationID, olAssociationChatID), nil
+	case fieldAgentNameOfAgent:
+		return keysOf(olEntityName), nil
+	case fieldTotalTokens:
+		return keysOf(olLLMUsageTotalTokens), nil
+	case fieldOwnInput:
+		return keysOf(olEntityInput), nil
+	case fieldOwnOutput:
+		return keysOf(olEntityOutput), nil
+	case fieldToolArgs:
+		return []key{{name: olEntityInput, opt: optKwargs}}, nil
+	case fieldToolResult:
+		return []key{{name: olEntityOutput, opt: optJSONString}}, nil
+	}
+	return nil, nil
+}
+
+// fromSpan: a tool span's name is its entity name.
+func (openLLMetry) fromSpan(d *spanData, attrs pcommon.Map, f attrField) string {
+	if f == fieldToolName && strAttr(attrs, olSpanKind) == "tool" {
+		return d.c.attrString(attrs, olEntityName)
+	}
+	return ""
+}
+
+func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees flatTrees, in, out bool) {
+	c := &d.c
+	if in && len(d.input) == 0 && trees[flatOLPrompt] != nil {
+		d.input = c.flatMessages(genAIPrompt, trees[flatOLPrompt], "user")
+	}
+	if out && len(d.output) == 0 && trees[flatOLCompletion] != nil {
+		d.output = c.flatMessages(genAICompletion, trees[flatOLCompletion], "assistant")
+	}
+}
+
+func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
+	for _, it := range indexed(trees[flatOLFunctions]) {
+		if m, ok := it.(map[string]any); ok {
+			d.addToolDef(olLLMRequestFunctions, m, "")
+		}
+	}
+}
+
+func (openLLMetry) kindKeys() []kindKey {
+	return []kindKey{
+		{olLLMRequestType, func(s string) spanKind {
+			switch s {
+			case "chat", "completion":
+				return kindLLM
+			}
+			return kindOther
+		}},
+		{olSpanKind, func(s string) spanKind {
+			switch s {
+			case "agent", "workflow":
+				return kindAgent
+			case "tool":
+				return kindTool
+			}
+			return kindOther
+		}},
+	}
+}

@@ -1,0 +1,130 @@
+package adapter
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Vercel AI SDK telemetry: ai.* attributes and the ai.* span names
+// (operation ids) of its calls (aiOp*).
+// Each key is spelled here once; the readers name it by constant.
+const (
+	aiPrefix                     = "ai."
+	aiOpGenerateObject           = "ai.generateObject"
+	aiOpGenerateObjectDoGenerate = "ai.generateObject.doGenerate"
+	aiOpGenerateText             = "ai.generateText"
+	aiOpGenerateTextDoGenerate   = "ai.generateText.doGenerate"
+	aiModelID                    = "ai.model.id"
+	aiModelProvider              = "ai.model.provider"
+	aiOperationID                = "ai.operationId"
+	aiPrompt                     = "ai.prompt"
+	aiPromptMessages             = "ai.prompt.messages"
+	aiPromptTools                = "ai.prompt.tools"
+	aiResponseID                 = "ai.response.id"
+	aiResponseModel              = "ai.response.model"
+	aiResponseText               = "ai.response.text"
+	aiResponseToolCalls          = "ai.response.toolCalls"
+	aiOpStreamObject             = "ai.streamObject"
+	aiOpStreamObjectDoStream     = "ai.streamObject.doStream"
+	aiOpStreamText               = "ai.streamText"
+	aiOpStreamTextDoStream       = "ai.streamText.doStream"
+	aiTelemetryFunctionID        = "ai.telemetry.functionId"
+	aiTelemetryMetadataSessionID = "ai.telemetry.metadata.sessionId"
+	aiOpToolCall                 = "ai.toolCall"
+	aiToolCallArgs               = "ai.toolCall.args"
+	aiToolCallID                 = "ai.toolCall.id"
+	aiToolCallInput              = "ai.toolCall.input"
+	aiToolCallName               = "ai.toolCall.name"
+	aiToolCallOutput             = "ai.toolCall.output"
+	aiToolCallResult             = "ai.toolCall.result"
+	aiUsageCompletionTokens      = "ai.usage.completionTokens"
+	aiUsageInputTokens           = "ai.usage.inputTokens"
+	aiUsageOutputTokens          = "ai.usage.outputTokens"
+	aiUsagePromptTokens          = "ai.usage.promptTokens"
+	aiUsageTotalTokens           = "ai.usage.totalTokens"
+)
+
+// vercelAI reads the Vercel AI SDK's ai.* span attributes.
+type vercelAI struct {
+	noFromSpan
+	noDocuments
+}
+
+func (vercelAI) keys(f attrField) (keys, fallback []key) {
+	switch f {
+	case fieldModel:
+		return keysOf(aiResponseModel, aiModelID), nil
+	case fieldProvider:
+		return keysOf(aiModelProvider), nil
+	case fieldResponseID:
+		return keysOf(aiResponseID), nil
+	case fieldConversationID:
+		return keysOf(aiTelemetryMetadataSessionID), nil
+	case fieldAgentNameOfAgent:
+		return keysOf(aiTelemetryFunctionID), nil
+	case fieldInputTokens:
+		return keysOf(aiUsageInputTokens, aiUsagePromptTokens), nil
+	case fieldOutputTokens:
+		return keysOf(aiUsageOutputTokens, aiUsageCompletionTokens), nil
+	case fieldTotalTokens:
+		return keysOf(aiUsageTotalTokens), nil
+	case fieldOwnInput:
+		return keysOf(aiPrompt), nil
+	case fieldOwnOutput:
+		return keysOf(aiResponseText), nil
+	case fieldToolName:
+		return keysOf(aiToolCallName), nil
+	case fieldToolID:
+		return keysOf(aiToolCallID), nil
+	case fieldToolArgs:
+		return keysOf(aiToolCallArgs, aiToolCallInput), nil
+	case fieldToolResult:
+		return []key{{name: aiToolCallResult, opt: optJSONString}, {name: aiToolCallOutput, opt: optJSONString}}, nil
+	}
+	return nil, nil
+}
+
+func (vercelAI) conversation(d *spanData, attrs pcommon.Map, _ flatTrees, in, out bool) {
+	c := &d.c
+	if in && len(d.input) == 0 {
+		if v, ok := c.attrValue(attrs, aiPromptMessages); ok {
+			d.input = c.parseMessages(aiPromptMessages, v, "user")
+		}
+	}
+	if out && len(d.output) == 0 && d.kind == kindLLM {
+		text := c.attrString(attrs, aiResponseText)
+		var calls []ToolCall
+		if v, ok := c.attrValue(attrs, aiResponseToolCalls); ok {
+			calls = c.parseToolCalls(aiResponseToolCalls, v)
+		}
+		if text != "" || len(calls) > 0 {
+			d.output = []Message{{Role: "assistant", Content: text, ToolCalls: calls}}
+		}
+	}
+}
+
+func (vercelAI) toolDefinitions(d *spanData, attrs pcommon.Map, _ flatTrees) {
+	d.toolDefList(attrs, aiPromptTools)
+}
+
+// kindKeys: ai.operationId. A Vercel AI SDK span is named by its operation
+// too, which classify and IsGenAI read first (vercelKind).
+func (vercelAI) kindKeys() []kindKey { return []kindKey{{aiOperationID, vercelKind}} }
+
+// vercelKind is the kind of a Vercel AI SDK operation id.
+func vercelKind(name string) spanKind {
+	if !strings.HasPrefix(name, aiPrefix) {
+		return kindOther
+	}
+	switch name {
+	case aiOpGenerateTextDoGenerate, aiOpStreamTextDoStream,
+		aiOpGenerateObjectDoGenerate, aiOpStreamObjectDoStream:
+		return kindLLM
+	case aiOpGenerateText, aiOpStreamText, aiOpGenerateObject, aiOpStreamObject:
+		return kindAgent
+	case aiOpToolCall:
+		return kindTool
+	}
+	return kindOther
+}
