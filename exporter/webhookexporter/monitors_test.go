@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // monitorPayload is the body of a notifications-only request.
@@ -81,7 +83,7 @@ func TestMonitorNotificationPayload(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, n["sample_trace_ids"], 3)
 	assert.Len(t, n["sample_trace_urls"], 3)
-	assert.EqualValues(t, 1, metricSum(t, h.tel, "otelcol_exporter_webhook_monitor_notifications_sent", "monitor", "flow_rate"))
+	assert.EqualValues(t, 1, testkit.IntSumOrZero(t, h.tel, "otelcol_exporter_webhook_monitor_notifications_sent", "monitor", "flow_rate"))
 
 	// Time passes without traffic: the window empties, the state is kept,
 	// nothing is sent; passing traffic then resolves.
@@ -129,7 +131,7 @@ func TestMonitorTickFiresAndRenotifies(t *testing.T) {
 	require.Len(t, notes, 2)
 	assert.Equal(t, StateFiring, notes[1].State)
 	assert.Equal(t, notes[0].Since, notes[1].Since)
-	assert.EqualValues(t, 1, metricSum(t, h.tel, "otelcol_exporter_webhook_monitor_renotifications", "monitor", "flow_rate"))
+	assert.EqualValues(t, 1, testkit.IntSumOrZero(t, h.tel, "otelcol_exporter_webhook_monitor_renotifications", "monitor", "flow_rate"))
 }
 
 func TestMonitorSlackAndTemplate(t *testing.T) {
@@ -269,7 +271,7 @@ func TestMonitorQueueFullRetriesNextEvaluation(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "the queue fills up")
 	// The burst fires; its notification is refused with the data.
 	_ = h.exp.ConsumeTraces(ctx, caseTraces("a", repeat(4, fail)...))
-	assert.Positive(t, metricSum(t, h.tel, "otelcol_exporter_webhook_monitor_enqueue_failures", "monitor", "flow_rate"))
+	assert.Positive(t, testkit.IntSumOrZero(t, h.tel, "otelcol_exporter_webhook_monitor_enqueue_failures", "monitor", "flow_rate"))
 	once.Do(func() { close(block) })
 	require.Eventually(t, func() bool {
 		select {

@@ -44,12 +44,10 @@ func (l *LockedBuffer) String() string {
 
 // ForEachSpan calls f with every span of td, in order.
 func ForEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
-	for r := 0; r < td.ResourceSpans().Len(); r++ {
-		sss := td.ResourceSpans().At(r).ScopeSpans()
-		for s := 0; s < sss.Len(); s++ {
-			spans := sss.At(s).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				f(spans.At(k))
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				f(sp)
 			}
 		}
 	}
