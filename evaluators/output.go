@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -30,14 +33,9 @@ type expectedOutputOption struct {
 }
 
 func (o expectedOutputOption) parse() (v any, ok bool, err error) {
-	v = o.Expected
-	if v == nil {
-		v = o.ExpectedOutput
-	} else if o.ExpectedOutput != nil {
-		return nil, false, fmt.Errorf("options `expected` and `expected_output` are the same: give one")
-	}
-	if v == nil {
-		return nil, false, nil
+	v, err = expectedOrAlias(o.Expected, o.ExpectedOutput, "expected_output")
+	if err != nil || v == nil {
+		return nil, false, err
 	}
 	if s, isStr := v.(string); isStr {
 		if x, err := parseJSON(s); err == nil {
@@ -71,11 +69,7 @@ type exactMatch struct {
 }
 
 func newExactMatch(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-	var o exactMatchOptions
-	if err := decodeOptions(opts, &o); err != nil {
-		return nil, err
-	}
-	cfg, has, err := o.parse()
+	o, cfg, has, err := decodeWithExpected[any, exactMatchOptions](opts)
 	if err != nil {
 		return nil, err
 	}
@@ -405,28 +399,22 @@ func (e *structuralMatch) compareArrays(exp, act []any, path string, d *structDi
 	}
 }
 
+// leafCount counts v's leaves; an empty object or array is one leaf.
 func leafCount(v any) int {
+	var children iter.Seq[any]
 	switch t := v.(type) {
 	case map[string]any:
-		if len(t) == 0 {
-			return 1
-		}
-		n := 0
-		for _, c := range t {
-			n += leafCount(c)
-		}
-		return n
+		children = maps.Values(t)
 	case []any:
-		if len(t) == 0 {
-			return 1
-		}
-		n := 0
-		for _, c := range t {
-			n += leafCount(c)
-		}
-		return n
+		children = slices.Values(t)
+	default:
+		return 1
 	}
-	return 1
+	n := 0
+	for c := range children {
+		n += leafCount(c)
+	}
+	return max(n, 1)
 }
 
 func leafEquals(e, a any) bool {
