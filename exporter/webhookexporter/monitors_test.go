@@ -14,9 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
-	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/evalbridge/evalbridge/internal/testkit"
 )
@@ -185,40 +184,16 @@ func TestMonitorSlackAndTemplate(t *testing.T) {
 func TestMonitorNotificationSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	var mu sync.Mutex
-	up := false
-	rec := newRecorder(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		isUp := up
-		mu.Unlock()
-		if !isUp {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		rec.srv.Config.Handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-
+	rec, recv := newRecorder(t), &downReceiver{}
+	srv := recv.start(t, rec)
 	newExporter := func(host storageHost, storageID component.ID) *harness {
 		cfg := syncConfig(srv.URL)
 		cfg.PerTraceAlerts = false
 		cfg.Monitors = []MonitorConfig{passRateMonitor()}
-		q := exporterhelper.NewDefaultQueueConfig()
-		q.StorageID = &storageID
-		q.NumConsumers = 1
-		cfg.QueueConfig = configoptional.Some(q)
-		cfg.RetryConfig.InitialInterval = 20 * time.Millisecond
-		cfg.RetryConfig.MaxInterval = 20 * time.Millisecond
-		cfg.RetryConfig.MaxElapsedTime = time.Hour
-		set := exportertest.NewNopSettings(Type)
-		set.Logger = zaptest.NewLogger(t)
-		set.ID = component.NewIDWithName(Type, "persistent")
-		exp, err := newTracesExporterWithTicker(ctx, set, cfg, time.Now,
-			func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} })
-		require.NoError(t, err)
-		require.NoError(t, exp.Start(ctx, host))
-		return &harness{exp: exp}
+		return startPersistent(t, cfg, host, storageID, func(set exporter.Settings, cfg *Config) (exporter.Traces, error) {
+			return newTracesExporterWithTicker(ctx, set, cfg, time.Now,
+				func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} })
+		})
 	}
 
 	storageID, ext1 := startFileStorage(t, dir)
@@ -228,9 +203,7 @@ func TestMonitorNotificationSurvivesRestart(t *testing.T) {
 	require.NoError(t, ext1.Shutdown(ctx))
 	assert.Empty(t, rec.requests())
 
-	mu.Lock()
-	up = true
-	mu.Unlock()
+	recv.setUp()
 	_, ext2 := startFileStorage(t, dir)
 	exp2 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext2}}, storageID)
 	require.Eventually(t, func() bool { return len(rec.requests()) >= 1 }, 10*time.Second, 10*time.Millisecond)
