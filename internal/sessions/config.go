@@ -7,8 +7,9 @@ package sessions
 
 import (
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/evalbridge/evalbridge/internal/configerr"
 )
 
 // Config is the `sessions:` block of the engine config.
@@ -31,17 +32,11 @@ func NewDefaultConfig() Config {
 
 // Validate checks the block, naming what is wrong.
 func (c *Config) Validate() error {
-	var errs []error
-	if c.Idle <= 0 {
-		errs = append(errs, fmt.Errorf("sessions: idle: %v must be positive", c.Idle))
-	}
-	if c.MaxSessions <= 0 {
-		errs = append(errs, fmt.Errorf("sessions: max_sessions: %d must be positive", c.MaxSessions))
-	}
-	if c.MaxTurns <= 0 {
-		errs = append(errs, fmt.Errorf("sessions: max_turns: %d must be positive", c.MaxTurns))
-	}
-	return errors.Join(errs...)
+	return errors.Join(
+		configerr.Positive("sessions: idle", c.Idle),
+		configerr.Positive("sessions: max_sessions", c.MaxSessions),
+		configerr.Positive("sessions: max_turns", c.MaxTurns),
+	)
 }
 
 // TickInterval is how often a collector looks for idle sessions: a tenth of
