@@ -56,6 +56,22 @@ func expectedOutput(c *adapter.Case, cfg any, hasCfg bool) (any, bool) {
 	return cfg, hasCfg
 }
 
+// outputToCompare is the case's expected output (else the configured one)
+// for an evaluator that compares it with the output; a skip when the case
+// has no output or there is nothing to compare it with.
+func outputToCompare(c *adapter.Case, cfg any, hasCfg bool) (any, *Result) {
+	if c.Output == "" {
+		r := Skipped(noOutput)
+		return nil, &r
+	}
+	expected, ok := expectedOutput(c, cfg, hasCfg)
+	if !ok {
+		r := Skipped(noExpectedOutput)
+		return nil, &r
+	}
+	return expected, nil
+}
+
 type exactMatchOptions struct {
 	expectedOutputOption `mapstructure:",squash"`
 	Trim                 bool `mapstructure:"trim"`
@@ -77,12 +93,9 @@ func newExactMatch(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 }
 
 func (e *exactMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
-	if c.Output == "" {
-		return Skipped(noOutput)
-	}
-	expected, ok := expectedOutput(c, e.cfg, e.hasCfg)
-	if !ok {
-		return Skipped(noExpectedOutput)
+	expected, skip := outputToCompare(c, e.cfg, e.hasCfg)
+	if skip != nil {
+		return *skip
 	}
 	want, isString := expected.(string)
 	if !isString {
@@ -256,12 +269,9 @@ func (d *structDiff) add(s string) {
 }
 
 func (e *structuralMatch) Evaluate(ctx context.Context, c *adapter.Case) Result {
-	if c.Output == "" {
-		return Skipped(noOutput)
-	}
-	expected, ok := expectedOutput(c, e.cfg, e.hasCfg)
-	if !ok {
-		return Skipped(noExpectedOutput)
+	expected, skip := outputToCompare(c, e.cfg, e.hasCfg)
+	if skip != nil {
+		return *skip
 	}
 	if s, ok := expected.(string); ok {
 		v, err := parseJSON(s)

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -200,15 +202,6 @@ func jaegerTraces(t *testing.T, base string, q url.Values) map[string]json.RawMe
 	return byID
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func TestJaegerEndToEnd(t *testing.T) {
 	j := startJaeger(t)
 	otlpIn := testkit.FreeAddr(t)
@@ -260,7 +253,7 @@ func TestJaegerEndToEnd(t *testing.T) {
 		}
 	}
 	sort.Strings(wantFailing)
-	if got := sortedKeys(failing); strings.Join(got, ",") != strings.Join(wantFailing, ",") {
+	if got := slices.Sorted(maps.Keys(failing)); strings.Join(got, ",") != strings.Join(wantFailing, ",") {
 		t.Fatalf("query by eval.booking_flow.passed=false found %d traces, want the %d failing ones:\n got %v\nwant %v",
 			len(got), len(wantFailing), got, wantFailing)
 	}
