@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -312,26 +313,10 @@ func (n number) float() float64 {
 
 func toNumber(v any) (number, bool) {
 	switch t := v.(type) {
-	case int:
-		return number{isInt: true, i: int64(t)}, true
-	case int8:
-		return number{isInt: true, i: int64(t)}, true
-	case int16:
-		return number{isInt: true, i: int64(t)}, true
-	case int32:
-		return number{isInt: true, i: int64(t)}, true
-	case int64:
-		return number{isInt: true, i: t}, true
-	case uint:
-		return fromUint(uint64(t)), true
-	case uint8:
-		return number{isInt: true, i: int64(t)}, true
-	case uint16:
-		return number{isInt: true, i: int64(t)}, true
-	case uint32:
-		return number{isInt: true, i: int64(t)}, true
-	case uint64:
-		return fromUint(t), true
+	case int, int8, int16, int32, int64:
+		return number{isInt: true, i: reflect.ValueOf(t).Int()}, true
+	case uint, uint8, uint16, uint32, uint64:
+		return fromUint(reflect.ValueOf(t).Uint()), true
 	case float32:
 		return fromFloat(float64(t)), true
 	case float64:
