@@ -7,8 +7,10 @@ package evaluators
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -277,14 +279,7 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // render shows a value compactly for reasons.
 func render(v any) string {
@@ -318,26 +313,10 @@ func (n number) float() float64 {
 
 func toNumber(v any) (number, bool) {
 	switch t := v.(type) {
-	case int:
-		return number{isInt: true, i: int64(t)}, true
-	case int8:
-		return number{isInt: true, i: int64(t)}, true
-	case int16:
-		return number{isInt: true, i: int64(t)}, true
-	case int32:
-		return number{isInt: true, i: int64(t)}, true
-	case int64:
-		return number{isInt: true, i: t}, true
-	case uint:
-		return fromUint(uint64(t)), true
-	case uint8:
-		return number{isInt: true, i: int64(t)}, true
-	case uint16:
-		return number{isInt: true, i: int64(t)}, true
-	case uint32:
-		return number{isInt: true, i: int64(t)}, true
-	case uint64:
-		return fromUint(t), true
+	case int, int8, int16, int32, int64:
+		return number{isInt: true, i: reflect.ValueOf(t).Int()}, true
+	case uint, uint8, uint16, uint32, uint64:
+		return fromUint(reflect.ValueOf(t).Uint()), true
 	case float32:
 		return fromFloat(float64(t)), true
 	case float64:

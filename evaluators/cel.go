@@ -236,17 +236,21 @@ func newCEL(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 
 // caseFieldsRead lists the fields of `case` an expression selects, and
 // whether it also uses `case` as a whole (passed to a function, compared).
-func caseFieldsRead(x ast.Expr) (map[string]bool, bool) {
+func caseFieldsRead(x ast.Expr) (map[string]bool, bool) { return fieldsSelected(x, "case") }
+
+// fieldsSelected lists the fields of variable that x selects
+// (variable.<field>), and whether x also uses variable otherwise.
+func fieldsSelected(x ast.Expr, variable string) (map[string]bool, bool) {
 	fields := map[string]bool{}
 	idents, selects := 0, 0
 	ast.PostOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
 		switch e.Kind() {
 		case ast.IdentKind:
-			if e.AsIdent() == "case" {
+			if e.AsIdent() == variable {
 				idents++
 			}
 		case ast.SelectKind:
-			if op := e.AsSelect().Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == "case" {
+			if op := e.AsSelect().Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == variable {
 				selects++
 				fields[e.AsSelect().FieldName()] = true
 			}

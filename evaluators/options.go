@@ -99,6 +99,28 @@ func compileOptionRegex(option, pattern string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
+// decodeWithExpected decodes an evaluator's options O and parses the
+// expectation their `expected` option configures (has: one is configured).
+func decodeWithExpected[T any, O interface{ parse() (T, bool, error) }](opts *confmap.Conf) (o O, cfg T, has bool, err error) {
+	if err = decodeOptions(opts, &o); err != nil {
+		return o, cfg, false, err
+	}
+	cfg, has, err = o.parse()
+	return o, cfg, has, err
+}
+
+// expectedOrAlias is the value of option `expected` or of alias, another
+// name of the same option: at most one of them may be given. nil: neither.
+func expectedOrAlias(expected, alias any, aliasName string) (any, error) {
+	if expected == nil {
+		return alias, nil
+	}
+	if alias != nil {
+		return nil, fmt.Errorf("options `expected` and `%s` are the same: give one", aliasName)
+	}
+	return expected, nil
+}
+
 // expectedOption is the `expected:` option shared by the tool-call
 // comparison evaluators. Absent (nil) means no expectation from config.
 type expectedOption struct {

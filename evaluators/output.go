@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -30,14 +33,9 @@ type expectedOutputOption struct {
 }
 
 func (o expectedOutputOption) parse() (v any, ok bool, err error) {
-	v = o.Expected
-	if v == nil {
-		v = o.ExpectedOutput
-	} else if o.ExpectedOutput != nil {
-		return nil, false, fmt.Errorf("options `expected` and `expected_output` are the same: give one")
-	}
-	if v == nil {
-		return nil, false, nil
+	v, err = expectedOrAlias(o.Expected, o.ExpectedOutput, "expected_output")
+	if err != nil || v == nil {
+		return nil, false, err
 	}
 	if s, isStr := v.(string); isStr {
 		if x, err := parseJSON(s); err == nil {
@@ -58,6 +56,22 @@ func expectedOutput(c *adapter.Case, cfg any, hasCfg bool) (any, bool) {
 	return cfg, hasCfg
 }
 
+// outputToCompare is the case's expected output (else the configured one)
+// for an evaluator that compares it with the output; a skip when the case
+// has no output or there is nothing to compare it with.
+func outputToCompare(c *adapter.Case, cfg any, hasCfg bool) (any, *Result) {
+	if c.Output == "" {
+		r := Skipped(noOutput)
+		return nil, &r
+	}
+	expected, ok := expectedOutput(c, cfg, hasCfg)
+	if !ok {
+		r := Skipped(noExpectedOutput)
+		return nil, &r
+	}
+	return expected, nil
+}
+
 type exactMatchOptions struct {
 	expectedOutputOption `mapstructure:",squash"`
 	Trim                 bool `mapstructure:"trim"`
@@ -71,11 +85,7 @@ type exactMatch struct {
 }
 
 func newExactMatch(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-	var o exactMatchOptions
-	if err := decodeOptions(opts, &o); err != nil {
-		return nil, err
-	}
-	cfg, has, err := o.parse()
+	o, cfg, has, err := decodeWithExpected[any, exactMatchOptions](opts)
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +93,9 @@ func newExactMatch(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 }
 
 func (e *exactMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
-	if c.Output == "" {
-		return Skipped(noOutput)
-	}
-	expected, ok := expectedOutput(c, e.cfg, e.hasCfg)
-	if !ok {
-		return Skipped(noExpectedOutput)
+	expected, skip := outputToCompare(c, e.cfg, e.hasCfg)
+	if skip != nil {
+		return *skip
 	}
 	want, isString := expected.(string)
 	if !isString {
@@ -262,12 +269,9 @@ func (d *structDiff) add(s string) {
 }
 
 func (e *structuralMatch) Evaluate(ctx context.Context, c *adapter.Case) Result {
-	if c.Output == "" {
-		return Skipped(noOutput)
-	}
-	expected, ok := expectedOutput(c, e.cfg, e.hasCfg)
-	if !ok {
-		return Skipped(noExpectedOutput)
+	expected, skip := outputToCompare(c, e.cfg, e.hasCfg)
+	if skip != nil {
+		return *skip
 	}
 	if s, ok := expected.(string); ok {
 		v, err := parseJSON(s)
@@ -405,28 +409,22 @@ func (e *structuralMatch) compareArrays(exp, act []any, path string, d *structDi
 	}
 }
 
+// leafCount counts v's leaves; an empty object or array is one leaf.
 func leafCount(v any) int {
+	var children iter.Seq[any]
 	switch t := v.(type) {
 	case map[string]any:
-		if len(t) == 0 {
-			return 1
-		}
-		n := 0
-		for _, c := range t {
-			n += leafCount(c)
-		}
-		return n
+		children = maps.Values(t)
 	case []any:
-		if len(t) == 0 {
-			return 1
-		}
-		n := 0
-		for _, c := range t {
-			n += leafCount(c)
-		}
-		return n
+		children = slices.Values(t)
+	default:
+		return 1
 	}
-	return 1
+	n := 0
+	for c := range children {
+		n += leafCount(c)
+	}
+	return max(n, 1)
 }
 
 func leafEquals(e, a any) bool {

@@ -209,6 +209,32 @@ func judgeFail(v judgeToolVerdict, key string) string {
 }
 
 // reliabilityResult totals the tools into the case's result.
+// evaluateTools is the frame of both reliability evaluators: skipped
+// without tool definitions; when the judge runs, one request asks checks
+// about every tool (what: the part judged; withSchema: with its parameter
+// schema); tally scores each tool from its rules and, when judged, its
+// verdict.
+func (b reliabilityBase) evaluateTools(ctx context.Context, c *adapter.Case, kind, what string, checks []judgeCheck, withSchema bool,
+	tally func(t adapter.ToolDefinition, v judgeToolVerdict, judged bool) toolTally) Result {
+	if len(c.ToolDefinitions) == 0 {
+		return Skipped("no tool definitions on the spans")
+	}
+	judged, note := b.judged()
+	var verdicts map[int]judgeToolVerdict
+	if judged {
+		var r *Result
+		verdicts, r = b.askToolChecks(ctx, what, checks, toolsData(c.ToolDefinitions, b.limit(), withSchema))
+		if r != nil {
+			return *r
+		}
+	}
+	tallies := make([]toolTally, 0, len(c.ToolDefinitions))
+	for i, t := range c.ToolDefinitions {
+		tallies = append(tallies, tally(t, verdicts[i+1], judged))
+	}
+	return reliabilityResult(kind, tallies, judged, note)
+}
+
 func reliabilityResult(kind string, tallies []toolTally, judged bool, note string) Result {
 	total := 0.0
 	var checks, passed, rc, rp, jc, jp int
@@ -264,20 +290,7 @@ func nameSegments(name string) int {
 }
 
 func (e *nameReliability) Evaluate(ctx context.Context, c *adapter.Case) Result {
-	if len(c.ToolDefinitions) == 0 {
-		return Skipped("no tool definitions on the spans")
-	}
-	judged, note := e.judged()
-	var verdicts map[int]judgeToolVerdict
-	if judged {
-		var r *Result
-		verdicts, r = e.askToolChecks(ctx, "name", nameJudgeChecks, toolsData(c.ToolDefinitions, e.limit(), false))
-		if r != nil {
-			return *r
-		}
-	}
-	tallies := make([]toolTally, 0, len(c.ToolDefinitions))
-	for i, t := range c.ToolDefinitions {
+	return e.evaluateTools(ctx, c, "name", "name", nameJudgeChecks, false, func(t adapter.ToolDefinition, v judgeToolVerdict, judged bool) toolTally {
 		tt := toolTally{name: t.Name, ruleChecks: 3}
 		rule := func(ok bool, fail string) bool {
 			if ok {
@@ -301,7 +314,6 @@ func (e *nameReliability) Evaluate(ctx context.Context, c *adapter.Case) Result 
 		intent := rule(word == "", fmt.Sprintf("names the implementation (%s)", word))
 		results := []bool{snake, concise}
 		if judged {
-			v := verdicts[i+1]
 			for _, jc := range nameJudgeChecks {
 				ok := v.Checks[jc.key]
 				tt.judgeChecks++
@@ -325,9 +337,8 @@ func (e *nameReliability) Evaluate(ctx context.Context, c *adapter.Case) Result 
 				tt.passed++
 			}
 		}
-		tallies = append(tallies, tt)
-	}
-	return reliabilityResult("name", tallies, judged, note)
+		return tt
+	})
 }
 
 type descriptionOptions struct {
@@ -410,24 +421,9 @@ func (e *descriptionReliability) descriptionRules(t adapter.ToolDefinition) tool
 }
 
 func (e *descriptionReliability) Evaluate(ctx context.Context, c *adapter.Case) Result {
-	if len(c.ToolDefinitions) == 0 {
-		return Skipped("no tool definitions on the spans")
-	}
-	judged, note := e.judged()
-	var verdicts map[int]judgeToolVerdict
-	if judged {
-		var r *Result
-		verdicts, r = e.askToolChecks(ctx, "description (with its parameter schema)", descriptionJudgeChecks,
-			toolsData(c.ToolDefinitions, e.limit(), true))
-		if r != nil {
-			return *r
-		}
-	}
-	tallies := make([]toolTally, 0, len(c.ToolDefinitions))
-	for i, t := range c.ToolDefinitions {
+	return e.evaluateTools(ctx, c, "description", "description (with its parameter schema)", descriptionJudgeChecks, true, func(t adapter.ToolDefinition, v judgeToolVerdict, judged bool) toolTally {
 		tt := e.descriptionRules(t)
 		if judged {
-			v := verdicts[i+1]
 			for _, jc := range descriptionJudgeChecks {
 				tt.checks++
 				tt.judgeChecks++
@@ -439,7 +435,6 @@ func (e *descriptionReliability) Evaluate(ctx context.Context, c *adapter.Case) 
 				}
 			}
 		}
-		tallies = append(tallies, tt)
-	}
-	return reliabilityResult("description", tallies, judged, note)
+		return tt
+	})
 }

@@ -24,14 +24,9 @@ type retrievalOptions struct {
 
 // parseExpectedDocuments reads the configured expected documents.
 func (o retrievalOptions) parseExpectedDocuments() ([]any, bool, error) {
-	v := o.Expected
-	if v == nil {
-		v = o.ExpectedDocuments
-	} else if o.ExpectedDocuments != nil {
-		return nil, false, fmt.Errorf("options `expected` and `expected_documents` are the same: give one")
-	}
-	if v == nil {
-		return nil, false, nil
+	v, err := expectedOrAlias(o.Expected, o.ExpectedDocuments, "expected_documents")
+	if err != nil || v == nil {
+		return nil, false, err
 	}
 	if s, ok := v.(string); ok {
 		x, err := parseJSON(s)

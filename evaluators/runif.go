@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -85,27 +86,8 @@ func compileRunIf(expr string) (*RunIf, error) {
 // resultNames lists the names selected as results.<name>, sorted, and
 // whether `results` is also used otherwise.
 func resultNames(x ast.Expr) ([]string, bool) {
-	set := map[string]bool{}
-	idents, selects := 0, 0
-	ast.PostOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
-		switch e.Kind() {
-		case ast.IdentKind:
-			if e.AsIdent() == "results" {
-				idents++
-			}
-		case ast.SelectKind:
-			if op := e.AsSelect().Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == "results" {
-				selects++
-				set[e.AsSelect().FieldName()] = true
-			}
-		}
-	}))
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names, idents != selects
+	set, whole := fieldsSelected(x, "results")
+	return slices.Sorted(maps.Keys(set)), whole
 }
 
 // Eval decides whether the instance runs: results holds the results of

@@ -509,11 +509,7 @@ type toolCallAccuracy struct {
 }
 
 func newToolCallAccuracy(opts *confmap.Conf, _ Deps) (Evaluator, error) {
-	var o accuracyOptions
-	if err := decodeOptions(opts, &o); err != nil {
-		return nil, err
-	}
-	cfg, has, err := o.parse()
+	o, cfg, has, err := decodeWithExpected[[]adapter.ExpectedCall, accuracyOptions](opts)
 	if err != nil {
 		return nil, err
 	}

@@ -6,16 +6,15 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // What the scripted conversation in interop/node/lib (server.mjs, agent.mjs)
@@ -221,18 +220,7 @@ var fixtures = func() []fixture {
 	return append(out, responsesAPI)
 }()
 
-func decode(t *testing.T, file string) ptrace.Traces {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(b)
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return td
-}
+func decode(t *testing.T, file string) ptrace.Traces { return testkit.ReadTraces(t, file) }
 
 // load adapts a fixture's trace, joined with its content log records
 // when the library writes content there.
@@ -255,15 +243,7 @@ func adaptFixture(t *testing.T, f fixture, td ptrace.Traces) []adapter.Case {
 // records in the OTLP/JSON logs file at logsPath.
 func adaptJoined(t *testing.T, td ptrace.Traces, logsPath string) []adapter.Case {
 	t.Helper()
-	b, err := os.ReadFile(logsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(b)
-	if err != nil {
-		t.Fatalf("%s: %v", logsPath, err)
-	}
-	records := adapter.GroupLogsByTrace(ld)
+	records := adapter.GroupLogsByTrace(testkit.ReadLogs(t, logsPath))
 	traces := adapter.GroupByTrace(td)
 	if len(traces) != 1 {
 		t.Fatalf("%d traces, want 1", len(traces))

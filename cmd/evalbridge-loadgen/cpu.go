@@ -67,22 +67,11 @@ func (r cpuRun) perSpan() float64 {
 }
 
 func runCPU(ctx context.Context, o cpuOptions) error {
-	dir, err := os.MkdirTemp("", "evalbridge-cpu-")
+	dir, bin, cleanup, err := prepareRun(ctx, "evalbridge-cpu-", o.keep, o.collector, o.out)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintf(o.out, "configs and logs in %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	bin := o.collector
-	if bin == "" {
-		fmt.Fprintln(o.out, "building ./cmd/otelcol-evalbridge …")
-		if bin, err = buildCollector(ctx, dir); err != nil {
-			return err
-		}
-	}
+	defer cleanup()
 	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
 	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span")
 	var runs []cpuRun
@@ -162,17 +151,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	if err := <-profiled; err != nil {
 		return cpuRun{}, err
 	}
-	complete := s.quiet(ctx, 100*time.Millisecond, time.Now().Add(60*time.Second), func() bool {
-		arr, _, _, _, _ := s.snapshot()
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		for seq, si := range l.gen.spans {
-			if _, ok := arr[int64(seq)]; si.acked && !ok {
-				return false
-			}
-		}
-		return true
-	})
+	complete := s.quiet(ctx, 100*time.Millisecond, time.Now().Add(60*time.Second), l.allAckedArrived(s))
 	after, err := processCPU(pid)
 	if err != nil {
 		return cpuRun{}, err

@@ -140,22 +140,8 @@ func account(name string, l *load, s *sink) report {
 			r.BadPasses++
 		}
 	}
-	if len(lostBy) > 0 {
-		var by []string
-		for kind, n := range lostBy {
-			by = append(by, fmt.Sprintf("%s %d", kind, n))
-		}
-		sort.Strings(by)
-		r.Notes = append(r.Notes, "lost spans by trace kind: "+strings.Join(by, ", "))
-	}
-	if len(falseBy) > 0 {
-		var by []string
-		for name, n := range falseBy {
-			by = append(by, fmt.Sprintf("%s %d", name, n))
-		}
-		sort.Strings(by)
-		r.Notes = append(r.Notes, "false failures by trace kind/evaluator: "+strings.Join(by, ", "))
-	}
+	r.Notes = appendCounts(r.Notes, "lost spans by trace kind: ", lostBy)
+	r.Notes = appendCounts(r.Notes, "false failures by trace kind/evaluator: ", falseBy)
 	if len(hostileBy) > 0 {
 		kinds := make([]string, 0, len(hostileBy))
 		for k := range hostileBy {
@@ -172,6 +158,20 @@ func account(name string, l *load, s *sink) report {
 	r.P99Runs = p99(runs)
 	r.P99Plain = p99(plain)
 	return r
+}
+
+// appendCounts appends the note title followed by counts as "key n", in
+// key order; nothing when counts is empty.
+func appendCounts(notes []string, title string, counts map[string]int) []string {
+	if len(counts) == 0 {
+		return notes
+	}
+	by := make([]string, 0, len(counts))
+	for k, n := range counts {
+		by = append(by, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(by)
+	return append(notes, title+strings.Join(by, ", "))
 }
 
 func mapValues(m map[string]string) []string {
@@ -194,21 +194,6 @@ func p99(ds []time.Duration) time.Duration {
 // leaks, bad passes, misplaced results): what -strict turns into exit 1.
 func (r report) failures() []string {
 	var out []string
-	if r.Lost > 0 {
-		out = append(out, fmt.Sprintf("%d acknowledged spans lost", r.Lost))
-	}
-	if r.FalseFail > 0 {
-		out = append(out, fmt.Sprintf("%d false failures", r.FalseFail))
-	}
-	if r.KeyLeaks > 0 {
-		out = append(out, fmt.Sprintf("%d judge-key leaks", r.KeyLeaks))
-	}
-	if r.BadPasses > 0 {
-		out = append(out, fmt.Sprintf("%d bad token counts passed", r.BadPasses))
-	}
-	if r.Misplaced > 0 {
-		out = append(out, fmt.Sprintf("%d spans with results that are not the agent span", r.Misplaced))
-	}
 	if r.FloodWant > 0 {
 		switch {
 		case r.FloodErr != "":
@@ -225,8 +210,20 @@ func (r report) failures() []string {
 	case r.RedirectHits < 0:
 		out = append(out, "the judge redirected nothing: the redirect check did not run")
 	}
-	if r.CrossDelivered > 0 {
-		out = append(out, fmt.Sprintf("%d spans went on through another pipeline", r.CrossDelivered))
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{r.Lost, "acknowledged spans lost"},
+		{r.FalseFail, "false failures"},
+		{r.KeyLeaks, "judge-key leaks"},
+		{r.BadPasses, "bad token counts passed"},
+		{r.Misplaced, "spans with results that are not the agent span"},
+		{r.CrossDelivered, "spans went on through another pipeline"},
+	} {
+		if c.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", c.n, c.what))
+		}
 	}
 	if r.MaxHostileBound > 0 && r.MaxHostile > r.MaxHostileBound {
 		out = append(out, fmt.Sprintf("a hostile span waited %s (bound %s)", round(r.MaxHostile), r.MaxHostileBound))

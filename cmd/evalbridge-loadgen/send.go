@@ -83,6 +83,22 @@ type load struct {
 	start time.Time
 }
 
+// allAckedArrived says whether every span the collector acknowledged has
+// arrived at the sink s (the drain's end condition).
+func (l *load) allAckedArrived(s *sink) func() bool {
+	return func() bool {
+		arr, _, _, _, _ := s.snapshot()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for seq, si := range l.gen.spans {
+			if _, ok := arr[int64(seq)]; si.acked && !ok {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 func newLoad(cfg loadConfig) *load {
 	if cfg.conns <= 0 {
 		cfg.conns = 4

@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/annotator"
@@ -98,17 +97,11 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	raw, err := otlphttpbody.Read(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	td, ok := otlphttpbody.Traces(w, r)
+	if !ok {
 		return
 	}
-	req := ptraceotlp.NewExportRequest()
-	if err := req.UnmarshalProto(raw); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	s.record(req.Traces(), time.Now())
+	s.record(td, time.Now())
 	s.mu.Lock()
 	delay := s.delay
 	s.mu.Unlock()
@@ -118,9 +111,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 	}
-	resp, _ := ptraceotlp.NewExportResponse().MarshalProto()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(resp)
+	otlphttpbody.Accept(w)
 }
 
 // record counts the spans of td.

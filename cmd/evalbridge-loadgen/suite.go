@@ -335,26 +335,39 @@ service:
 		extraRecv, extraExp, extraPipes, mainExp))
 }
 
+// prepareRun makes the run's directory (kept with keep, else removed by
+// cleanup) and finds the collector binary: collector, or one built into
+// the directory.
+func prepareRun(ctx context.Context, prefix string, keep bool, collector string, out io.Writer) (dir, bin string, cleanup func(), err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	if keep {
+		fmt.Fprintf(out, "configs and logs in %s\n", dir)
+		cleanup = func() {}
+	}
+	bin = collector
+	if bin == "" {
+		fmt.Fprintln(out, "building ./cmd/otelcol-evalbridge …")
+		if bin, err = buildCollector(ctx, dir); err != nil {
+			cleanup()
+			return "", "", nil, err
+		}
+	}
+	return dir, bin, cleanup, nil
+}
+
 // runSuite runs the scenarios and prints a report per scenario and a table.
 // It returns an error when a scenario could not run, or, with strict, when a
 // promise was broken.
 func runSuite(ctx context.Context, o suiteOptions) error {
-	dir, err := os.MkdirTemp("", "evalbridge-suite-")
+	dir, bin, cleanup, err := prepareRun(ctx, "evalbridge-suite-", o.keep, o.collector, o.out)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintf(o.out, "configs and logs in %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	bin := o.collector
-	if bin == "" {
-		fmt.Fprintln(o.out, "building ./cmd/otelcol-evalbridge …")
-		if bin, err = buildCollector(ctx, dir); err != nil {
-			return err
-		}
-	}
+	defer cleanup()
 	var reports []report
 	var broken []string
 	for _, sc := range scenarios(o.short) {
@@ -536,17 +549,7 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 		// deadline.
 		deadline := time.Now().Add(sc.drain)
 		idle := sc.scoreWait + 3*time.Second
-		complete := s.quiet(ctx, idle, deadline, func() bool {
-			arr, _, _, _, _ := s.snapshot()
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			for seq, si := range l.gen.spans {
-				if _, ok := arr[int64(seq)]; si.acked && !ok {
-					return false
-				}
-			}
-			return true
-		})
+		complete := s.quiet(ctx, idle, deadline, l.allAckedArrived(s))
 		if !complete {
 			notes = append(notes, fmt.Sprintf("not every acknowledged span arrived within the %s drain", sc.drain))
 		}

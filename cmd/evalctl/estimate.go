@@ -80,15 +80,8 @@ func estimateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil {
 		return exitUsage
 	}
-	switch {
-	case *configPath == "":
-		fmt.Fprintln(stderr, "evalctl estimate: --config is required")
-		return exitUsage
-	case jaeger.checkInputs(inputs) != nil:
-		fmt.Fprintf(stderr, "evalctl estimate: %v\n", jaeger.checkInputs(inputs))
-		return exitUsage
-	case *summaryFormat != "text" && *summaryFormat != "json":
-		fmt.Fprintf(stderr, "evalctl estimate: --summary %q: want text or json\n", *summaryFormat)
+	if err := checkScoringArgs(*configPath, *summaryFormat, jaeger, inputs); err != nil {
+		fmt.Fprintf(stderr, "evalctl estimate: %v\n", err)
 		return exitUsage
 	}
 	cfg, err := loadConfig(ctx, *configPath, stderr)

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,41 +48,6 @@ func jaegerBinary(t *testing.T) string {
 	return bin
 }
 
-const jaegerConfig = `
-service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_query:
-    storage:
-      traces: memstore
-    http:
-      endpoint: %[1]s
-    grpc:
-      endpoint: %[2]s
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 100000
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %[3]s
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-`
-
 // jaegerServer is a running Jaeger v2: its query API URL and OTLP/HTTP
 // endpoint.
 type jaegerServer struct {
@@ -93,7 +60,7 @@ func startJaeger(t *testing.T) jaegerServer {
 	bin := jaegerBinary(t)
 	query, grpcAddr, otlp := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, query, grpcAddr, otlp)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(testkit.Config(t, "testdata/jaeger.yaml", map[string]string{"Query": query, "GRPC": grpcAddr, "OTLP": otlp})), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config", cfg)
@@ -150,57 +117,6 @@ func jaegerTestFactories() (otelcol.Factories, error) {
 	return f, err
 }
 
-const jaegerCollectorConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 300ms
-    evaluators:
-      - type: tool_trajectory
-        name: booking_flow
-        mode: in_order
-        threshold: 1.0
-        expected:
-          - {name: search_flights, arguments: {origin: BER, destination: LIS}}
-          - {name: book_hotel, arguments: {city: Lisbon, nights: 5}}
-        arguments: {mode: subset, case_insensitive: true}
-      - type: tool_error
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: none
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http]
-`
-
-// rescoreConfig is the changed config evalctl re-scores with: booking_flow
-// passes at 0.6, so the wrong-order runs (0.5) fail and the OpenInference
-// ones (0.67) pass.
-const rescoreConfig = `
-timeout: 30s
-evaluators:
-  - type: tool_trajectory
-    name: booking_flow
-    mode: in_order
-    threshold: 0.6
-    expected:
-      - {name: search_flights, arguments: {origin: BER, destination: LIS}}
-      - {name: book_hotel, arguments: {city: Lisbon, nights: 5}}
-    arguments: {mode: subset, case_insensitive: true}
-`
-
 // exampleCopies makes n traces from the three example runs, round robin,
 // each with a trace id of its own, its times moved to the last minutes and
 // service.name set to service. It returns them with the example each came
@@ -210,15 +126,7 @@ func exampleCopies(t *testing.T, n int, service string) ([]ptrace.Traces, map[st
 	files := []string{"travel-agent-semconv.json", "travel-agent-wrong-order.json", "travel-agent-openinference.json"}
 	var originals []ptrace.Traces
 	for _, f := range files {
-		raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "traces", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		originals = append(originals, td)
+		originals = append(originals, testkit.ReadTraces(t, filepath.Join("..", "..", "examples", "traces", f)))
 	}
 	now := time.Now()
 	source := map[string]string{}
@@ -294,19 +202,10 @@ func jaegerTraces(t *testing.T, base string, q url.Values) map[string]json.RawMe
 	return byID
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func TestJaegerEndToEnd(t *testing.T) {
 	j := startJaeger(t)
 	otlpIn := testkit.FreeAddr(t)
-	testkit.StartCollector(t, jaegerTestFactories, fmt.Sprintf(jaegerCollectorConfig, otlpIn, j.otlpURL))
+	testkit.StartCollector(t, jaegerTestFactories, testkit.Config(t, "testdata/jaeger-collector.yaml", map[string]string{"OTLP": otlpIn, "Jaeger": j.otlpURL}))
 
 	// EVALBRIDGE_JAEGER_TRACES sends more (a multiple of 3) to time a
 	// bigger pull; CI sends 60.
@@ -354,7 +253,7 @@ func TestJaegerEndToEnd(t *testing.T) {
 		}
 	}
 	sort.Strings(wantFailing)
-	if got := sortedKeys(failing); strings.Join(got, ",") != strings.Join(wantFailing, ",") {
+	if got := slices.Sorted(maps.Keys(failing)); strings.Join(got, ",") != strings.Join(wantFailing, ",") {
 		t.Fatalf("query by eval.booking_flow.passed=false found %d traces, want the %d failing ones:\n got %v\nwant %v",
 			len(got), len(wantFailing), got, wantFailing)
 	}
@@ -366,10 +265,7 @@ func TestJaegerEndToEnd(t *testing.T) {
 
 	// Re-score the stored traces with a changed config.
 	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "rescore.yaml")
-	if err := os.WriteFile(cfgPath, []byte(rescoreConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := filepath.Join("testdata", "rescore.yaml")
 	outPath, reportPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "report.html")
 	var stdout, stderr bytes.Buffer
 	began := time.Now()

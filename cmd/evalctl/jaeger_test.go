@@ -10,6 +10,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 const (
@@ -133,19 +135,7 @@ func jaegerExportOf(t *testing.T, td ptrace.Traces) []byte {
 	return append(b, '\n')
 }
 
-func readOTLPFile(t *testing.T, path string) ptrace.Traces {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var u ptrace.JSONUnmarshaler
-	td, err := u.UnmarshalTraces(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return td
-}
+func readOTLPFile(t *testing.T, path string) ptrace.Traces { return testkit.ReadTraces(t, path) }
 
 func TestJaegerExampleIsTheExportOfTheOTLPExample(t *testing.T) {
 	want := jaegerExportOf(t, readOTLPFile(t, otlpExample))

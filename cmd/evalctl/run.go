@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,20 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/internal/engine"
 )
+
+// checkScoringArgs checks what run and estimate both take: a --config,
+// inputs that agree with --jaeger, a --summary format.
+func checkScoringArgs(configPath, summaryFormat string, jaeger *jaegerSource, inputs []string) error {
+	switch {
+	case configPath == "":
+		return errors.New("--config is required")
+	case jaeger.checkInputs(inputs) != nil:
+		return jaeger.checkInputs(inputs)
+	case summaryFormat != "text" && summaryFormat != "json":
+		return fmt.Errorf("--summary %q: want text or json", summaryFormat)
+	}
+	return nil
+}
 
 // parseInterleaved parses flags that may appear before, between or after the
 // positional arguments (`evalctl run in.json --config c.yaml` works too).
@@ -81,15 +96,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return exitUsage
 	}
-	switch {
-	case *configPath == "":
-		fmt.Fprintln(stderr, "evalctl run: --config is required")
-		return exitUsage
-	case jaeger.checkInputs(inputs) != nil:
-		fmt.Fprintf(stderr, "evalctl run: %v\n", jaeger.checkInputs(inputs))
-		return exitUsage
-	case *summaryFormat != "text" && *summaryFormat != "json":
-		fmt.Fprintf(stderr, "evalctl run: --summary %q: want text or json\n", *summaryFormat)
+	if err := checkScoringArgs(*configPath, *summaryFormat, jaeger, inputs); err != nil {
+		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
 	}
 

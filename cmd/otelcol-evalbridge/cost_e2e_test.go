@@ -6,64 +6,15 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
-
-const costE2EConfig = `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 200ms
-    judges:
-      default:
-        endpoint: %[3]s
-        model: judge-model
-        cache_size: 0
-        price: {input_per_million_tokens: 0.15, output_per_million_tokens: 0.60, currency: USD}
-        budget: {cost_per_hour: 2, cost_per_day: 20}
-    evaluators:
-      - type: tool_error
-        name: tools_ok
-      - type: task_completion
-        name: failure_review
-        judge: default
-        run_if: 'results.tools_ok.status == "failed"'
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    retry_on_failure:
-      enabled: false
-service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: normal
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %[4]s
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http]
-`
 
 // TestEndToEndJudgeCostBehindACascade: the collector with a priced judge
 // behind a deterministic check. Only the run whose tool failed is judged;
@@ -72,12 +23,10 @@ service:
 func TestEndToEndJudgeCostBehindACascade(t *testing.T) {
 	const verdict = `{"accomplished": false, "complete": false, "grounded": true, "failed_or_errored": true, "reason": "the payment failed and the agent said it booked"}`
 	judgeSrv := judgetest.New(t, judgetest.Counting(verdict))
-	be := &backend{spans: map[string]ptrace.Span{}}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := testkit.NewSink(t)
 	grpcAddr, promAddr := freeAddr(t), freeAddr(t)
 	_, promPort, _ := net.SplitHostPort(promAddr)
-	startCollector(t, fmt.Sprintf(costE2EConfig, grpcAddr, srv.URL, judgeSrv.Endpoint(), promPort))
+	startCollector(t, testkit.Config(t, "testdata/judge-cost.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Judge": judgeSrv.Endpoint(), "PromPort": promPort}))
 
 	ctx := context.Background()
 	tp := newSDK(t, grpcAddr, "cost-e2e")
@@ -94,14 +43,14 @@ func TestEndToEndJudgeCostBehindACascade(t *testing.T) {
 	}
 	const want = 4 * 6
 	deadline := time.Now().Add(20 * time.Second)
-	for be.count() < want && time.Now().Before(deadline) {
+	for be.SpanCount() < want && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if be.count() != want {
-		t.Fatalf("backend received %d spans, want %d", be.count(), want)
+	if be.SpanCount() != want {
+		t.Fatalf("backend received %d spans, want %d", be.SpanCount(), want)
 	}
 	for i := range 4 {
-		s, _ := be.get(fmt.Sprintf("run%d invoke_agent travel_agent", i))
+		s, _ := be.Span(fmt.Sprintf("run%d invoke_agent travel_agent", i))
 		st, _ := s.Attributes().Get("eval.failure_review.status")
 		reason, _ := s.Attributes().Get("eval.failure_review.reason")
 		if i == 2 && st.Str() != "failed" || i != 2 && (st.Str() != "skipped" || reason.Str() != "run_if") {

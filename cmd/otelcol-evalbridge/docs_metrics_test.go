@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"io/fs"
@@ -20,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // repoRoot is the repository, from this package's directory.
@@ -118,38 +118,6 @@ func declaredInstruments(t *testing.T) map[string]*instrument {
 	return out
 }
 
-// scrapeTypesAndLabels reads the Prometheus text exposition: family name -> type, and the
-// label names seen per family.
-func scrapeTypesAndLabels(t *testing.T, url string) (map[string]string, map[string]map[string]bool) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	types, labels := map[string]string{}, map[string]map[string]bool{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	sample := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? `)
-	label := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
-	for sc.Scan() {
-		line := sc.Text()
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-			types[f[2]] = f[3]
-			continue
-		}
-		if m := sample.FindStringSubmatch(line); m != nil {
-			if labels[m[1]] == nil {
-				labels[m[1]] = map[string]bool{}
-			}
-			for _, l := range label.FindAllStringSubmatch(m[2], -1) {
-				labels[m[1]][l[1]] = true
-			}
-		}
-	}
-	return types, labels
-}
-
 // The collector's own metrics as its Prometheus endpoint exposes them
 // (service::telemetry::metrics, a pull reader with its defaults): the
 // series names a PromQL expression may use.
@@ -162,52 +130,8 @@ func TestMetricsInDocsAreEmitted(t *testing.T) {
 	defer hook.Close()
 	otlpAddr, promAddr := freeAddr(t), freeAddr(t)
 	promHost, promPort, _ := strings.Cut(promAddr, ":")
-	startCollector(t, fmt.Sprintf(`
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %s
-processors:
-  eval:
-    wait: 100ms
-    judges:
-      default:
-        endpoint: %s
-        model: m
-        budget: {tokens_per_hour: 100000}
-    evaluators:
-      - type: tool_trajectory
-        name: booking_flow
-        mode: strict
-        expected: [search_flights]
-      - type: llm_judge
-        name: helpful
-        judge: default
-        criteria: helpful
-exporters:
-  debug:
-    verbosity: basic
-  webhook:
-    endpoint: %s
-service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: detailed
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: %s
-                port: %s
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [debug, webhook]
-`, otlpAddr, judge.URL+"/v1", hook.URL, promHost, promPort))
+	startCollector(t, testkit.Config(t, "testdata/docs-metrics.yaml", map[string]string{
+		"OTLP": otlpAddr, "Judge": judge.URL + "/v1", "Webhook": hook.URL, "PromHost": promHost, "PromPort": promPort}))
 	for _, f := range []string{"travel-agent-semconv.json", "travel-agent-wrong-order.json"} {
 		postJSON(t, "http://"+otlpAddr+"/v1/traces", filepath.Join(repoRoot, "examples", "traces", f))
 	}
@@ -215,7 +139,8 @@ service:
 	var types map[string]string
 	var labels map[string]map[string]bool
 	waitFor(t, 30*time.Second, "evaluation and judge metrics", func() bool {
-		types, labels = scrapeTypesAndLabels(t, url)
+		e := testkit.Scrape(t, url)
+		types, labels = e.Types, e.LabelNames()
 		return types["otelcol_processor_eval_judge_requests"] != "" || types["otelcol_processor_eval_judge_requests_total"] != ""
 	})
 

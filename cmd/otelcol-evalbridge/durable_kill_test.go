@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,45 +20,6 @@ import (
 
 	"github.com/evalbridge/evalbridge/internal/testkit"
 )
-
-const killConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %[1]s
-extensions:
-  file_storage/eval:
-    directory: %[3]s
-    create_directory: true
-processors:
-  eval:
-    wait: 3s
-    storage: file_storage/eval
-    evaluators:
-      - type: tool_error
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    sending_queue:
-      enabled: false
-service:
-  extensions: [file_storage/eval]
-  telemetry:
-    logs:
-      level: info
-    metrics:
-      level: none
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http]
-    logs:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http]
-`
 
 // collectorProc is the built distribution running as a process of its own.
 type collectorProc struct {
@@ -173,12 +133,10 @@ func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	be := &signalBackend{}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := testkit.NewSink(t)
 	addr := freeAddr(t)
 	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(killConfig, addr, srv.URL, filepath.Join(dir, "storage"))), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(testkit.Config(t, "testdata/sigkill.yaml", map[string]string{"OTLP": addr, "Backend": be.URL, "Storage": filepath.Join(dir, "storage")})), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + addr
@@ -227,7 +185,7 @@ func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
 	for i := 0; i < traces; i++ {
 		first, _, _ := killTrace(i)
 		id := first.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID()
-		root, ok := be.spansOf(id.String())["invoke_agent travel "+pcommon.SpanID{0, 0, 0, 0, 0, 0, byte(i), 1}.String()]
+		root, ok := spansOf(be, id.String())["invoke_agent travel "+pcommon.SpanID{0, 0, 0, 0, 0, 0, byte(i), 1}.String()]
 		if !ok {
 			t.Fatalf("trace %d: no root span", i)
 		}
@@ -245,47 +203,27 @@ func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
 }
 
 // spanIDs counts the spans the backend got, by trace and span id.
-func spanIDs(b *signalBackend) map[[24]byte]int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func spanIDs(b *testkit.Sink) map[[24]byte]int {
 	out := map[[24]byte]int{}
-	for _, td := range b.traces {
-		rss := td.ResourceSpans()
-		for i := 0; i < rss.Len(); i++ {
-			sss := rss.At(i).ScopeSpans()
-			for j := 0; j < sss.Len(); j++ {
-				spans := sss.At(j).Spans()
-				for k := 0; k < spans.Len(); k++ {
-					var key [24]byte
-					tid, sid := spans.At(k).TraceID(), spans.At(k).SpanID()
-					copy(key[:16], tid[:])
-					copy(key[16:], sid[:])
-					out[key]++
-				}
-			}
-		}
+	for _, s := range b.Spans() {
+		var key [24]byte
+		tid, sid := s.TraceID(), s.SpanID()
+		copy(key[:16], tid[:])
+		copy(key[16:], sid[:])
+		out[key]++
 	}
 	return out
 }
 
 // contentRecords counts the gen_ai.user.message records the backend got.
-func contentRecords(b *signalBackend) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func contentRecords(b *testkit.Sink) int {
 	n := 0
-	for _, ld := range b.logs {
-		rls := ld.ResourceLogs()
-		for i := 0; i < rls.Len(); i++ {
-			sls := rls.At(i).ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				lrs := sls.At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					if v, ok := lrs.At(k).Attributes().Get("event.name"); ok && v.Str() == "gen_ai.user.message" {
-						n++
-					}
-				}
+	for _, ld := range b.Logs() {
+		testkit.ForEachLogRecord(ld, func(lr plog.LogRecord) {
+			if v, ok := lr.Attributes().Get("event.name"); ok && v.Str() == "gen_ai.user.message" {
+				n++
 			}
-		}
+		})
 	}
 	return n
 }

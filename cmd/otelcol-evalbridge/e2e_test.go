@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -21,108 +17,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
 	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
-// backend is an OTLP/HTTP traces endpoint that keeps what it receives.
-type backend struct {
-	mu    sync.Mutex
-	spans map[string]ptrace.Span // by span name; names are unique in the test
-	all   []ptrace.Span          // every span, in arrival order
-}
-
-func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/traces" {
-		http.NotFound(w, r)
-		return
-	}
-	raw, err := otlphttpbody.Read(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	req := ptraceotlp.NewExportRequest()
-	if err := req.UnmarshalProto(raw); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	b.mu.Lock()
-	rss := req.Traces().ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				s := ptrace.NewSpan()
-				spans.At(k).CopyTo(s)
-				b.spans[s.Name()] = s
-				b.all = append(b.all, s)
-			}
-		}
-	}
-	b.mu.Unlock()
-	resp, _ := ptraceotlp.NewExportResponse().MarshalProto()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(resp)
-}
-
-func (b *backend) get(name string) (ptrace.Span, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s, ok := b.spans[name]
-	return s, ok
-}
-
-func (b *backend) count() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.spans)
-}
-
 func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
-
-const e2eConfig = `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 200ms
-    evaluators:
-      - type: tool_trajectory
-        mode: in_order
-        threshold: 1.0
-        expected: [{name: search_flights}, {name: book_flight}]
-      - type: tool_error
-        threshold: 1.0
-      - type: tool_efficiency
-        threshold: 0.5
-  batch:
-    timeout: 50ms
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    retry_on_failure:
-      enabled: false
-` + quietService + `    traces:
-      receivers: [otlp]
-      processors: [eval, batch]
-      exporters: [otlp_http]
-`
-
-// quietService starts the service block of the e2e configs: the collector
-// logs warnings only and exports no metrics of its own; the pipelines follow.
-const quietService = `service:
-  telemetry:
-    logs:
-      level: warn
-    metrics:
-      level: none
-  pipelines:
-`
 
 // newSDK is the Go OTel SDK exporting over OTLP/gRPC to addr, synchronously,
 // as service.
@@ -196,12 +94,10 @@ func agentRun(ctx context.Context, tr trace.Tracer, prefix string, expected stri
 // eval processor, OTLP/HTTP out to a test backend; it checks the results
 // written onto the agent spans and that a non-GenAI span goes through.
 func TestEndToEnd(t *testing.T) {
-	be := &backend{spans: map[string]ptrace.Span{}}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := testkit.NewSink(t)
 
 	grpcAddr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(e2eConfig, grpcAddr, srv.URL))
+	startCollector(t, testkit.Config(t, "testdata/e2e.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL}))
 
 	ctx := context.Background()
 	tp := newSDK(t, grpcAddr, "e2e-agent")
@@ -225,14 +121,14 @@ func TestEndToEnd(t *testing.T) {
 	// bad: agent + 4 chats + 3 tools; good: agent + 3 chats + 2 tools; plain: 1.
 	const want = 8 + 6 + 1
 	deadline := time.Now().Add(20 * time.Second)
-	for be.count() < want && time.Now().Before(deadline) {
+	for be.SpanCount() < want && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := be.count(); got != want {
+	if got := be.SpanCount(); got != want {
 		t.Fatalf("backend received %d spans, want %d", got, want)
 	}
 
-	bad, _ := be.get("bad invoke_agent travel_agent")
+	bad, _ := be.Span("bad invoke_agent travel_agent")
 	// tool_trajectory: LCS([s,s,b], [s,b,h]) = 2 over the longer length 3.
 	checkResult(t, bad, "tool_trajectory", 2.0/3, "failed")
 	// tool_error: 2 of 3 calls without error.
@@ -242,7 +138,7 @@ func TestEndToEnd(t *testing.T) {
 	checkFailed(t, bad, []string{"tool_error", "tool_trajectory"})
 	checkEvents(t, bad, map[string]string{"tool_trajectory": "fail", "tool_error": "fail", "tool_efficiency": "pass"})
 
-	good, _ := be.get("good invoke_agent travel_agent")
+	good, _ := be.Span("good invoke_agent travel_agent")
 	checkResult(t, good, "tool_trajectory", 1, "passed")
 	checkResult(t, good, "tool_error", 1, "passed")
 	checkResult(t, good, "tool_efficiency", 1, "passed")
@@ -251,7 +147,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// Only the agent spans carry results; the other spans are untouched.
 	for _, name := range []string{"GET /healthz", "bad chat gpt-4o 0", "bad execute_tool book_flight 2", "good execute_tool search_flights 0"} {
-		s, ok := be.get(name)
+		s, ok := be.Span(name)
 		if !ok {
 			t.Errorf("span %q did not come through", name)
 			continue
@@ -265,7 +161,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("span %q has %d events, want none", name, s.Events().Len())
 		}
 	}
-	plainOut, _ := be.get("GET /healthz")
+	plainOut, _ := be.Span("GET /healthz")
 	if v, _ := plainOut.Attributes().Get("http.request.method"); v.Str() != "GET" {
 		t.Errorf("GET /healthz lost its attributes: %v", plainOut.Attributes().AsRaw())
 	}

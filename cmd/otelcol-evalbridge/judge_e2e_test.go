@@ -3,52 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
-
-const judgeE2EConfig = `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 200ms
-    judges:
-      default:
-        endpoint: %[3]s
-        model: judge-model
-        api_key: ${env:E2E_JUDGE_KEY}
-        max_concurrency: 2
-        cache_size: 0        # the runs ask the same question: one request per run, not one cached answer
-    evaluators:
-      - type: llm_judge
-        name: helpful
-        judge: default
-        criteria: The answer says what was booked.
-        inputs: [input, output]
-        score_range: [1, 5]
-        threshold: 0.75
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    retry_on_failure:
-      enabled: false
-` + quietService + `    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http]
-`
 
 // TestEndToEndJudge: OTLP in -> eval with llm_judge against an
 // OpenAI-compatible server -> OTLP out. The request has the chat-completions
@@ -63,11 +27,9 @@ func TestEndToEndJudge(t *testing.T) {
 		return judgetest.Reply{Delay: 50 * time.Millisecond, Content: "Verdict:\n```json\n{\"score\": 4, \"reason\": \"booked, no price\"}\n```"}
 	})
 	t.Setenv("E2E_JUDGE_KEY", "sk-e2e-judge")
-	be := &backend{spans: map[string]ptrace.Span{}}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := testkit.NewSink(t)
 	grpcAddr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(judgeE2EConfig, grpcAddr, srv.URL, judgeSrv.Endpoint()))
+	startCollector(t, testkit.Config(t, "testdata/judge.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Judge": judgeSrv.Endpoint()}))
 
 	ctx := context.Background()
 	tp := newSDK(t, grpcAddr, "judge-e2e")
@@ -82,17 +44,17 @@ func TestEndToEndJudge(t *testing.T) {
 	}
 	const want = 5*4 + 3
 	deadline := time.Now().Add(20 * time.Second)
-	for be.count() < want && time.Now().Before(deadline) {
+	for be.SpanCount() < want && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if be.count() != want {
-		t.Fatalf("backend received %d spans, want %d", be.count(), want)
+	if be.SpanCount() != want {
+		t.Fatalf("backend received %d spans, want %d", be.SpanCount(), want)
 	}
 	for i := 0; i < 5; i++ {
-		s, _ := be.get(fmt.Sprintf("run%d invoke_agent travel_agent", i))
+		s, _ := be.Span(fmt.Sprintf("run%d invoke_agent travel_agent", i))
 		checkResult(t, s, "helpful", 0.75, "passed") // (4-1)/(5-1)
 	}
-	g, _ := be.get("garbage invoke_agent travel_agent")
+	g, _ := be.Span("garbage invoke_agent travel_agent")
 	if v, _ := g.Attributes().Get("eval.helpful.status"); v.Str() != "error" {
 		t.Errorf("garbage verdict: status %q, want error", v.Str())
 	}

@@ -5,81 +5,22 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
-	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
-// signalBackend is an OTLP/HTTP endpoint for traces and logs that keeps
-// what it receives.
-type signalBackend struct {
-	mu     sync.Mutex
-	traces []ptrace.Traces
-	logs   []plog.Logs
-}
-
-func (b *signalBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, err := otlphttpbody.Read(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var resp []byte
-	switch r.URL.Path {
-	case "/v1/traces":
-		req := ptraceotlp.NewExportRequest()
-		if err := req.UnmarshalProto(raw); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		b.mu.Lock()
-		b.traces = append(b.traces, req.Traces())
-		b.mu.Unlock()
-		resp, _ = ptraceotlp.NewExportResponse().MarshalProto()
-	case "/v1/logs":
-		req := plogotlp.NewExportRequest()
-		if err := req.UnmarshalProto(raw); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		b.mu.Lock()
-		b.logs = append(b.logs, req.Logs())
-		b.mu.Unlock()
-		resp, _ = plogotlp.NewExportResponse().MarshalProto()
-	default:
-		http.NotFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(resp)
-}
-
-// spansOf returns the spans received for trace id (hex), by name.
-func (b *signalBackend) spansOf(id string) map[string]ptrace.Span {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// spansOf returns the spans received for trace id (hex), by name and span id.
+func spansOf(be *testkit.Sink, id string) map[string]ptrace.Span {
 	out := map[string]ptrace.Span{}
-	for _, td := range b.traces {
-		rss := td.ResourceSpans()
-		for i := 0; i < rss.Len(); i++ {
-			sss := rss.At(i).ScopeSpans()
-			for j := 0; j < sss.Len(); j++ {
-				ss := sss.At(j).Spans()
-				for k := 0; k < ss.Len(); k++ {
-					if s := ss.At(k); s.TraceID().String() == id {
-						out[s.Name()+" "+s.SpanID().String()] = s
-					}
-				}
-			}
+	for _, s := range be.Spans() {
+		if s.TraceID().String() == id {
+			out[s.Name()+" "+s.SpanID().String()] = s
 		}
 	}
 	return out
@@ -87,63 +28,20 @@ func (b *signalBackend) spansOf(id string) map[string]ptrace.Span {
 
 // recordsOf returns the log records received for trace id (hex): the
 // evaluation results and the others.
-func (b *signalBackend) recordsOf(id string) (results, others []plog.LogRecord) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, ld := range b.logs {
-		rls := ld.ResourceLogs()
-		for i := 0; i < rls.Len(); i++ {
-			sls := rls.At(i).ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				lrs := sls.At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					lr := lrs.At(k)
-					if lr.TraceID().String() != id {
-						continue
-					}
-					if lr.EventName() == "gen_ai.evaluation.result" {
-						results = append(results, lr)
-					} else {
-						others = append(others, lr)
-					}
-				}
+func recordsOf(be *testkit.Sink, id string) (results, others []plog.LogRecord) {
+	for _, ld := range be.Logs() {
+		testkit.ForEachLogRecord(ld, func(lr plog.LogRecord) {
+			switch {
+			case lr.TraceID().String() != id:
+			case lr.EventName() == "gen_ai.evaluation.result":
+				results = append(results, lr)
+			default:
+				others = append(others, lr)
 			}
-		}
+		})
 	}
 	return results, others
 }
-
-const logsE2EConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 300ms
-    evaluators:
-      - type: tool_trajectory
-        mode: strict
-        expected: [search_flights, book_hotel]
-      - type: regex
-        name: cites_flight
-        case: agent
-        pattern: 'TP 541'
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    retry_on_failure:
-      enabled: false
-` + quietService + `    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http]
-    logs:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http]
-`
 
 // postJSON sends an OTLP/JSON export request, as the JS exporters do.
 func postJSON(t *testing.T, url, file string) {
@@ -170,11 +68,9 @@ func postJSON(t *testing.T, url, file string) {
 // come out unchanged and complete; each result is also a
 // gen_ai.evaluation.result record parented to the evaluated span.
 func TestLogsPipelineEndToEnd(t *testing.T) {
-	be := &signalBackend{}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := testkit.NewSink(t)
 	addr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(logsE2EConfig, addr, srv.URL))
+	startCollector(t, testkit.Config(t, "testdata/logs.yaml", map[string]string{"OTLP": addr, "Backend": be.URL}))
 	base := "http://" + addr
 
 	runs := []struct {
@@ -197,34 +93,20 @@ func TestLogsPipelineEndToEnd(t *testing.T) {
 
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
-			raw, err := os.ReadFile(dir + r.traces)
-			if err != nil {
-				t.Fatal(err)
-			}
-			td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
+			td := testkit.ReadTraces(t, dir+r.traces)
 			id := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID().String()
-			rawLogs, err := os.ReadFile(dir + "logs/" + r.logs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(rawLogs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ld := testkit.ReadLogs(t, dir+"logs/"+r.logs)
 
 			deadline := time.Now().Add(20 * time.Second)
 			var results, others []plog.LogRecord
 			for {
-				results, others = be.recordsOf(id)
-				if (len(be.spansOf(id)) == td.SpanCount() && len(others) == ld.LogRecordCount() && len(results) >= 2) || time.Now().After(deadline) {
+				results, others = recordsOf(be, id)
+				if (len(spansOf(be, id)) == td.SpanCount() && len(others) == ld.LogRecordCount() && len(results) >= 2) || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			spans := be.spansOf(id)
+			spans := spansOf(be, id)
 			if len(spans) != td.SpanCount() || len(others) != ld.LogRecordCount() {
 				t.Fatalf("backend has %d of %d spans and %d of %d log records", len(spans), td.SpanCount(), len(others), ld.LogRecordCount())
 			}

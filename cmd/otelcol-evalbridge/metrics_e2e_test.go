@@ -1,81 +1,26 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/evalbridge/evalbridge/deploy/grafana/dashboard"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
-	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
 	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
-
-// sample is one line of a Prometheus text exposition.
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
-	line   string
-}
-
-var sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? ([^ ]+)`)
-var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-
-// scrape reads url's text exposition.
-func scrape(t *testing.T, url string) []sample {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET %s: %s %s", url, resp.Status, b)
-	}
-	var out []sample
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			continue
-		}
-		s := sample{name: m[1], labels: map[string]string{}, value: v, line: line}
-		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
-			s.labels[p[1]] = p[2]
-		}
-		out = append(out, s)
-	}
-	return out
-}
 
 // distribution is the distribution running on its embedded default
 // config, with only its listening ports moved to free ones (and its logs
@@ -100,35 +45,7 @@ func startDefaultDistribution(t *testing.T, extra ...string) distribution {
 	}, extra...)
 	set := settings()
 	set.ConfigProviderSettings.ResolverSettings.URIs = uris
-	col, err := otelcol.NewCollector(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- col.Run(context.Background()) }()
-	t.Cleanup(func() {
-		col.Shutdown()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("collector run: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("collector did not shut down")
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for col.GetState() != otelcol.StateRunning {
-		select {
-		case err := <-done:
-			t.Fatalf("collector stopped while starting: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("collector not running after 30s (state %v)", col.GetState())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.RunCollector(t, set)
 	return d
 }
 
@@ -156,42 +73,19 @@ func runQuickstartAgent(t *testing.T, addr string) map[string]string {
 var runLine = regexp.MustCompile(`(?m)^\s+(\w+)\s+trace_id=([0-9a-f]{32})`)
 
 // waitScrape scrapes url until ok says the samples are complete.
-func waitScrape(t *testing.T, url string, ok func([]sample) bool) []sample {
+func waitScrape(t *testing.T, url string, ok func(testkit.Exposition) bool) testkit.Exposition {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		s := scrape(t, url)
-		if ok(s) {
-			return s
+		e := testkit.Scrape(t, url)
+		if ok(e) {
+			return e
 		}
 		if time.Now().After(deadline) {
-			var lines []string
-			for _, x := range s {
-				lines = append(lines, x.line)
-			}
-			t.Fatalf("%s never had the expected samples; last scrape:\n%s", url, strings.Join(lines, "\n"))
+			t.Fatalf("%s never had the expected samples; last scrape:\n%s", url, e)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func total(ss []sample, name string, match map[string]string) float64 {
-	v := 0.0
-	for _, s := range ss {
-		if s.name != name {
-			continue
-		}
-		ok := true
-		for k, want := range match {
-			if s.labels[k] != want {
-				ok = false
-			}
-		}
-		if ok {
-			v += s.value
-		}
-	}
-	return v
 }
 
 // The quickstart as a user runs it: the distribution on its embedded
@@ -203,14 +97,14 @@ func TestQuickstartMetricsScrape(t *testing.T) {
 	runs := runQuickstartAgent(t, d.grpc)
 
 	url := "http://" + d.prom + "/metrics"
-	ss := waitScrape(t, url, func(ss []sample) bool {
-		return total(ss, "gen_ai_evaluation_results_total", nil) >= 20 &&
-			total(ss, "gen_ai_evaluation_score_count", nil) >= 20
+	ss := waitScrape(t, url, func(ss testkit.Exposition) bool {
+		return ss.Total("gen_ai_evaluation_results_total", nil) >= 20 &&
+			ss.Total("gen_ai_evaluation_score_count", nil) >= 20
 	})
 	var lines []string
-	for _, s := range ss {
-		if strings.HasPrefix(s.name, "gen_ai_evaluation_") {
-			lines = append(lines, s.line)
+	for _, s := range ss.Samples {
+		if strings.HasPrefix(s.Name, "gen_ai_evaluation_") {
+			lines = append(lines, s.Line)
 		}
 	}
 	sort.Strings(lines)
@@ -241,24 +135,24 @@ func TestQuickstartMetricsScrape(t *testing.T) {
 		{"tool_efficiency", 4, 1},
 		{"tool_call_validity", 4, 1},
 	} {
-		if got := total(ss, "gen_ai_evaluation_results_total", with("gen_ai_evaluation_name", c.name, "gen_ai_evaluation_score_label", "pass")); got != c.pass {
+		if got := ss.Total("gen_ai_evaluation_results_total", with("gen_ai_evaluation_name", c.name, "gen_ai_evaluation_score_label", "pass")); got != c.pass {
 			t.Errorf("%s passes = %v, want %v", c.name, got, c.pass)
 		}
-		if got := total(ss, "gen_ai_evaluation_results_total", with("gen_ai_evaluation_name", c.name, "gen_ai_evaluation_score_label", "fail")); got != c.fail {
+		if got := ss.Total("gen_ai_evaluation_results_total", with("gen_ai_evaluation_name", c.name, "gen_ai_evaluation_score_label", "fail")); got != c.fail {
 			t.Errorf("%s failures = %v, want %v", c.name, got, c.fail)
 		}
-		if got := total(ss, "gen_ai_evaluation_score_count", with("gen_ai_evaluation_name", c.name)); got != 5 {
+		if got := ss.Total("gen_ai_evaluation_score_count", with("gen_ai_evaluation_name", c.name)); got != 5 {
 			t.Errorf("%s score count = %v, want 5", c.name, got)
 		}
-		if got := total(ss, "gen_ai_evaluation_score_bucket", with("gen_ai_evaluation_name", c.name, "le", "+Inf")); got != 5 {
+		if got := ss.Total("gen_ai_evaluation_score_bucket", with("gen_ai_evaluation_name", c.name, "le", "+Inf")); got != 5 {
 			t.Errorf("%s +Inf bucket = %v, want 5", c.name, got)
 		}
 	}
 	// loop: tool_efficiency 0.6, the other four runs 1.
-	if got := total(ss, "gen_ai_evaluation_score_sum", with("gen_ai_evaluation_name", "tool_efficiency")); got < 4.59 || got > 4.61 {
+	if got := ss.Total("gen_ai_evaluation_score_sum", with("gen_ai_evaluation_name", "tool_efficiency")); got < 4.59 || got > 4.61 {
 		t.Errorf("tool_efficiency score sum = %v, want 4.6", got)
 	}
-	if got := total(ss, "gen_ai_evaluation_score_bucket", with("gen_ai_evaluation_name", "tool_efficiency", "le", "0.6")); got != 1 {
+	if got := ss.Total("gen_ai_evaluation_score_bucket", with("gen_ai_evaluation_name", "tool_efficiency", "le", "0.6")); got != 1 {
 		t.Errorf("tool_efficiency le=0.6 bucket = %v, want 1", got)
 	}
 
@@ -305,13 +199,13 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 		"yaml:processors::eval::evaluators: [{type: tool_error}, {type: tool_trajectory}, {type: llm_judge, name: helpful, judge: default, criteria: 'Is the answer helpful?'}]",
 	)
 	runQuickstartAgent(t, d.grpc)
-	waitScrape(t, "http://"+d.prom+"/metrics", func(ss []sample) bool {
-		return total(ss, "gen_ai_evaluation_results_total", map[string]string{"gen_ai_evaluation_name": "helpful"}) >= 5
+	waitScrape(t, "http://"+d.prom+"/metrics", func(ss testkit.Exposition) bool {
+		return ss.Total("gen_ai_evaluation_results_total", map[string]string{"gen_ai_evaluation_name": "helpful"}) >= 5
 	})
 	scraped := map[string]bool{}
 	for _, u := range []string{d.prom, d.telemetry} {
-		for _, s := range scrape(t, "http://"+u+"/metrics") {
-			scraped[s.name] = true
+		for _, s := range testkit.Scrape(t, "http://"+u+"/metrics").Samples {
+			scraped[s.Name] = true
 		}
 	}
 	declared := map[string]bool{}
@@ -356,57 +250,14 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 	}
 }
 
-// otlpMetricsBackend keeps the latest of each OTLP metric it receives, by
-// name.
-type otlpMetricsBackend struct {
-	mu   sync.Mutex
-	last map[string]pmetric.Metric
-}
-
-func (b *otlpMetricsBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, err := otlphttpbody.Read(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if r.URL.Path != "/api/v1/otlp/v1/metrics" {
-		w.WriteHeader(http.StatusOK) // traces and logs: accepted, not kept
-		return
-	}
-	req := pmetricotlp.NewExportRequest()
-	if err := req.UnmarshalProto(raw); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	b.mu.Lock()
-	rms := req.Metrics().ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				m := pmetric.NewMetric()
-				ms.At(k).CopyTo(m)
-				b.last[m.Name()] = m
-			}
-		}
-	}
-	b.mu.Unlock()
-	resp, _ := pmetricotlp.NewExportResponse().MarshalProto()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(resp)
-}
-
 // examples/metrics-otlp.yaml over examples/collector.yaml sends the
 // evaluation metrics, cumulative, to an OTLP/HTTP metrics endpoint.
 func TestExampleMetricsOTLP(t *testing.T) {
-	backend := &otlpMetricsBackend{last: map[string]pmetric.Metric{}}
-	srv := httptest.NewServer(backend)
-	defer srv.Close()
+	backend := testkit.NewSink(t)
 	grpc := freeAddr(t)
 	for k, v := range map[string]string{
-		"BACKEND_ENDPOINT":      srv.URL,
-		"METRICS_ENDPOINT":      srv.URL + "/api/v1/otlp/v1/metrics",
+		"BACKEND_ENDPOINT":      backend.URL,
+		"METRICS_ENDPOINT":      backend.URL + "/api/v1/otlp/v1/metrics",
 		"OTLP_GRPC_ENDPOINT":    grpc,
 		"OTLP_HTTP_ENDPOINT":    freeAddr(t),
 		"HEALTH_CHECK_ENDPOINT": freeAddr(t),
@@ -423,38 +274,18 @@ func TestExampleMetricsOTLP(t *testing.T) {
 		"yaml:service::telemetry::logs::level: warn",
 		"yaml:service::telemetry::metrics::level: none",
 	}
-	col, err := otelcol.NewCollector(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- col.Run(context.Background()) }()
-	defer func() {
-		col.Shutdown()
-		if err := <-done; err != nil {
-			t.Errorf("collector run: %v", err)
-		}
-	}()
-	for col.GetState() != otelcol.StateRunning {
-		select {
-		case err := <-done:
-			t.Fatalf("collector stopped while starting: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	testkit.RunCollector(t, set)
 	runQuickstartAgent(t, grpc)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		backend.mu.Lock()
-		m, ok := backend.last["gen_ai.evaluation.results"]
+		m, ok := backend.LastMetric("gen_ai.evaluation.results")
 		var n int64
 		if ok {
 			for i := 0; i < m.Sum().DataPoints().Len(); i++ {
 				n += m.Sum().DataPoints().At(i).IntValue()
 			}
 		}
-		h, hok := backend.last["gen_ai.evaluation.score"]
-		backend.mu.Unlock()
+		h, hok := backend.LastMetric("gen_ai.evaluation.score")
 		// collector.yaml's booking_flow runs only on travel_agent runs
 		// that match its `when`: 4 evaluators x 5 runs.
 		if n >= 20 && hok {

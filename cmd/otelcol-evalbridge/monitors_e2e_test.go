@@ -17,48 +17,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-)
 
-// Two monitors on the same evaluator, per agent: one that never repeats
-// within the test (renotify: 1h) and one that may repeat every second.
-const monitorsE2EConfig = `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 200ms
-    evaluators:
-      - type: tool_error
-        name: tools_ok
-exporters:
-  webhook:
-    endpoint: %[2]s/monitors
-    secret: e2e-monitor-secret
-    per_trace_alerts: false
-    trace_url: https://traces.example.com/trace/{trace_id}
-    monitors:
-      - name: tools_by_agent
-        evaluator: tools_ok
-        group_by: [gen_ai.agent.name]
-        window: 6s
-        min_cases: 5
-        pass_rate_below: 0.5
-        renotify: 1h
-      - name: tools_by_agent_often
-        evaluator: tools_ok
-        group_by: [gen_ai.agent.name]
-        window: 6s
-        min_cases: 5
-        pass_rate_below: 0.5
-        renotify: 1s
-` + quietService + `    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [webhook]
-`
+	"github.com/evalbridge/evalbridge/internal/testkit"
+)
 
 type monitorNote struct {
 	Monitor        string            `json:"monitor"`
@@ -153,7 +114,10 @@ func TestEndToEndMonitors(t *testing.T) {
 	hookSrv := httptest.NewServer(recv)
 	defer hookSrv.Close()
 	grpcAddr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(monitorsE2EConfig, grpcAddr, hookSrv.URL))
+	// testdata/monitors.yaml: two monitors on the same evaluator, per agent:
+	// one that never repeats within the test (renotify: 1h) and one that may
+	// repeat every second.
+	startCollector(t, testkit.Config(t, "testdata/monitors.yaml", map[string]string{"OTLP": grpcAddr, "Webhook": hookSrv.URL}))
 
 	ctx := context.Background()
 	tp := newSDK(t, grpcAddr, "travel-service")

@@ -11,33 +11,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-const shapesConfig = `yaml:
-receivers:
-  otlp:
-    protocols: {grpc: {endpoint: 127.0.0.1:0}}
-processors:
-  batch:
-  batch/other:
-  eval/a:
-    evaluators: [{type: tool_error}]
-exporters:
-  debug:
-service:
-  pipelines:
-    traces/good:
-      receivers: [otlp]
-      processors: [eval/a, batch]
-      exporters: [debug]
-    traces/batched:
-      receivers: [otlp]
-      processors: [batch, eval/a]
-      exporters: [debug]
-    logs/x:
-      receivers: [otlp]
-      processors: [batch/other, eval/a]
-      exporters: [debug]
-`
-
 // The distribution's config provider warns, naming the pipeline, about a
 // batch processor (or a sampler) before eval; a good shape says nothing.
 // The warnings go to the collector's log (the collector hands converters
@@ -45,7 +18,7 @@ service:
 func TestPipelineShapeWarnings(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	set := settings().ConfigProviderSettings
-	set.ResolverSettings.URIs = []string{shapesConfig}
+	set.ResolverSettings.URIs = []string{"file:testdata/pipeline-shapes.yaml"}
 	set.ResolverSettings.ConverterSettings = confmap.ConverterSettings{Logger: zap.New(core)}
 	p, err := otelcol.NewConfigProvider(set)
 	if err != nil {

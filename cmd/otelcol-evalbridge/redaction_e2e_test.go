@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // The personal data and secrets planted in the spans, as written there.
@@ -45,56 +45,6 @@ func leaks(s string) []string {
 	}
 	return out
 }
-
-const redactionE2EConfig = `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 200ms
-    sessions:
-      idle: 500ms
-    judges:
-      default:
-        endpoint: %[3]s
-        model: judge-model
-        cache_size: 0
-    evaluators:
-      - type: llm_judge
-        name: helpful
-        judge: default
-        criteria: The answer helps the customer.
-        threshold: 0.9
-      - type: remote
-        name: far
-        endpoint: %[4]s/score
-      - type: cel
-        name: saw_original
-        threshold: 1.0
-        expression: '{"score": case.output.contains("jane.doe@example.com") && case.input.contains("4111 1111 1111 1111") ? 1.0 : 0.0, "reason": "output was: " + case.output}'
-      - type: cel
-        name: session_echo
-        case: session
-        expression: '{"score": 0.0, "reason": "first turn: " + case.turns[0].input}'
-      - type: knowledge_retention
-        name: session_memory
-        case: session
-        judge: default
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    retry_on_failure:
-      enabled: false
-  webhook:
-    endpoint: %[5]s/alerts
-` + quietService + `    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http, webhook]
-`
 
 // recorder is an HTTP endpoint that keeps every body it is sent and
 // answers with reply.
@@ -142,11 +92,9 @@ func TestEndToEndRedaction(t *testing.T) {
 	hook := &recorder{}
 	hookSrv := httptest.NewServer(hook)
 	defer hookSrv.Close()
-	be := &backend{spans: map[string]ptrace.Span{}}
-	beSrv := httptest.NewServer(be)
-	defer beSrv.Close()
+	be := testkit.NewSink(t)
 	grpcAddr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(redactionE2EConfig, grpcAddr, beSrv.URL, judgeSrv.Endpoint(), remoteSrv.URL, hookSrv.URL))
+	startCollector(t, testkit.Config(t, "testdata/redaction.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Judge": judgeSrv.Endpoint(), "Remote": remoteSrv.URL, "Webhook": hookSrv.URL}))
 
 	input := fmt.Sprintf("I am %s, call me on %s. Charge %s or wire from %s. My OpenAI key is %s, session token %s. Again: %s",
 		planted["email"], planted["phone"], planted["card"], planted["iban"], planted["key"], planted["jwt"], planted["email"])
@@ -179,8 +127,8 @@ func TestEndToEndRedaction(t *testing.T) {
 
 	// The run's three spans, then the session's evaluate_session span.
 	require.Eventually(t, func() bool {
-		_, ok := be.get("evaluate_session")
-		return ok && be.count() >= 4 && len(hook.all()) > 0
+		_, ok := be.Span("evaluate_session")
+		return ok && be.SpanCount() >= 4 && len(hook.all()) > 0
 	}, 30*time.Second, 20*time.Millisecond)
 
 	// What left the collector.
@@ -213,11 +161,8 @@ func TestEndToEndRedaction(t *testing.T) {
 	assert.Contains(t, remote.all()[0], "[REDACTED:email#1]")
 
 	// What was written back, on every span the backend received.
-	be.mu.Lock()
-	spans := append([]ptrace.Span(nil), be.all...)
-	be.mu.Unlock()
 	written := 0
-	for _, s := range spans {
+	for _, s := range be.Spans() {
 		_, generated := s.Attributes().Get("eval.generated")
 		s.Attributes().Range(func(k string, v pcommon.Value) bool {
 			// every attribute of a span evalbridge made (evaluate_session),
@@ -235,12 +180,12 @@ func TestEndToEndRedaction(t *testing.T) {
 		}
 	}
 	assert.Greater(t, written, 10)
-	ag, _ := be.get("invoke_agent concierge")
+	ag, _ := be.Span("invoke_agent concierge")
 	reason := func(name string) string { v, _ := ag.Attributes().Get("eval." + name + ".reason"); return v.Str() }
 	assert.Contains(t, reason("helpful"), "[REDACTED:phone#1]", "the judge's explanation, masked")
 	assert.Contains(t, reason("far"), "[REDACTED:iban#1]", "the remote evaluator's reason, masked")
 	assert.Contains(t, reason("saw_original"), "[REDACTED:email#1]")
-	sess, _ := be.get("evaluate_session")
+	sess, _ := be.Span("evaluate_session")
 	v, _ := sess.Attributes().Get("eval.session_echo.reason")
 	assert.Contains(t, v.Str(), "[REDACTED:credit_card#1]")
 	v, _ = sess.Attributes().Get("gen_ai.agent.name")
@@ -255,10 +200,10 @@ func TestEndToEndRedaction(t *testing.T) {
 	assert.Equal(t, string(inMsgs), v.Str())
 	v, _ = ag.Attributes().Get("gen_ai.agent.name")
 	assert.Equal(t, "concierge for "+planted["email"], v.Str())
-	ch, _ := be.get("chat gpt-4o")
+	ch, _ := be.Span("chat gpt-4o")
 	v, _ = ch.Attributes().Get("gen_ai.output.messages")
 	assert.Equal(t, string(outMsgs), v.Str())
-	tl, _ := be.get("execute_tool charge_card")
+	tl, _ := be.Span("execute_tool charge_card")
 	v, _ = tl.Attributes().Get("gen_ai.tool.call.arguments")
 	assert.Equal(t, args, v.Str())
 }

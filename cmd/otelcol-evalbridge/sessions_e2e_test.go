@@ -16,48 +16,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
-
-const sessionsE2EConfig = `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 100ms
-    sessions:
-      idle: 1s
-    judges:
-      default:
-        endpoint: %[3]s
-        model: judge-model
-    evaluators:
-      - type: tool_error
-      - type: tool_error
-        name: session_errors
-        case: session
-      - type: tool_efficiency
-        name: session_loops
-        case: session
-      - type: knowledge_retention
-        name: session_memory
-        case: session
-        judge: default
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    retry_on_failure:
-      enabled: false
-  webhook:
-    endpoint: %[4]s/alerts
-    secret: e2e-webhook-secret
-` + quietService + `    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http, webhook]
-`
 
 // chatTurn emits one turn of a conversation as a trace of its own: the
 // agent span with the conversation id, a chat span and a tool call, at
@@ -81,11 +41,11 @@ func chatTurn(tr trace.Tracer, conv string, n int, start time.Time, tool string,
 	agent.End(trace.WithTimestamp(start.Add(4 * time.Second)))
 }
 
-func (b *backend) sessionSpans(conv string) []ptrace.Span {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// sessionSpans are the evaluate_session spans received for conversation
+// conv, in arrival order.
+func sessionSpans(be *testkit.Sink, conv string) []ptrace.Span {
 	var out []ptrace.Span
-	for _, s := range b.all {
+	for _, s := range be.Spans() {
 		if v, ok := s.Attributes().Get("gen_ai.conversation.id"); ok && s.Name() == "evaluate_session" && v.Str() == conv {
 			out = append(out, s)
 		}
@@ -107,14 +67,12 @@ func TestEndToEndSessions(t *testing.T) {
 		}
 		return judgetest.Reply{Content: `{"turns": [` + strings.Join(verdicts, ",") + `], "reason": "keeps context"}`}
 	})
-	be := &backend{spans: map[string]ptrace.Span{}}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := testkit.NewSink(t)
 	recv := &alertReceiver{t: t}
 	hookSrv := httptest.NewServer(recv)
 	defer hookSrv.Close()
 	grpcAddr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(sessionsE2EConfig, grpcAddr, srv.URL, judgeSrv.Endpoint(), hookSrv.URL))
+	startCollector(t, testkit.Config(t, "testdata/sessions.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Judge": judgeSrv.Endpoint(), "Webhook": hookSrv.URL}))
 	tp := newSDK(t, grpcAddr, "chat-app")
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	tr := tp.Tracer("e2e")
@@ -126,12 +84,12 @@ func TestEndToEndSessions(t *testing.T) {
 	chatTurn(tr, "conv-b", 2, base.Add(11*time.Minute), "weather", true)
 	chatTurn(tr, "conv-a", 3, base.Add(20*time.Minute), "book", true)
 
-	require.Eventually(t, func() bool { return len(be.sessionSpans("conv-a")) == 1 && len(be.sessionSpans("conv-b")) == 1 },
+	require.Eventually(t, func() bool { return len(sessionSpans(be, "conv-a")) == 1 && len(sessionSpans(be, "conv-b")) == 1 },
 		30*time.Second, 20*time.Millisecond)
-	a := be.sessionSpans("conv-a")[0]
+	a := sessionSpans(be, "conv-a")[0]
 	require.Equal(t, 3, a.Links().Len())
 	for i := 0; i < 3; i++ {
-		turn, ok := be.get(fmt.Sprintf("conv-a turn %d", i+1))
+		turn, ok := be.Span(fmt.Sprintf("conv-a turn %d", i+1))
 		require.True(t, ok)
 		assert.Equal(t, turn.TraceID(), a.Links().At(i).TraceID(), "turn %d", i+1)
 		assert.Equal(t, turn.SpanID(), a.Links().At(i).SpanID(), "turn %d", i+1)
@@ -147,10 +105,10 @@ func TestEndToEndSessions(t *testing.T) {
 	assert.InDelta(t, 1.0, attrs["eval.session_memory.score"], 1e-9, attrs["eval.session_memory.reason"])
 	assert.Equal(t, 3, a.Events().Len())
 
-	b := be.sessionSpans("conv-b")[0]
+	b := sessionSpans(be, "conv-b")[0]
 	assert.Equal(t, int64(2), b.Attributes().AsRaw()["eval.session.turns"])
 	assert.InDelta(t, 0.5, b.Attributes().AsRaw()["eval.session_errors.score"], 1e-9)
-	turnB1, _ := be.get("conv-b turn 1")
+	turnB1, _ := be.Span("conv-b turn 1")
 	assert.Equal(t, turnB1.TraceID(), b.Links().At(0).TraceID(), "conversations never mix")
 
 	// The judge saw each conversation once, and only its own.
@@ -161,7 +119,7 @@ func TestEndToEndSessions(t *testing.T) {
 	}
 
 	// The turns' own agent spans got the trace-level evaluator only.
-	turn3, _ := be.get("conv-a turn 3")
+	turn3, _ := be.Span("conv-a turn 3")
 	assert.Equal(t, "failed", turn3.Attributes().AsRaw()["eval.tool_error.status"])
 	assert.NotContains(t, turn3.Attributes().AsRaw(), "eval.session_errors.status")
 
@@ -177,10 +135,10 @@ func TestEndToEndSessions(t *testing.T) {
 
 	// A fourth turn later: conv-a is scored again, with all four turns.
 	chatTurn(tr, "conv-a", 4, base.Add(30*time.Minute), "book", false)
-	require.Eventually(t, func() bool { return len(be.sessionSpans("conv-a")) == 2 }, 30*time.Second, 20*time.Millisecond)
-	again := be.sessionSpans("conv-a")[1]
+	require.Eventually(t, func() bool { return len(sessionSpans(be, "conv-a")) == 2 }, 30*time.Second, 20*time.Millisecond)
+	again := sessionSpans(be, "conv-a")[1]
 	assert.Equal(t, int64(4), again.Attributes().AsRaw()["eval.session.turns"])
 	assert.Equal(t, 4, again.Links().Len())
 	assert.InDelta(t, 3.0/4, again.Attributes().AsRaw()["eval.session_errors.score"], 1e-9)
-	assert.Len(t, be.sessionSpans("conv-b"), 1, "conv-b did not grow")
+	assert.Len(t, sessionSpans(be, "conv-b"), 1, "conv-b did not grow")
 }

@@ -15,35 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
-
-const webhookE2EConfig = `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 200ms
-    evaluators:
-      - type: tool_error
-        name: tools_ok
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    retry_on_failure:
-      enabled: false
-  webhook:
-    endpoint: %[3]s/alerts
-    secret: e2e-webhook-secret
-    trace_url: https://traces.example.com/trace/{trace_id}?span={span_id}
-` + quietService + `    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http, webhook]
-`
 
 // alertReceiver is a webhook endpoint that verifies each request's signature
 // and keeps the alerts.
@@ -87,15 +60,13 @@ func (a *alertReceiver) snapshot() []map[string]any {
 // exactly one alert naming the evaluator, score, threshold and trace; a
 // passing trace yields none.
 func TestEndToEndWebhook(t *testing.T) {
-	be := &backend{spans: map[string]ptrace.Span{}}
-	backendSrv := httptest.NewServer(be)
-	defer backendSrv.Close()
+	be := testkit.NewSink(t)
 	recv := &alertReceiver{t: t}
 	hookSrv := httptest.NewServer(recv)
 	defer hookSrv.Close()
 
 	grpcAddr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(webhookE2EConfig, grpcAddr, backendSrv.URL, hookSrv.URL))
+	startCollector(t, testkit.Config(t, "testdata/webhook.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Webhook": hookSrv.URL}))
 
 	ctx := context.Background()
 	tp := newSDK(t, grpcAddr, "travel-service")
@@ -108,11 +79,11 @@ func TestEndToEndWebhook(t *testing.T) {
 
 	const wantSpans = 6 + 6
 	deadline := time.Now().Add(20 * time.Second)
-	for (be.count() < wantSpans || len(recv.snapshot()) == 0) && time.Now().Before(deadline) {
+	for (be.SpanCount() < wantSpans || len(recv.snapshot()) == 0) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if be.count() != wantSpans {
-		t.Fatalf("backend received %d spans, want %d", be.count(), wantSpans)
+	if be.SpanCount() != wantSpans {
+		t.Fatalf("backend received %d spans, want %d", be.SpanCount(), wantSpans)
 	}
 	// Both traces have reached the backend and the webhook exporter's queue;
 	// give a wrongly sent second alert a moment to arrive before counting.
@@ -123,7 +94,7 @@ func TestEndToEndWebhook(t *testing.T) {
 		t.Fatalf("got %d alerts, want exactly 1: %v", len(alerts), alerts)
 	}
 	a := alerts[0]
-	broken, _ := be.get("broken invoke_agent travel_agent")
+	broken, _ := be.Span("broken invoke_agent travel_agent")
 	traceID := broken.TraceID().String()
 	want := map[string]any{
 		"evaluator": "tools_ok", "score": 0.5, "threshold": 1.0, "status": "failed",

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // eval → [otlp_http, webhook] with the alert endpoint down and a queue of
@@ -15,52 +15,15 @@ import (
 // must not refuse the rest (docs/contract.md §17): a refusal went back to
 // the eval processor, whose release was retried whole, so the healthy
 // backend got every span again and again while later traces waited.
-const fanoutDownConfig = `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s
-processors:
-  eval:
-    wait: 100ms
-    evaluators:
-      - type: tool_error
-        name: tools_ok
-exporters:
-  otlp_http:
-    endpoint: %[2]s
-    retry_on_failure:
-      enabled: false
-  webhook:
-    endpoint: %[3]s/alerts
-    retry_on_failure:
-      initial_interval: 5s
-      max_elapsed_time: 10m
-    sending_queue:
-      num_consumers: 1
-      queue_size: 1
-` + quietService + `    traces:
-      receivers: [otlp]
-      processors: [eval]
-      exporters: [otlp_http, webhook]
-`
-
 func TestFanOutWithAlertEndpointDown(t *testing.T) {
 	const runs = 20 // every one fails tools_ok: an alert each
-	be := &backend{spans: map[string]ptrace.Span{}}
-	backendSrv := httptest.NewServer(be)
-	defer backendSrv.Close()
+	be := testkit.NewSink(t)
 	down := httptest.NewServer(nil)
 	down.Close() // connection refused from now on
 
-	t.Cleanup(func() {
-		be.mu.Lock()
-		defer be.mu.Unlock()
-		t.Logf("backend: %d spans received, %d distinct, of %d sent", len(be.all), len(be.spans), (runs+1)*6)
-	})
 	grpcAddr := freeAddr(t)
-	startCollector(t, fmt.Sprintf(fanoutDownConfig, grpcAddr, backendSrv.URL, down.URL))
+	startCollector(t, testkit.Config(t, "testdata/webhook-fanout-down.yaml",
+		map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Webhook": down.URL}))
 
 	ctx := context.Background()
 	tp := newSDK(t, grpcAddr, "travel-service")
@@ -76,20 +39,19 @@ func TestFanOutWithAlertEndpointDown(t *testing.T) {
 	}
 	// A last trace, sent once the others are in: it must not wait behind
 	// them (head-of-line), and when it is in, every earlier span is too.
-	waitFor(t, 20*time.Second, "the 20 traces at the backend", func() bool { return be.count() >= runs*6 })
+	waitFor(t, 20*time.Second, "the 20 traces at the backend", func() bool { return be.SpanCount() >= runs*6 })
 	send("last")
 	waitFor(t, 20*time.Second, "the last trace at the backend", func() bool {
-		_, ok := be.get("last invoke_agent travel_agent")
+		_, ok := be.Span("last invoke_agent travel_agent")
 		return ok
 	})
 	if err := tp.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	be.mu.Lock()
-	defer be.mu.Unlock()
+	all := be.Spans()
 	seen := map[string]int{}
-	for _, s := range be.all {
+	for _, s := range all {
 		seen[s.Name()]++
 	}
 	dup := 0
@@ -102,5 +64,5 @@ func TestFanOutWithAlertEndpointDown(t *testing.T) {
 	if len(seen) != (runs+1)*6 {
 		t.Errorf("backend has %d distinct spans, want %d", len(seen), (runs+1)*6)
 	}
-	t.Logf("spans received %d, distinct %d, duplicates %d", len(be.all), len(seen), dup)
+	t.Logf("spans received %d, distinct %d, duplicates %d", len(all), len(seen), dup)
 }

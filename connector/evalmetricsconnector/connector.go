@@ -135,68 +135,63 @@ func (c *evalMetrics) Shutdown(ctx context.Context) error {
 
 // ConsumeLogs counts the gen_ai.evaluation.result records of ld.
 func (c *evalMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	var invalid, over int64
-	c.mu.Lock()
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		rl := rls.At(i)
-		res := rl.Resource().Attributes()
-		sls := rl.ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				lr := lrs.At(k)
-				if !isResultRecord(lr) {
-					continue
+	c.tally(ctx, func(record recordFunc) {
+		for _, rl := range ld.ResourceLogs().All() {
+			res := rl.Resource().Attributes()
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					if !isResultRecord(lr) {
+						continue
+					}
+					ts := lr.Timestamp()
+					if ts == 0 {
+						ts = lr.ObservedTimestamp()
+					}
+					record(lr.Attributes(), res, lr.TraceID(), lr.SpanID(), ts)
 				}
-				ts := lr.Timestamp()
-				if ts == 0 {
-					ts = lr.ObservedTimestamp()
-				}
-				ok, o := c.record(lr.Attributes(), res, lr.TraceID(), lr.SpanID(), ts)
-				if !ok {
-					invalid++
-				}
-				over += o
 			}
 		}
-	}
-	c.mu.Unlock()
-	c.count(ctx, invalid, over)
+	})
 	return nil
 }
 
 // ConsumeTraces counts the gen_ai.evaluation.result span events of td.
 func (c *evalMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	var invalid, over int64
-	c.mu.Lock()
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		res := rs.Resource().Attributes()
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				s := spans.At(k)
-				evs := s.Events()
-				for e := 0; e < evs.Len(); e++ {
-					ev := evs.At(e)
-					if ev.Name() != eventName {
-						continue
+	c.tally(ctx, func(record recordFunc) {
+		for _, rs := range td.ResourceSpans().All() {
+			res := rs.Resource().Attributes()
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, s := range ss.Spans().All() {
+					for _, ev := range s.Events().All() {
+						if ev.Name() == eventName {
+							record(ev.Attributes(), res, s.TraceID(), s.SpanID(), ev.Timestamp())
+						}
 					}
-					ok, o := c.record(ev.Attributes(), res, s.TraceID(), s.SpanID(), ev.Timestamp())
-					if !ok {
-						invalid++
-					}
-					over += o
 				}
 			}
 		}
-	}
+	})
+	return nil
+}
+
+// recordFunc counts one result: its attributes, its resource's, where it
+// belongs and when.
+type recordFunc func(attrs, res pcommon.Map, tid pcommon.TraceID, sid pcommon.SpanID, ts pcommon.Timestamp)
+
+// tally counts, under the lock, the results walk gives, then the invalid
+// and overflowing ones among them.
+func (c *evalMetrics) tally(ctx context.Context, walk func(recordFunc)) {
+	var invalid, over int64
+	c.mu.Lock()
+	walk(func(attrs, res pcommon.Map, tid pcommon.TraceID, sid pcommon.SpanID, ts pcommon.Timestamp) {
+		ok, o := c.record(attrs, res, tid, sid, ts)
+		if !ok {
+			invalid++
+		}
+		over += o
+	})
 	c.mu.Unlock()
 	c.count(ctx, invalid, over)
-	return nil
 }
 
 func (c *evalMetrics) count(ctx context.Context, invalid, over int64) {

@@ -39,45 +39,37 @@ const (
 
 // toolDefinitions is gen_ai.tool.definitions: the tools offered to the model.
 var toolDefinitions = []map[string]any{
-	{
-		"type": "function", "name": "search_flights",
-		"description": "Search direct flights between two airports on a date.",
+	functionTool("search_flights", "Search direct flights between two airports on a date.", map[string]any{
+		"origin":      stringParam("IATA code of the departure airport"),
+		"destination": stringParam("IATA code of the arrival airport"),
+		"date":        stringParam("Departure date, YYYY-MM-DD"),
+	}, "origin", "destination", "date"),
+	functionTool("book_flight", "Book a seat on a flight returned by search_flights.", map[string]any{
+		"flight_id": stringParam("Flight id from search_flights"),
+	}, "flight_id"),
+	functionTool("book_hotel", "Book a hotel room in a city for a number of nights.", map[string]any{
+		"city":   stringParam("City name"),
+		"nights": map[string]any{"type": "integer", "minimum": 1, "description": "Number of nights"},
+	}, "city", "nights"),
+}
+
+// functionTool is a function tool's definition: its JSON-schema parameters
+// take exactly properties, the required ones named.
+func functionTool(name, description string, properties map[string]any, required ...string) map[string]any {
+	return map[string]any{
+		"type": "function", "name": name,
+		"description": description,
 		"parameters": map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"origin":      map[string]any{"type": "string", "description": "IATA code of the departure airport"},
-				"destination": map[string]any{"type": "string", "description": "IATA code of the arrival airport"},
-				"date":        map[string]any{"type": "string", "description": "Departure date, YYYY-MM-DD"},
-			},
-			"required":             []string{"origin", "destination", "date"},
+			"type":                 "object",
+			"properties":           properties,
+			"required":             required,
 			"additionalProperties": false,
 		},
-	},
-	{
-		"type": "function", "name": "book_flight",
-		"description": "Book a seat on a flight returned by search_flights.",
-		"parameters": map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"flight_id": map[string]any{"type": "string", "description": "Flight id from search_flights"},
-			},
-			"required":             []string{"flight_id"},
-			"additionalProperties": false,
-		},
-	},
-	{
-		"type": "function", "name": "book_hotel",
-		"description": "Book a hotel room in a city for a number of nights.",
-		"parameters": map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"city":   map[string]any{"type": "string", "description": "City name"},
-				"nights": map[string]any{"type": "integer", "minimum": 1, "description": "Number of nights"},
-			},
-			"required":             []string{"city", "nights"},
-			"additionalProperties": false,
-		},
-	},
+	}
+}
+
+func stringParam(description string) map[string]any {
+	return map[string]any{"type": "string", "description": description}
 }
 
 // expectedToolCalls is eval.expected.tool_calls: what a correct run calls, in order.

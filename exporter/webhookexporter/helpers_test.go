@@ -25,6 +25,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 var (
@@ -217,11 +218,10 @@ func startTicking(t *testing.T, cfg *Config, now func() time.Time, tick chan tim
 // `kind` attribute.
 func (h *harness) counter(t *testing.T, name, kind string) int64 {
 	t.Helper()
-	m, err := h.tel.GetMetric(name)
-	if err != nil {
-		return 0
+	if kind == "" {
+		return testkit.IntSumOrZero(t, h.tel, name)
 	}
-	return sumInt64(m, kind)
+	return testkit.IntSumOrZero(t, h.tel, name, "kind", kind)
 }
 
 func fmtAny(v any) string { return fmt.Sprintf("%+v", v) }

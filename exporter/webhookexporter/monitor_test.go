@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 func ptr(f float64) *float64 { return &f }
@@ -92,9 +94,10 @@ func (r *monitorRig) observe(td ptrace.Traces) []MonitorNotification {
 }
 func (r *monitorRig) tick() []MonitorNotification { return notesOf(r.ms.evaluateAll()) }
 
-func (r *monitorRig) metric(t *testing.T, name, key, value string) int64 {
+// metric sums an int64 sum's points whose attributes include the pairs kv.
+func (r *monitorRig) metric(t *testing.T, name string, kv ...string) int64 {
 	t.Helper()
-	return metricSum(t, r.tel, name, key, value)
+	return testkit.IntSumOrZero(t, r.tel, name, kv...)
 }
 
 func TestSlidingWindowMaths(t *testing.T) {
@@ -164,7 +167,7 @@ func TestMonitorStateMachine(t *testing.T) {
 	assert.Equal(t, firedAt.Format(time.RFC3339Nano), notes[0].Since)
 	assert.Equal(t, 5, notes[0].Cases)
 	assert.Empty(t, r.tick(), "renotify at most every 5m")
-	assert.EqualValues(t, 1, r.metric(t, "otelcol_exporter_webhook_monitor_renotifications", "", ""))
+	assert.EqualValues(t, 1, r.metric(t, "otelcol_exporter_webhook_monitor_renotifications"))
 
 	// Passing cases bring the rate to 5/10 = 0.5, at the threshold: resolved.
 	notes = r.observe(caseTraces("travel_agent", repeat(5, pass)...))
@@ -210,7 +213,7 @@ func TestMonitorNoDataKeepsState(t *testing.T) {
 	r.ms.list[0].mu.Lock()
 	assert.Empty(t, r.ms.list[0].groups)
 	r.ms.list[0].mu.Unlock()
-	assert.EqualValues(t, 0, r.metric(t, "otelcol_exporter_webhook_monitor_groups", "", ""))
+	assert.EqualValues(t, 0, r.metric(t, "otelcol_exporter_webhook_monitor_groups"))
 }
 
 // Failures that stay in the window fire once the passes before them have
@@ -263,8 +266,8 @@ func TestMonitorMaxGroups(t *testing.T) {
 	for _, agent := range []string{"a", "b", "c", "d"} {
 		r.observe(caseTraces(agent, repeat(3, fail)...))
 	}
-	assert.EqualValues(t, 6, r.metric(t, "otelcol_exporter_webhook_monitor_cases_untracked", "", ""))
-	assert.EqualValues(t, 2, r.metric(t, "otelcol_exporter_webhook_monitor_groups", "", ""))
+	assert.EqualValues(t, 6, r.metric(t, "otelcol_exporter_webhook_monitor_cases_untracked"))
+	assert.EqualValues(t, 2, r.metric(t, "otelcol_exporter_webhook_monitor_groups"))
 	// Tracked groups go on; untracked ones never fire.
 	notes := r.observe(caseTraces("a", fail))
 	require.Len(t, notes, 1)

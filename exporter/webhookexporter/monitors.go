@@ -65,17 +65,12 @@ func newMonitors(cfg *Config, set exporter.Settings, now func() time.Time) (*mon
 func (ms *monitors) observe(td ptrace.Traces) []pending {
 	now := ms.now()
 	var out []pending
-	rss := td.ResourceSpans()
 	for _, m := range ms.list {
 		m.mu.Lock()
-		for i := 0; i < rss.Len(); i++ {
-			rs := rss.At(i)
-			res := rs.Resource().Attributes()
-			sss := rs.ScopeSpans()
-			for j := 0; j < sss.Len(); j++ {
-				spans := sss.At(j).Spans()
-				for k := 0; k < spans.Len(); k++ {
-					m.observeSpan(spans.At(k), res, now)
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, span := range ss.Spans().All() {
+					m.observeSpan(span, rs.Resource().Attributes(), now)
 				}
 			}
 		}

@@ -14,9 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
-	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.uber.org/zap/zaptest"
+
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // monitorPayload is the body of a notifications-only request.
@@ -81,7 +82,7 @@ func TestMonitorNotificationPayload(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, n["sample_trace_ids"], 3)
 	assert.Len(t, n["sample_trace_urls"], 3)
-	assert.EqualValues(t, 1, metricSum(t, h.tel, "otelcol_exporter_webhook_monitor_notifications_sent", "monitor", "flow_rate"))
+	assert.EqualValues(t, 1, testkit.IntSumOrZero(t, h.tel, "otelcol_exporter_webhook_monitor_notifications_sent", "monitor", "flow_rate"))
 
 	// Time passes without traffic: the window empties, the state is kept,
 	// nothing is sent; passing traffic then resolves.
@@ -129,7 +130,7 @@ func TestMonitorTickFiresAndRenotifies(t *testing.T) {
 	require.Len(t, notes, 2)
 	assert.Equal(t, StateFiring, notes[1].State)
 	assert.Equal(t, notes[0].Since, notes[1].Since)
-	assert.EqualValues(t, 1, metricSum(t, h.tel, "otelcol_exporter_webhook_monitor_renotifications", "monitor", "flow_rate"))
+	assert.EqualValues(t, 1, testkit.IntSumOrZero(t, h.tel, "otelcol_exporter_webhook_monitor_renotifications", "monitor", "flow_rate"))
 }
 
 func TestMonitorSlackAndTemplate(t *testing.T) {
@@ -183,40 +184,16 @@ func TestMonitorSlackAndTemplate(t *testing.T) {
 func TestMonitorNotificationSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	var mu sync.Mutex
-	up := false
-	rec := newRecorder(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		isUp := up
-		mu.Unlock()
-		if !isUp {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		rec.srv.Config.Handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-
+	rec, recv := newRecorder(t), &downReceiver{}
+	srv := recv.start(t, rec)
 	newExporter := func(host storageHost, storageID component.ID) *harness {
 		cfg := syncConfig(srv.URL)
 		cfg.PerTraceAlerts = false
 		cfg.Monitors = []MonitorConfig{passRateMonitor()}
-		q := exporterhelper.NewDefaultQueueConfig()
-		q.StorageID = &storageID
-		q.NumConsumers = 1
-		cfg.QueueConfig = configoptional.Some(q)
-		cfg.RetryConfig.InitialInterval = 20 * time.Millisecond
-		cfg.RetryConfig.MaxInterval = 20 * time.Millisecond
-		cfg.RetryConfig.MaxElapsedTime = time.Hour
-		set := exportertest.NewNopSettings(Type)
-		set.Logger = zaptest.NewLogger(t)
-		set.ID = component.NewIDWithName(Type, "persistent")
-		exp, err := newTracesExporterWithTicker(ctx, set, cfg, time.Now,
-			func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} })
-		require.NoError(t, err)
-		require.NoError(t, exp.Start(ctx, host))
-		return &harness{exp: exp}
+		return startPersistent(t, cfg, host, storageID, func(set exporter.Settings, cfg *Config) (exporter.Traces, error) {
+			return newTracesExporterWithTicker(ctx, set, cfg, time.Now,
+				func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} })
+		})
 	}
 
 	storageID, ext1 := startFileStorage(t, dir)
@@ -226,9 +203,7 @@ func TestMonitorNotificationSurvivesRestart(t *testing.T) {
 	require.NoError(t, ext1.Shutdown(ctx))
 	assert.Empty(t, rec.requests())
 
-	mu.Lock()
-	up = true
-	mu.Unlock()
+	recv.setUp()
 	_, ext2 := startFileStorage(t, dir)
 	exp2 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext2}}, storageID)
 	require.Eventually(t, func() bool { return len(rec.requests()) >= 1 }, 10*time.Second, 10*time.Millisecond)
@@ -268,11 +243,11 @@ func TestMonitorQueueFullRetriesNextEvaluation(t *testing.T) {
 		// Never refused: the alert the full queue cannot take is dropped
 		// and counted instead (docs/contract.md §17).
 		require.NoError(t, h.exp.ConsumeTraces(ctx, caseTraces("y", fail)))
-		return metricSum(t, h.tel, "otelcol_exporter_webhook_alerts_dropped", "reason", dropQueueFull) > 0
+		return testkit.IntSumOrZero(t, h.tel, "otelcol_exporter_webhook_alerts_dropped", "reason", dropQueueFull) > 0
 	}, 10*time.Second, 5*time.Millisecond, "the queue fills up")
 	// The burst fires; its notification is refused with the data.
 	require.NoError(t, h.exp.ConsumeTraces(ctx, caseTraces("a", repeat(4, fail)...)))
-	assert.Positive(t, metricSum(t, h.tel, "otelcol_exporter_webhook_monitor_enqueue_failures", "monitor", "flow_rate"))
+	assert.Positive(t, testkit.IntSumOrZero(t, h.tel, "otelcol_exporter_webhook_monitor_enqueue_failures", "monitor", "flow_rate"))
 	once.Do(func() { close(block) })
 	require.Eventually(t, func() bool {
 		select {

@@ -44,23 +44,22 @@ func startFileStorage(t *testing.T, dir string) (component.ID, extension.Extensi
 	return id, ext
 }
 
-// Alerts queued while the receiver is down survive a restart of the exporter
-// (a persistent sending_queue on file_storage) and are delivered after it.
-func TestPersistentQueueSurvivesRestart(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
+// downReceiver stands for the alert receiver: 503 (counting the attempts)
+// until setUp, then what rec answers.
+type downReceiver struct {
+	mu           sync.Mutex
+	up           bool
+	downAttempts int
+}
 
-	// The receiver: 503 while down (counting attempts), else recorded.
-	var mu sync.Mutex
-	up, downAttempts := false, 0
-	rec := newRecorder(t)
+func (d *downReceiver) start(t *testing.T, rec *recorder) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		isUp := up
+		d.mu.Lock()
+		isUp := d.up
 		if !isUp {
-			downAttempts++
+			d.downAttempts++
 		}
-		mu.Unlock()
+		d.mu.Unlock()
 		if !isUp {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -68,45 +67,69 @@ func TestPersistentQueueSurvivesRestart(t *testing.T) {
 		rec.srv.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	attempts := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return downAttempts
-	}
+	return srv
+}
 
+func (d *downReceiver) setUp() {
+	d.mu.Lock()
+	d.up = true
+	d.mu.Unlock()
+}
+
+func (d *downReceiver) attempts() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.downAttempts
+}
+
+// startPersistent starts an exporter made by newExp with cfg over a
+// persistent sending_queue (one consumer) on storageID, retrying every
+// 20ms. Its ID stays the same across restarts: NewNopSettings names the
+// exporter with a random UUID, and the queue's storage key derives from it.
+func startPersistent(t *testing.T, cfg *Config, host storageHost, storageID component.ID,
+	newExp func(exporter.Settings, *Config) (exporter.Traces, error)) *harness {
+	q := exporterhelper.NewDefaultQueueConfig()
+	q.StorageID = &storageID
+	q.NumConsumers = 1
+	cfg.QueueConfig = configoptional.Some(q)
+	cfg.RetryConfig.InitialInterval = 20 * time.Millisecond
+	cfg.RetryConfig.MaxInterval = 20 * time.Millisecond
+	cfg.RetryConfig.MaxElapsedTime = time.Hour
+	set := exportertest.NewNopSettings(Type)
+	set.Logger = zaptest.NewLogger(t)
+	set.ID = component.NewIDWithName(Type, "persistent")
+	exp, err := newExp(set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), host))
+	return &harness{exp: exp}
+}
+
+// Alerts queued while the receiver is down survive a restart of the exporter
+// (a persistent sending_queue on file_storage) and are delivered after it.
+func TestPersistentQueueSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+
+	rec, recv := newRecorder(t), &downReceiver{}
+	srv := recv.start(t, rec)
 	newExporter := func(host storageHost, storageID component.ID) *harness {
 		cfg := syncConfig(srv.URL)
-		q := exporterhelper.NewDefaultQueueConfig()
-		q.StorageID = &storageID
-		q.NumConsumers = 1
-		cfg.QueueConfig = configoptional.Some(q)
-		cfg.RetryConfig.InitialInterval = 20 * time.Millisecond
-		cfg.RetryConfig.MaxInterval = 20 * time.Millisecond
-		cfg.RetryConfig.MaxElapsedTime = time.Hour
-		set := exportertest.NewNopSettings(Type)
-		set.Logger = zaptest.NewLogger(t)
-		// NewNopSettings names the exporter with a random UUID; the queue's
-		// storage key is derived from the ID, so a restart must keep it.
-		set.ID = component.NewIDWithName(Type, "persistent")
-		exp, err := newTracesExporter(ctx, set, cfg, time.Now)
-		require.NoError(t, err)
-		require.NoError(t, exp.Start(ctx, host))
-		return &harness{exp: exp}
+		return startPersistent(t, cfg, host, storageID, func(set exporter.Settings, cfg *Config) (exporter.Traces, error) {
+			return newTracesExporter(ctx, set, cfg, time.Now)
+		})
 	}
 
 	// Exporter 1: the receiver answers 503; the request stays queued.
 	storageID, ext1 := startFileStorage(t, dir)
 	exp1 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext1}}, storageID)
 	require.NoError(t, exp1.exp.ConsumeTraces(ctx, agentTraces(failed("booking_flow", 0.5, 1, "persisted"))))
-	require.Eventually(t, func() bool { return attempts() >= 2 }, 10*time.Second, 10*time.Millisecond, "exporter 1 retries")
+	require.Eventually(t, func() bool { return recv.attempts() >= 2 }, 10*time.Second, 10*time.Millisecond, "exporter 1 retries")
 	require.NoError(t, exp1.exp.Shutdown(ctx))
 	require.NoError(t, ext1.Shutdown(ctx))
 	assert.Empty(t, rec.requests(), "nothing delivered while the receiver was down")
 
 	// The receiver comes back; exporter 2 on the same directory delivers.
-	mu.Lock()
-	up = true
-	mu.Unlock()
+	recv.setUp()
 	_, ext2 := startFileStorage(t, dir)
 	exp2 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext2}}, storageID)
 	require.Eventually(t, func() bool { return len(rec.requests()) >= 1 }, 10*time.Second, 10*time.Millisecond)

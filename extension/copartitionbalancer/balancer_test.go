@@ -20,6 +20,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // testMember is one consumer of the group: a collector's traces or logs receiver.
@@ -191,7 +193,15 @@ func TestCollectorWithoutLogsConsumerIsCountedUnpaired(t *testing.T) {
 
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
-	require.Equal(t, int64(2), sumCounter(t, rm, "otelcol_copartition_balancer_unpaired_partitions"))
+	var unpaired metricdata.Metrics
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == "otelcol_copartition_balancer_unpaired_partitions" {
+				unpaired = m
+			}
+		}
+	}
+	require.Equal(t, int64(2), testkit.PointsSum(t, unpaired))
 }
 
 func TestForeignMemberMetadataIsRefused(t *testing.T) {

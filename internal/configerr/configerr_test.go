@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/confmap"
 )
@@ -72,5 +73,17 @@ func TestSyntaxNamesTheBrokenLine(t *testing.T) {
 	}
 	if err := Syntax("f.yaml", []byte("evaluators:\n  - type: cel\n    expression: [a,\n      b]\n")); err != nil {
 		t.Errorf("valid YAML: %v", err)
+	}
+}
+
+func TestPositive(t *testing.T) {
+	if err := Positive("workers", 1); err != nil {
+		t.Errorf("1: %v", err)
+	}
+	if err := Positive("workers", 0); err == nil || err.Error() != "workers: 0 must be positive" {
+		t.Errorf("0: %v", err)
+	}
+	if err := Positive("timeout", -time.Second); err == nil || err.Error() != "timeout: -1s must be positive" {
+		t.Errorf("-1s: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"math"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,11 +14,11 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // A judge that does not answer while 2000 traces arrive: the engine's
@@ -50,17 +49,7 @@ func TestJudgeBacklogIsBounded(t *testing.T) {
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
 
-	raw, err := os.ReadFile("../../examples/traces/travel-agent-semconv.json")
-	require.NoError(t, err)
-	load := func() []adapter.SpanRef {
-		var u ptrace.JSONUnmarshaler
-		td, err := u.UnmarshalTraces(raw)
-		require.NoError(t, err)
-		for _, spans := range adapter.GroupByTrace(td) {
-			return spans
-		}
-		return nil
-	}
+	load := func() []adapter.SpanRef { return loadTrace(t, "../../examples/traces/travel-agent-semconv.json") }
 	base := runtime.NumGoroutine()
 	var mu sync.Mutex
 	var finished []Report
@@ -88,8 +77,8 @@ func TestJudgeBacklogIsBounded(t *testing.T) {
 	// The workers took up to maxConc tasks off the queue before it filled.
 	require.GreaterOrEqual(t, refused, traces-maxPending-maxConc)
 	require.LessOrEqual(t, refused, traces-maxPending)
-	require.Equal(t, int64(refused), sumInt(t, tel, metricJudgeTasksSkipped))
-	require.Equal(t, int64(maxPending), sumInt(t, tel, metricJudgeTasksPending))
+	require.Equal(t, int64(refused), testkit.IntSum(t, tel, metricJudgeTasksSkipped))
+	require.Equal(t, int64(maxPending), testkit.IntSum(t, tel, metricJudgeTasksPending))
 
 	unblock()
 	require.Eventually(t, func() bool {
@@ -97,7 +86,7 @@ func TestJudgeBacklogIsBounded(t *testing.T) {
 		defer mu.Unlock()
 		return len(finished) == traces
 	}, 30*time.Second, 10*time.Millisecond)
-	require.Equal(t, int64(0), sumInt(t, tel, metricJudgeTasksPending))
+	require.Equal(t, int64(0), testkit.IntSum(t, tel, metricJudgeTasksPending))
 	scored := 0
 	for _, rep := range finished {
 		if r := results(rep)["helpful"]; r.Status == evaluators.StatusPassed {
@@ -115,20 +104,6 @@ func TestMaxPendingJudgeTasksValidated(t *testing.T) {
 	cfg.Evaluators = []evaluators.Config{{Type: "tool_error"}}
 	cfg.MaxPendingJudgeTasks = 0
 	require.ErrorContains(t, cfg.Validate(), "max_pending_judge_tasks: 0 must be positive")
-}
-
-// sumInt reads an integer sum (counter or up-down counter) across its points.
-func sumInt(t *testing.T, tel *componenttest.Telemetry, name string) int64 {
-	t.Helper()
-	m, err := tel.GetMetric(name)
-	require.NoError(t, err, name)
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is %T", name, m.Data)
-	var total int64
-	for _, dp := range sum.DataPoints {
-		total += dp.Value
-	}
-	return total
 }
 
 // Bad token counts and timestamps reach the evaluators as bad input: the

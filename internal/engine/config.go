@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/configerr"
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/redact"
 	"github.com/evalbridge/evalbridge/internal/sessions"
@@ -134,30 +135,18 @@ func (c *Config) Validate() error {
 	if c.RootGrace < 0 || (c.RootGrace > 0 && c.RootGrace > c.Wait) {
 		errs = append(errs, fmt.Errorf("root_grace: %v must be within [0, wait]", c.RootGrace))
 	}
-	if c.MaxTraces <= 0 {
-		errs = append(errs, fmt.Errorf("max_traces: %d must be positive", c.MaxTraces))
-	}
-	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout: %v must be positive", c.Timeout))
-	}
+	errs = append(errs, configerr.Positive("max_traces", c.MaxTraces))
+	errs = append(errs, configerr.Positive("timeout", c.Timeout))
 	if c.LateResults != LateResultsSpan && c.LateResults != LateResultsDrop {
 		errs = append(errs, fmt.Errorf("late_results: %q must be span or drop", c.LateResults))
 	}
-	if c.MaxPendingJudgeTasks <= 0 {
-		errs = append(errs, fmt.Errorf("max_pending_judge_tasks: %d must be positive", c.MaxPendingJudgeTasks))
-	}
+	errs = append(errs, configerr.Positive("max_pending_judge_tasks", c.MaxPendingJudgeTasks))
 	// max_hold below wait is allowed (every trace then goes at max_hold):
 	// a config written before max_hold existed, with a long wait, still loads.
-	if c.MaxHold <= 0 {
-		errs = append(errs, fmt.Errorf("max_hold: %v must be positive", c.MaxHold))
-	}
-	if c.MaxTraceSpans <= 0 {
-		errs = append(errs, fmt.Errorf("max_trace_spans: %d must be positive", c.MaxTraceSpans))
-	}
+	errs = append(errs, configerr.Positive("max_hold", c.MaxHold))
+	errs = append(errs, configerr.Positive("max_trace_spans", c.MaxTraceSpans))
 	// release_retry validates itself (confmap.Validate walks into it).
-	if c.Workers <= 0 {
-		errs = append(errs, fmt.Errorf("workers: %d must be positive", c.Workers))
-	}
+	errs = append(errs, configerr.Positive("workers", c.Workers))
 	if len(c.Evaluators) == 0 {
 		errs = append(errs, errors.New("evaluators: at least one evaluator is required"))
 	}

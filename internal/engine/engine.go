@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -110,7 +111,7 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 	if e.redactor != nil {
 		deps.RedactBody = e.redactor.JSON
 	}
-	for _, name := range sortedJudgeNames(cfg.Judges) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Judges)) {
 		c, err := judge.New(name, cfg.Judges[name], set)
 		if err != nil {
 			return nil, fmt.Errorf("judges: %s: %w", name, err)
@@ -181,7 +182,7 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 // collector (v0.165) does (otelcol shuts the service down when Start fails),
 // and Shutdown is safe twice.
 func (e *Engine) Start(ctx context.Context, host component.Host) error {
-	for _, name := range sortedJudgeNames(e.judges) {
+	for _, name := range slices.Sorted(maps.Keys(e.judges)) {
 		if err := e.judges[name].Start(ctx, host); err != nil {
 			return errors.Join(err, e.Shutdown(ctx))
 		}
@@ -226,15 +227,6 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func sortedJudgeNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for n := range m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Instances lists the configured evaluator instances.

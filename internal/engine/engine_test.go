@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -13,20 +12,12 @@ import (
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 func loadTrace(t testing.TB, path string) []adapter.SpanRef {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var u ptrace.JSONUnmarshaler
-	td, err := u.UnmarshalTraces(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, spans := range adapter.GroupByTrace(td) {
+	for _, spans := range adapter.GroupByTrace(testkit.ReadTraces(t, path)) {
 		return spans
 	}
 	t.Fatal("no spans")

@@ -28,6 +28,32 @@ func (s *lateSink) consume(_ context.Context, td ptrace.Traces) {
 	s.ch <- struct{}{}
 }
 
+// startWithLateSink starts e with its late results going to a lateSink
+// that holds up to buffered deliveries before it blocks the engine.
+func startWithLateSink(t *testing.T, e *Engine, buffered int) *lateSink {
+	t.Helper()
+	sink := &lateSink{ch: make(chan struct{}, buffered)}
+	e.SetLateResults(sink.consume)
+	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	return sink
+}
+
+// firstSpan waits (10 s at most) for a late result and returns the first
+// late span.
+func (s *lateSink) firstSpan(t *testing.T) ptrace.Span {
+	t.Helper()
+	select {
+	case <-s.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no late result was delivered")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+}
+
 // A judge that answers after the trace's timeout: the evaluated span says
 // `timeout`, and the answer arrives as a span of its own, child of and linked
 // to the evaluated span, carrying the same eval.* attributes and event.
@@ -40,11 +66,7 @@ func TestLateJudgeResultBecomesLinkedSpan(t *testing.T) {
 	y := judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
 	y["timeout"] = "5s"
 	e := newEngine(t, y)
-	sink := &lateSink{ch: make(chan struct{}, 1)}
-	e.SetLateResults(sink.consume)
-	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
+	sink := startWithLateSink(t, e, 1)
 	defer func() { _ = e.Shutdown(context.Background()) }()
 
 	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
@@ -99,11 +121,7 @@ func TestLateResultsDropDeliversNothing(t *testing.T) {
 	y := judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "llm_judge", "judge": "default", "criteria": "x"})
 	y["late_results"] = "drop"
 	e := newEngine(t, y)
-	sink := &lateSink{ch: make(chan struct{}, 1)}
-	e.SetLateResults(sink.consume)
-	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
+	sink := startWithLateSink(t, e, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	got := results(e.ScoreTrace(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
@@ -130,11 +148,7 @@ func TestShutdownStopsLateJudgeCalls(t *testing.T) {
 	})
 	y := judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "llm_judge", "judge": "default", "criteria": "x"})
 	e := newEngine(t, y)
-	sink := &lateSink{ch: make(chan struct{}, 1)}
-	e.SetLateResults(sink.consume)
-	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
+	sink := startWithLateSink(t, e, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
 	e.ScoreTraceAsync(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
@@ -163,11 +177,7 @@ func TestLateTargetSharedByTheTasksOfOneCase(t *testing.T) {
 		map[string]any{"type": "llm_judge", "name": "one", "judge": "default", "criteria": "x"},
 		map[string]any{"type": "llm_judge", "name": "two", "judge": "default", "criteria": "y"})
 	e := newEngine(t, y)
-	sink := &lateSink{ch: make(chan struct{}, 16)}
-	e.SetLateResults(sink.consume)
-	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
+	sink := startWithLateSink(t, e, 16)
 	defer func() { _ = e.Shutdown(context.Background()) }()
 
 	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,9 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
@@ -58,21 +55,14 @@ func TestHangingJudgeDoesNotTakeAnotherJudgesWorkers(t *testing.T) {
 	defer unblock() // before Shutdown, which waits for the slow calls
 	require.Equal(t, []string{`judge "fast"`, `judge "slow"`}, e.pool.keys())
 
-	raw, err := os.ReadFile("../../examples/traces/travel-agent-semconv.json")
-	require.NoError(t, err)
 	var mu sync.Mutex
 	var finished []Report
 	for range traces {
-		var u ptrace.JSONUnmarshaler
-		td, err := u.UnmarshalTraces(raw)
-		require.NoError(t, err)
-		for _, spans := range adapter.GroupByTrace(td) {
-			e.ScoreTraceAsync(context.Background(), spans, func(r Report) {
-				mu.Lock()
-				finished = append(finished, r)
-				mu.Unlock()
-			})
-		}
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) {
+			mu.Lock()
+			finished = append(finished, r)
+			mu.Unlock()
+		})
 	}
 	// Every fast evaluation is made while the slow judge holds its calls:
 	// with one shared pool (3 workers) the slow tasks took every worker

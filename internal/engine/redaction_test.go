@@ -4,11 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge"
@@ -28,9 +26,7 @@ func TestLateResultIsRedacted(t *testing.T) {
 	y := judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
 	y["timeout"] = "5s"
 	e := newEngine(t, y)
-	sink := &lateSink{ch: make(chan struct{}, 1)}
-	e.SetLateResults(sink.consume)
-	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
+	sink := startWithLateSink(t, e, 1)
 	defer func() { _ = e.Shutdown(context.Background()) }()
 
 	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
@@ -40,12 +36,7 @@ func TestLateResultIsRedacted(t *testing.T) {
 	cancel()
 	require.Equal(t, evaluators.StatusTimeout, results(<-done)["helpful"].Status)
 	close(release)
-	select {
-	case <-sink.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no late result was delivered")
-	}
-	sp := sink.got[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	sp := sink.firstSpan(t)
 	const want = "judge scored 0.25 on [0, 1]; judge: refund to [REDACTED:email#1], IBAN [REDACTED:iban#1]"
 	v, _ := sp.Attributes().Get("eval.helpful.reason")
 	assert.Equal(t, want, v.Str())

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
 
@@ -105,11 +104,7 @@ func TestRemoteRunsInTheBackgroundWithLateResults(t *testing.T) {
 		map[string]any{"type": "cel", "name": "few_calls", "expression": `case.llm_calls <= 3`},
 	}}
 	e := newEngine(t, y)
-	sink := &lateSink{ch: make(chan struct{}, 1)}
-	e.SetLateResults(sink.consume)
-	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
+	sink := startWithLateSink(t, e, 1)
 	defer func() { _ = e.Shutdown(context.Background()) }()
 
 	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
@@ -134,12 +129,7 @@ func TestRemoteRunsInTheBackgroundWithLateResults(t *testing.T) {
 		t.Fatalf("cel: %+v", got["few_calls"])
 	}
 	close(release)
-	select {
-	case <-sink.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no late result was delivered")
-	}
-	sp := sink.got[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	sp := sink.firstSpan(t)
 	if a := sp.Attributes().AsRaw(); a["eval.hangs.score"] != 0.2 || a["eval.late"] != true {
 		t.Fatalf("late span attributes: %v", a)
 	}

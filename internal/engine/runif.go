@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
@@ -137,7 +139,7 @@ func (e *Engine) SetEstimateOnly(record func(judge.Call)) {
 // evaluator.
 func (e *Engine) JudgeSpend() []judge.Spend {
 	var out []judge.Spend
-	for _, name := range sortedJudgeNames(e.judges) {
+	for _, name := range slices.Sorted(maps.Keys(e.judges)) {
 		out = append(out, e.judges[name].Spend()...)
 	}
 	return out

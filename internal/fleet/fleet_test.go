@@ -224,32 +224,17 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	collector, signal := parts[0], parts[2]
-	raw, err := otlphttpbody.Read(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	switch signal {
 	case "traces":
-		req := ptraceotlp.NewExportRequest()
-		if err := req.UnmarshalProto(raw); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
+		if td, ok := otlphttpbody.Traces(w, r); ok {
+			s.addTraces(collector, td)
+			otlphttpbody.Accept(w)
 		}
-		s.addTraces(collector, req.Traces())
-		resp, _ := ptraceotlp.NewExportResponse().MarshalProto()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(resp)
 	case "logs":
-		req := plogotlp.NewExportRequest()
-		if err := req.UnmarshalProto(raw); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
+		if ld, ok := otlphttpbody.Logs(w, r); ok {
+			s.addLogs(collector, ld)
+			otlphttpbody.Accept(w)
 		}
-		s.addLogs(collector, req.Logs())
-		resp, _ := plogotlp.NewExportResponse().MarshalProto()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(resp)
 	default:
 		http.NotFound(w, r)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -285,13 +286,13 @@ func TestJudgeCacheHits(t *testing.T) {
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("%d requests, want 1 (two cache hits)", n)
 	}
-	if v := sumMetric(t, tel, "otelcol_processor_eval_judge_cache_hits"); v != 2 {
+	if v := testkit.IntSum(t, tel, "otelcol_processor_eval_judge_cache_hits"); v != 2 {
 		t.Errorf("cache hits metric %v, want 2", v)
 	}
-	if v := sumMetric(t, tel, "otelcol_processor_eval_judge_requests"); v != 1 {
+	if v := testkit.IntSum(t, tel, "otelcol_processor_eval_judge_requests"); v != 1 {
 		t.Errorf("requests metric %v, want 1", v)
 	}
-	if v := sumMetric(t, tel, "otelcol_processor_eval_judge_tokens"); v != 15 {
+	if v := testkit.IntSum(t, tel, "otelcol_processor_eval_judge_tokens"); v != 15 {
 		t.Errorf("tokens metric %v, want 15", v)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 var testPrice = judge.PriceConfig{InputPerMillionTokens: 0.15, OutputPerMillionTokens: 0.60, Currency: "USD"}
@@ -111,7 +112,7 @@ func TestJudgeCostWithoutUsageIsEstimated(t *testing.T) {
 	if got := costPoints(t, tel, "otelcol_processor_eval_judge_cost_estimated")["helpful"]; got != want {
 		t.Errorf("estimated cost %v, want %v", got, want)
 	}
-	if v := sumMetric(t, tel, "otelcol_processor_eval_judge_usage_estimated"); v != 1 {
+	if v := testkit.IntSum(t, tel, "otelcol_processor_eval_judge_usage_estimated"); v != 1 {
 		t.Errorf("usage_estimated %d, want 1", v)
 	}
 }

@@ -1,6 +1,7 @@
 // Package otlphttpbody reads the body of an OTLP/HTTP export request as the
-// test backends, the load generator's capture sink and the fleet test's
-// sink receive it: gzip-compressed or not, protobuf-encoded.
+// test backends (internal/testkit's sink), the load generator's capture sink
+// and the fleet test's sink receive it: gzip-compressed or not,
+// protobuf-encoded, and answers it.
 package otlphttpbody
 
 import (
@@ -10,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
@@ -31,27 +34,41 @@ func Read(r *http.Request) ([]byte, error) {
 // Traces reads an OTLP/HTTP protobuf traces export request. On error it
 // has answered 400 already.
 func Traces(w http.ResponseWriter, r *http.Request) (ptrace.Traces, bool) {
-	raw, err := Read(r)
-	if err == nil {
-		req := ptraceotlp.NewExportRequest()
-		if err = req.UnmarshalProto(raw); err == nil {
-			return req.Traces(), true
-		}
-	}
-	http.Error(w, err.Error(), http.StatusBadRequest)
-	return ptrace.Traces{}, false
+	req := ptraceotlp.NewExportRequest()
+	return req.Traces(), decode(w, r, req.UnmarshalProto)
 }
 
 // Logs reads an OTLP/HTTP protobuf logs export request. On error it has
 // answered 400 already.
 func Logs(w http.ResponseWriter, r *http.Request) (plog.Logs, bool) {
+	req := plogotlp.NewExportRequest()
+	return req.Logs(), decode(w, r, req.UnmarshalProto)
+}
+
+// Metrics reads an OTLP/HTTP protobuf metrics export request. On error it
+// has answered 400 already.
+func Metrics(w http.ResponseWriter, r *http.Request) (pmetric.Metrics, bool) {
+	req := pmetricotlp.NewExportRequest()
+	return req.Metrics(), decode(w, r, req.UnmarshalProto)
+}
+
+// decode reads the body into an export request through its unmarshal; on
+// error it answers 400.
+func decode(w http.ResponseWriter, r *http.Request, unmarshal func([]byte) error) bool {
 	raw, err := Read(r)
 	if err == nil {
-		req := plogotlp.NewExportRequest()
-		if err = req.UnmarshalProto(raw); err == nil {
-			return req.Logs(), true
-		}
+		err = unmarshal(raw)
 	}
-	http.Error(w, err.Error(), http.StatusBadRequest)
-	return plog.Logs{}, false
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// Accept answers an export request with full success: an empty protobuf
+// export response, the same for traces, logs and metrics.
+func Accept(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(http.StatusOK)
 }

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/evalbridge/evalbridge/internal/configerr"
 )
 
 // Config is the `sessions:` block of the engine config.
@@ -41,20 +43,16 @@ func NewDefaultConfig() Config {
 
 // Validate checks the block, naming what is wrong.
 func (c *Config) Validate() error {
-	var errs []error
-	if c.Idle <= 0 {
-		errs = append(errs, fmt.Errorf("sessions: idle: %v must be positive", c.Idle))
-	}
-	if c.MaxSessions <= 0 {
-		errs = append(errs, fmt.Errorf("sessions: max_sessions: %d must be positive", c.MaxSessions))
-	}
-	if c.MaxTurns <= 0 {
-		errs = append(errs, fmt.Errorf("sessions: max_turns: %d must be positive", c.MaxTurns))
-	}
+	var turnBytes error
 	if c.MaxTurnBytes != 0 && c.MaxTurnBytes < minTurnBytes {
-		errs = append(errs, fmt.Errorf("sessions: max_turn_bytes: %d must be at least %d (0 means %d)", c.MaxTurnBytes, minTurnBytes, DefaultMaxTurnBytes))
+		turnBytes = fmt.Errorf("sessions: max_turn_bytes: %d must be at least %d (0 means %d)", c.MaxTurnBytes, minTurnBytes, DefaultMaxTurnBytes)
 	}
-	return errors.Join(errs...)
+	return errors.Join(
+		configerr.Positive("sessions: idle", c.Idle),
+		configerr.Positive("sessions: max_sessions", c.MaxSessions),
+		configerr.Positive("sessions: max_turns", c.MaxTurns),
+		turnBytes,
+	)
 }
 
 func (c *Config) maxTurnBytes() int {

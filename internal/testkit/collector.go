@@ -23,7 +23,7 @@ func StartCollector(t testing.TB, factories func() (otelcol.Factories, error), c
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+	RunCollector(t, otelcol.CollectorSettings{
 		BuildInfo: component.BuildInfo{Command: "collectortest", Version: "test"},
 		Factories: factories,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
@@ -31,6 +31,14 @@ func StartCollector(t testing.TB, factories func() (otelcol.Factories, error), c
 			ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
 		}},
 	})
+}
+
+// RunCollector starts a collector with set (its config URIs, providers and
+// factories) and waits until it runs; the test's cleanup shuts it down and
+// fails the test if it does not stop within 20 s.
+func RunCollector(t testing.TB, set otelcol.CollectorSettings) {
+	t.Helper()
+	col, err := otelcol.NewCollector(set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +55,7 @@ func StartCollector(t testing.TB, factories func() (otelcol.Factories, error), c
 			t.Error("collector did not shut down")
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for col.GetState() != otelcol.StateRunning {
 		select {
 		case err := <-done:
@@ -55,7 +63,7 @@ func StartCollector(t testing.TB, factories func() (otelcol.Factories, error), c
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("collector not running after 20s (state %v)", col.GetState())
+			t.Fatalf("collector not running after 30s (state %v)", col.GetState())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

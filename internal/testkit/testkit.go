@@ -1,6 +1,17 @@
-// Package testkit holds what the module's tests share: a real collector for
-// the length of a test, free loopback addresses, a buffer a child process
-// may write to while the test reads it, a walk over spans.
+// Package testkit holds what the module's tests share, so that a test
+// helper is written once:
+//
+//   - StartCollector / RunCollector: a real collector for the length of a
+//     test; Config renders a collector config kept as testdata/*.yaml (a
+//     text/template: {{.Name}} fields for what the test picks when it runs,
+//     the collector's own ${env:NAME} left alone).
+//   - Sink: an OTLP/HTTP backend that keeps the traces, logs and metrics it
+//     receives (through internal/otlphttpbody).
+//   - Scrape: a Prometheus text exposition (samples, types, totals);
+//     IntSum, IntSumOrZero, HistogramCount, PointsSum: a component's test
+//     telemetry (componenttest).
+//   - ReadTraces, ReadLogs: OTLP/JSON files such as examples/traces.
+//   - FreeAddr, LockedBuffer, ForEachSpan, ForEachLogRecord, ForEachMetric.
 package testkit
 
 import (
@@ -44,12 +55,10 @@ func (l *LockedBuffer) String() string {
 
 // ForEachSpan calls f with every span of td, in order.
 func ForEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
-	for r := 0; r < td.ResourceSpans().Len(); r++ {
-		sss := td.ResourceSpans().At(r).ScopeSpans()
-		for s := 0; s < sss.Len(); s++ {
-			spans := sss.At(s).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				f(spans.At(k))
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				f(sp)
 			}
 		}
 	}

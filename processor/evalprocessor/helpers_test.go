@@ -15,12 +15,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // fakeClock is a hand-driven clock and ticker: tests advance time and tick
@@ -160,46 +159,12 @@ func (h *harness) waitSpans(n int) {
 // include every kv pair given.
 func (h *harness) counter(name string, kv ...string) int64 {
 	h.t.Helper()
-	m, err := h.tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	s, ok := m.Data.(metricdata.Sum[int64])
-	require.True(h.t, ok, "%s is %T", name, m.Data)
-	var total int64
-	for _, dp := range s.DataPoints {
-		if hasAttrs(dp.Attributes, kv) {
-			total += dp.Value
-		}
-	}
-	return total
+	return testkit.IntSumOrZero(h.t, h.tel, name, kv...)
 }
 
 func (h *harness) histogramCount(name string, kv ...string) uint64 {
 	h.t.Helper()
-	m, err := h.tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	hist, ok := m.Data.(metricdata.Histogram[float64])
-	require.True(h.t, ok, "%s is %T", name, m.Data)
-	var n uint64
-	for _, dp := range hist.DataPoints {
-		if hasAttrs(dp.Attributes, kv) {
-			n += dp.Count
-		}
-	}
-	return n
-}
-
-func hasAttrs(set attribute.Set, kv []string) bool {
-	for i := 0; i+1 < len(kv); i += 2 {
-		v, ok := set.Value(attribute.Key(kv[i]))
-		if !ok || v.AsString() != kv[i+1] {
-			return false
-		}
-	}
-	return true
+	return testkit.HistogramCount(h.t, h.tel, name, kv...)
 }
 
 // --- building traces ---
