@@ -33,6 +33,15 @@ install_tool() { # name module@version
   fi
 }
 
+# DEPLOY_CHECK_TOOLS_ONLY=1: install the tools and stop (.ci/run starts this in
+# the background at its beginning, so the builds overlap the tests).
+if [[ "${DEPLOY_CHECK_TOOLS_ONLY:-}" == 1 ]]; then
+  install_tool helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  install_tool goreleaser "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
+  install_tool cyclonedx-gomod "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION"
+  exit 0
+fi
+
 version=$(deploy/version.sh)
 step "version $version"
 
