@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evalbridge/evalbridge/internal/httpclient"
 )
 
 // jaegerSource reads the traces to score from a Jaeger query API
@@ -74,7 +76,7 @@ func (s *jaegerSource) enabled() bool { return s.url != "" }
 func (s *jaegerSource) check() error {
 	u, err := url.Parse(s.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--jaeger %s: want an http:// or https:// URL of the Jaeger query service, e.g. http://localhost:16686", safeURL(s.url))
+		return fmt.Errorf("--jaeger %s: want an http:// or https:// URL of the Jaeger query service, e.g. http://localhost:16686", httpclient.StripURL(s.url))
 	}
 	if s.limit <= 0 {
 		return fmt.Errorf("--limit %d: want a positive number of traces", s.limit)
@@ -83,26 +85,6 @@ func (s *jaegerSource) check() error {
 		return fmt.Errorf("--lookback %s: want a positive duration", s.lookback)
 	}
 	return nil
-}
-
-// safeURL is a URL as messages may show it: no userinfo, no query, no
-// fragment (a token in either is a credential, docs/contract.md §17).
-func safeURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// Unparseable: keep what precedes any '?', '#' or '@'.
-		if i := strings.IndexAny(raw, "?#"); i >= 0 {
-			raw = raw[:i]
-		}
-		if i := strings.LastIndex(raw, "@"); i >= 0 {
-			if j := strings.Index(raw, "://"); j >= 0 && j < i {
-				raw = raw[:j+3] + raw[i+1:]
-			}
-		}
-		return raw
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
 }
 
 // base is the API root: the configured URL without a trailing slash and
@@ -130,7 +112,7 @@ type jaegerAnswer struct {
 // get asks the API and decodes its envelope; errors name the URL without
 // its query.
 func (s *jaegerSource) get(ctx context.Context, u *url.URL) (json.RawMessage, error) {
-	shown := safeURL(u.String())
+	shown := httpclient.StripURL(u.String())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("--jaeger %s: %v", shown, err)
@@ -180,7 +162,7 @@ func (s *jaegerSource) services(ctx context.Context, base *url.URL) ([]string, e
 	}
 	var names []string
 	if err := json.Unmarshal(data, &names); err != nil {
-		return nil, fmt.Errorf("--jaeger %s: /api/services: not a list of names: %v", safeURL(s.url), err)
+		return nil, fmt.Errorf("--jaeger %s: /api/services: not a list of names: %v", httpclient.StripURL(s.url), err)
 	}
 	sort.Strings(names)
 	return names, nil
@@ -193,11 +175,13 @@ type window struct{ start, end int64 }
 // for files.
 func (s *jaegerSource) pull(ctx context.Context, stderr io.Writer) ([]document, error) {
 	if s.client == nil {
-		s.client = &http.Client{Timeout: time.Minute}
+		// A redirect to another host is refused as for every outbound call
+		// (docs/contract.md §17): the URL's userinfo is a credential.
+		s.client = &http.Client{Timeout: time.Minute, CheckRedirect: httpclient.CheckRedirect}
 	}
 	base, err := s.base()
 	if err != nil {
-		return nil, fmt.Errorf("--jaeger %s: %v", safeURL(s.url), err)
+		return nil, fmt.Errorf("--jaeger %s: %v", httpclient.StripURL(s.url), err)
 	}
 	services, err := s.services(ctx, base)
 	if err != nil {
@@ -244,7 +228,7 @@ func (s *jaegerSource) pull(ctx context.Context, stderr io.Writer) ([]document, 
 			pages++
 			var traces []json.RawMessage
 			if err := json.Unmarshal(data, &traces); err != nil {
-				return nil, fmt.Errorf("--jaeger %s: /api/traces: \"data\" is not a list of traces: %v", safeURL(s.url), err)
+				return nil, fmt.Errorf("--jaeger %s: /api/traces: \"data\" is not a list of traces: %v", httpclient.StripURL(s.url), err)
 			}
 			if len(traces) >= s.pageSize && w.end > w.start {
 				// A full page may have left traces out: ask for each half.
@@ -262,7 +246,7 @@ func (s *jaegerSource) pull(ctx context.Context, stderr io.Writer) ([]document, 
 					TraceID string `json:"traceID"`
 				}
 				if err := json.Unmarshal(raw, &head); err != nil || head.TraceID == "" {
-					return nil, fmt.Errorf("--jaeger %s: /api/traces: a trace without a traceID", safeURL(s.url))
+					return nil, fmt.Errorf("--jaeger %s: /api/traces: a trace without a traceID", httpclient.StripURL(s.url))
 				}
 				id := strings.ToLower(strings.TrimLeft(head.TraceID, "0"))
 				if seen[id] {
@@ -271,7 +255,7 @@ func (s *jaegerSource) pull(ctx context.Context, stderr io.Writer) ([]document, 
 				seen[id] = true
 				td, err := jaegerToTraces(raw, "jaeger-trace")
 				if err != nil {
-					return nil, fmt.Errorf("--jaeger %s: trace %s: %w", safeURL(s.url), head.TraceID, err)
+					return nil, fmt.Errorf("--jaeger %s: trace %s: %w", httpclient.StripURL(s.url), head.TraceID, err)
 				}
 				spans += td.SpanCount()
 				docs = append(docs, document{source: "jaeger trace " + head.TraceID, traces: td})
@@ -283,10 +267,10 @@ func (s *jaegerSource) pull(ctx context.Context, stderr io.Writer) ([]document, 
 		}
 	}
 	if len(docs) == 0 {
-		return nil, fmt.Errorf("--jaeger %s: no traces found (%s)", safeURL(s.url), s.describe(services))
+		return nil, fmt.Errorf("--jaeger %s: no traces found (%s)", httpclient.StripURL(s.url), s.describe(services))
 	}
 	fmt.Fprintf(stderr, "evalctl: jaeger: read %d traces, %d spans from %s in %d requests (%s)\n",
-		len(docs), spans, safeURL(s.url), pages, s.now().Sub(began).Round(time.Millisecond))
+		len(docs), spans, httpclient.StripURL(s.url), pages, s.now().Sub(began).Round(time.Millisecond))
 	return docs, nil
 }
 
