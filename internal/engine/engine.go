@@ -336,7 +336,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 			done(rep)
 			return
 		}
-		caseTasks, ok := e.planCase(ctx, selected, c, ref, sc.results, func(k int, r evaluators.Result) bool { return prog.set(sc, k, r) })
+		caseTasks, ok := e.planCase(ctx, selected, sc, prog)
 		if !ok {
 			// Taken over while an evaluator ran: the spans are
 			// forwarded; read nothing of them any more.

@@ -19,12 +19,13 @@ import (
 // a judge behind a deterministic check is decided once the check is in,
 // inline; a check or judge behind a judge waits for that judge.
 
-// planCase runs the inline instances of selected on case c, handing the
-// result of selected[k] to set(k, …) (which writes results[k]), and returns
-// the tasks of the others. ok is false when set refused a result (the
-// caller took the trace over): nothing more is run then.
-func (e *Engine) planCase(ctx context.Context, selected []*instance, c *adapter.Case, ref adapter.SpanRef, results []evaluators.Result,
-	set func(k int, r evaluators.Result) bool) (tasks []*judgeTask, ok bool) {
+// planCase runs the inline instances of selected on the case of sc,
+// recording the result of selected[k] in sc.results[k] through prog (nil:
+// directly), and returns the tasks of the others. ok is false when prog
+// refused a result (the caller took the trace over): nothing more is run
+// then.
+func (e *Engine) planCase(ctx context.Context, selected []*instance, sc *scoredCase, prog *Progress) (tasks []*judgeTask, ok bool) {
+	c, ref, results := sc.c, sc.ref, sc.results
 	n := len(selected)
 	deferred := make([]bool, n)
 	group := make([]int, n) // union-find of the instances that share a task
@@ -59,7 +60,7 @@ func (e *Engine) planCase(ctx context.Context, selected []*instance, c *adapter.
 			continue
 		}
 		r := e.evaluate(ctx, in, c, seen)
-		if !set(k, r) {
+		if !prog.set(sc, k, r) {
 			return nil, false
 		}
 		if seen != nil {

@@ -115,7 +115,7 @@ func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, d
 		return
 	}
 	results := make([]evaluators.Result, len(selected))
-	tasks, _ := e.planCase(ctx, selected, c, ref, results, func(k int, r evaluators.Result) bool { results[k] = r; return true })
+	tasks, _ := e.planCase(ctx, selected, &scoredCase{c: c, ref: ref, results: results}, nil)
 	finish := func() {
 		now := pcommon.NewTimestampFromTime(time.Now())
 		ref.Span.SetEndTimestamp(now)
