@@ -26,6 +26,23 @@ import (
 // then.
 func (e *Engine) planCase(ctx context.Context, selected []*instance, sc *scoredCase, prog *Progress) (tasks []*judgeTask, ok bool) {
 	c, ref, results := sc.c, sc.ref, sc.results
+	// The common case, every instance inline and none with run_if, needs
+	// no plan: run them in order.
+	plain := true
+	for _, in := range selected {
+		if in.RunIf != nil || (in.Background() && ctx.Err() == nil) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		for k, in := range selected {
+			if !prog.set(sc, k, e.evaluate(ctx, in, c, nil)) {
+				return nil, false
+			}
+		}
+		return nil, true
+	}
 	n := len(selected)
 	deferred := make([]bool, n)
 	group := make([]int, n) // union-find of the instances that share a task
