@@ -43,13 +43,14 @@ func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs both pipelines, in alternating order")
 	fs.Float64Var(&o.load.rate, "rate", 300, "traces started per second")
 	fs.DurationVar(&o.load.duration, "duration", 15*time.Second, "how long new traces start")
+	fs.Float64Var(&o.load.plainShare, "plain", 0.2, "share of non-GenAI traces (1: only non-GenAI, the pass-through cost)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the generated configs and collector logs")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the collector during each load into this directory (from its pprof extension)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 {
-		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-keep] [-profile DIR]")
+	if fs.NArg() > 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 || o.load.plainShare < 0 || o.load.plainShare > 1 {
+		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR]")
 		return errUsage
 	}
 	return runCPU(ctx, o)

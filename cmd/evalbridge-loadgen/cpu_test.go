@@ -41,6 +41,9 @@ func TestCPUUsageAndMedian(t *testing.T) {
 	var out, errb bytes.Buffer
 	assert.Equal(t, 2, realMain([]string{"cpu", "-rounds", "0"}, &out, &errb))
 	assert.Contains(t, errb.String(), "usage: evalbridge-loadgen cpu")
+	errb.Reset()
+	assert.Equal(t, 2, realMain([]string{"cpu", "-plain", "1.5"}, &out, &errb), "a share above 1 is refused")
+	assert.Contains(t, errb.String(), "usage: evalbridge-loadgen cpu")
 	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
 	assert.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
 	assert.Equal(t, 0.0, median(nil))
