@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -27,29 +26,19 @@ import (
 // reason and counted, and the backlog is a metric. When the judge answers,
 // every waiting trace finishes and the backlog drains to 0.
 func TestJudgeBacklogIsBounded(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.9, "reason": "fine"}`}
-	})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
+	srv, unblock := judgetest.NewHeld(t, `{"score": 0.9, "reason": "fine"}`)
 	defer unblock()
 
 	const traces, maxPending, maxConc = 2000, 100, 2
-	y := judgeYAML(srv.Endpoint(), maxConc, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
+	y := judgeYAML(srv.Endpoint(), maxConc, helpfulJudge())
 	y["max_pending_judge_tasks"] = maxPending
-	cfg := NewDefaultConfig()
-	require.NoError(t, confmap.NewFromStringMap(y).Unmarshal(&cfg))
-	require.NoError(t, confmap.Validate(&cfg))
 	tel := componenttest.NewTelemetry()
 	defer func() { _ = tel.Shutdown(context.Background()) }()
-	e, err := New(&cfg, tel.NewTelemetrySettings())
-	require.NoError(t, err)
+	e := newEngineWith(t, decodeConfig(t, y), tel.NewTelemetrySettings())
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
 
-	load := func() []adapter.SpanRef { return loadTrace(t, "../../examples/traces/travel-agent-semconv.json") }
+	load := func() []adapter.SpanRef { return loadTrace(t, semconvTrace) }
 	base := runtime.NumGoroutine()
 	var mu sync.Mutex
 	var finished []Report
@@ -148,20 +137,15 @@ func TestBadNumbersAreNeverAPass(t *testing.T) {
 // tasks: with a judge that never answers, every trace is finished (done is
 // called) and no goroutine of the engine is left (goleak in TestMain).
 func TestShutdownFinishesQueuedJudgeTasks(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 1}`}
-	})
-	y := judgeYAML(srv.Endpoint(), 1, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
+	srv, _ := judgetest.NewHeld(t, `{"score": 1}`)
+	y := judgeYAML(srv.Endpoint(), 1, helpfulJudge())
 	y["late_results"] = "drop"
 	e := newEngine(t, y)
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 	const traces = 10
 	done := make(chan Report, traces)
 	for i := 0; i < traces; i++ {
-		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, semconvTrace), func(r Report) { done <- r })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -171,7 +155,7 @@ func TestShutdownFinishesQueuedJudgeTasks(t *testing.T) {
 		require.NotEqual(t, evaluators.StatusPassed, r.Status, r.Reason)
 	}
 	// After Shutdown, judge work is refused at once, not queued.
-	rep := e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"))
+	rep := e.ScoreTrace(context.Background(), loadTrace(t, semconvTrace))
 	r := results(rep)["helpful"]
 	require.Equal(t, evaluators.StatusError, r.Status)
 	require.Contains(t, r.Reason, "not running")

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
@@ -20,14 +19,7 @@ import (
 // workers of the other, whose evaluations all finish while the first hangs
 // (issue 19: "one judge pool for all judges, a slow judge starves a fast one").
 func TestHangingJudgeDoesNotTakeAnotherJudgesWorkers(t *testing.T) {
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	defer unblock()
-	slow := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.9, "reason": "late"}`}
-	})
+	slow, unblock := judgetest.NewHeld(t, `{"score": 0.9, "reason": "late"}`)
 	var fastCalls atomic.Int32
 	fast := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
 		fastCalls.Add(1)
@@ -45,11 +37,7 @@ func TestHangingJudgeDoesNotTakeAnotherJudgesWorkers(t *testing.T) {
 			map[string]any{"type": "llm_judge", "name": "fast_check", "judge": "fast", "criteria": "y"},
 		},
 	}
-	cfg := NewDefaultConfig()
-	require.NoError(t, confmap.NewFromStringMap(y).Unmarshal(&cfg))
-	require.NoError(t, confmap.Validate(&cfg))
-	e, err := New(&cfg, componenttest.NewNopTelemetrySettings())
-	require.NoError(t, err)
+	e := newEngine(t, y)
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
 	defer unblock() // before Shutdown, which waits for the slow calls
@@ -58,7 +46,7 @@ func TestHangingJudgeDoesNotTakeAnotherJudgesWorkers(t *testing.T) {
 	var mu sync.Mutex
 	var finished []Report
 	for range traces {
-		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) {
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, semconvTrace), func(r Report) {
 			mu.Lock()
 			finished = append(finished, r)
 			mu.Unlock()

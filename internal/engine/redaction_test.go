@@ -18,24 +18,10 @@ import (
 // the trace's timeout quotes a planted e-mail address and IBAN; the
 // late-result span's reason and explanation carry placeholders.
 func TestLateResultIsRedacted(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.25, "reason": "refund to jane.doe@example.com, IBAN DE89 3704 0044 0532 0130 00"}`}
-	})
-	y := judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
-	y["timeout"] = "5s"
-	e := newEngine(t, y)
-	sink := startWithLateSink(t, e, 1)
-	defer func() { _ = e.Shutdown(context.Background()) }()
-
-	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
-	cancel()
-	require.Equal(t, evaluators.StatusTimeout, results(<-done)["helpful"].Status)
-	close(release)
+	srv, release := judgetest.NewHeld(t, `{"score": 0.25, "reason": "refund to jane.doe@example.com, IBAN DE89 3704 0044 0532 0130 00"}`)
+	e, sink := lateEngine(t, helpfulJudgeYAML(srv.Endpoint()))
+	require.Equal(t, evaluators.StatusTimeout, results(scoreTimedOut(e, loadTrace(t, semconvTrace)))["helpful"].Status)
+	release()
 	sp := sink.firstSpan(t)
 	const want = "judge scored 0.25 on [0, 1]; judge: refund to [REDACTED:email#1], IBAN [REDACTED:iban#1]"
 	v, _ := sp.Attributes().Get("eval.helpful.reason")

@@ -79,6 +79,22 @@ func New(t testing.TB, answer func(n int, r Request) Reply) *Server {
 	return s
 }
 
+// NewHeld starts a server that answers every request with content, but
+// only once release is called: a judge that hangs until the test lets it
+// answer. release may be called more than once; it is called when the test
+// ends, before the server closes.
+func NewHeld(t testing.TB, content string) (s *Server, release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	s = New(t, func(int, Request) Reply {
+		<-ch
+		return Reply{Content: content}
+	})
+	t.Cleanup(release)
+	return s, release
+}
+
 // Endpoint is the API base to configure (`endpoint:`).
 func (s *Server) Endpoint() string { return s.URL + "/v1" }
 
