@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
@@ -53,6 +56,22 @@ func TestLateJudgeResultBecomesLinkedSpan(t *testing.T) {
 	if sp.Events().Len() != 1 || sp.Events().At(0).Name() != "gen_ai.evaluation.result" {
 		t.Errorf("late span events: %d", sp.Events().Len())
 	}
+}
+
+// A late result is redacted like one on time: the judge that answers after
+// the trace's timeout quotes a planted e-mail address and IBAN; the
+// late-result span's reason and explanation carry placeholders.
+func TestLateResultIsRedacted(t *testing.T) {
+	srv, release := judgetest.NewHeld(t, `{"score": 0.25, "reason": "refund to jane.doe@example.com, IBAN DE89 3704 0044 0532 0130 00"}`)
+	e, sink := lateEngine(t, helpfulJudgeYAML(srv.Endpoint()))
+	require.Equal(t, evaluators.StatusTimeout, results(scoreTimedOut(e, loadTrace(t, semconvTrace)))["helpful"].Status)
+	release()
+	sp := sink.firstSpan(t)
+	const want = "judge scored 0.25 on [0, 1]; judge: refund to [REDACTED:email#1], IBAN [REDACTED:iban#1]"
+	v, _ := sp.Attributes().Get("eval.helpful.reason")
+	assert.Equal(t, want, v.Str())
+	ex, _ := sp.Events().At(0).Attributes().Get("gen_ai.evaluation.explanation")
+	assert.Equal(t, want, ex.Str())
 }
 
 func TestLateResultsDropDeliversNothing(t *testing.T) {
