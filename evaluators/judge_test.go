@@ -25,18 +25,7 @@ func judgeClient(t *testing.T, srv *judgetest.Server, edit func(*judge.Config)) 
 	if edit != nil {
 		edit(&cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := judge.New("default", cfg, componenttest.NewNopTelemetrySettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
-	return c
+	return judgetest.StartClient(t, cfg, componenttest.NewNopTelemetrySettings())
 }
 
 // runJudgeEval validates, builds and runs one judge evaluator instance whose
