@@ -62,6 +62,22 @@ func expectScore(t *testing.T, r Result, score float64) {
 	}
 }
 
+// expectJudged checks a judge evaluator's result from one judge call: its
+// score, one metric and a piece of its reason.
+func expectJudged(t *testing.T, r Result, srv *judgetest.Server, score float64, metric string, mval float64, reason string) {
+	t.Helper()
+	expectScore(t, r, score)
+	if v, ok := r.Metrics[metric]; !ok || !near(v, mval) {
+		t.Errorf("metric %s = %v (%v)", metric, v, r.Metrics)
+	}
+	if !strings.Contains(r.Reason, reason) {
+		t.Errorf("reason %q lacks %q", r.Reason, reason)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d calls, want 1", n)
+	}
+}
+
 func expectStatus(t *testing.T, r Result, st Status, reason string) {
 	t.Helper()
 	if r.Status != st || !strings.Contains(r.Reason, reason) {

@@ -281,14 +281,12 @@ func TestJudgeConcurrencyBound(t *testing.T) {
 	c := start(t, cfg)
 	var wg sync.WaitGroup
 	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: strings.Repeat("x", i)}})
 			if err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if m := srv.MaxInFlight(); m > 3 || m < 2 {
