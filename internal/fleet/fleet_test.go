@@ -477,28 +477,23 @@ func (s *sink) figures(traces []*agentTrace) figures {
 	f := figures{traces: len(traces)}
 	for _, at := range traces {
 		collectors := map[string]bool{}
-		for _, sid := range at.spanIDs {
-			f.spansSent++
-			d := s.spans[spanKey{at.id, sid}]
+		// delivered counts one item sent and delivered by the collectors d:
+		// lost without any, the copies past the first duplicates.
+		delivered := func(d []string, sent, lost, duplicates *int) {
+			*sent++
 			if len(d) == 0 {
-				f.spansLost++
+				*lost++
 			} else {
-				f.spanDuplicates += len(d) - 1
+				*duplicates += len(d) - 1
 			}
 			for _, c := range d {
 				collectors[c] = true
 			}
 		}
-		f.logsSent++
-		d := s.logs[at.logBody]
-		if len(d) == 0 {
-			f.logsLost++
-		} else {
-			f.logDuplicates += len(d) - 1
+		for _, sid := range at.spanIDs {
+			delivered(s.spans[spanKey{at.id, sid}], &f.spansSent, &f.spansLost, &f.spanDuplicates)
 		}
-		for _, c := range d {
-			collectors[c] = true
-		}
+		delivered(s.logs[at.logBody], &f.logsSent, &f.logsLost, &f.logDuplicates)
 		if len(collectors) > 1 {
 			f.split++
 		}
