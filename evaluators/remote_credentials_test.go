@@ -112,11 +112,8 @@ func TestRemoteCrossHostRedirectNotFollowed(t *testing.T) {
 	in, _ := startRemoteLogged(t, obj("endpoint", rd.Origin.URL, "api_key", "sk-redirect-key-1",
 		"headers", obj("X-Api-Key", "xk-redirect-value"), "retry", obj("max_attempts", 3, "initial_backoff", "1ms", "max_backoff", "1ms")))
 	r := in.Evaluate(context.Background(), testCELCase())
-	if n := rd.OtherHits(); n != 0 {
-		t.Fatalf("the other host received %d requests", n)
-	}
-	if r.Status != StatusError || !strings.Contains(r.Reason, rd.OtherHost()) ||
-		!strings.Contains(r.Reason, "attempt 1 of 3") {
-		t.Fatalf("want an error naming the target host, not retried: %v %q", r.Status, r.Reason)
+	rd.Refused(t, r.Reason)
+	if r.Status != StatusError || !strings.Contains(r.Reason, "attempt 1 of 3") {
+		t.Fatalf("want an error, not retried: %v %q", r.Status, r.Reason)
 	}
 }

@@ -42,6 +42,23 @@ func (r *Redirect) OtherHost() string { return strings.TrimPrefix(r.Other.URL, "
 func (r *Redirect) OriginHits() int32 { return r.originHits.Load() }
 func (r *Redirect) OtherHits() int32  { return r.otherHits.Load() }
 
+// Refused checks what a client given the redirect must have done: not
+// followed it (Other received nothing), not retried it (Origin received one
+// request), and said so naming the target's host in reported (its error,
+// reason or log).
+func (r *Redirect) Refused(t testing.TB, reported string) {
+	t.Helper()
+	if n := r.OtherHits(); n != 0 {
+		t.Errorf("the other host received %d requests", n)
+	}
+	if n := r.OriginHits(); n != 1 {
+		t.Errorf("a refused redirect was retried: %d requests", n)
+	}
+	if !strings.Contains(reported, r.OtherHost()) {
+		t.Errorf("%q does not name the target host %s", reported, r.OtherHost())
+	}
+}
+
 // ClosedAddr is a host:port nothing listens on: a request there fails with
 // an error in which net/http quotes the URL.
 func ClosedAddr(t testing.TB) string {
