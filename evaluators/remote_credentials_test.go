@@ -3,11 +3,8 @@ package evaluators
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -59,17 +56,13 @@ func logText(logs *observer.ObservedLogs) []string {
 func TestRemote401EchoRedactedBeforeClipping(t *testing.T) {
 	const key = "sk-remote-Zq8vN3xR7tL2mK9pW4cB6yH1dF5gJ0aE-0123456" // 50 bytes
 	const headerValue = "hv-9f8e7d6c5b4a39281706"
-	var offset atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = io.WriteString(w, strings.Repeat("x", int(offset.Load()))+"bad key "+r.Header.Get("Authorization")+
-			" with "+r.Header.Get("X-Api-Key"))
-	}))
-	defer srv.Close()
+	srv := httpclienttest.NewEcho(t, http.StatusUnauthorized, func(r *http.Request) string {
+		return "bad key " + r.Header.Get("Authorization") + " with " + r.Header.Get("X-Api-Key")
+	})
 	in, logs := startRemoteLogged(t, obj("endpoint", srv.URL, "api_key", key, "headers", obj("X-Api-Key", headerValue),
 		"retry", obj("max_attempts", 1)))
 	for o := 0; o <= 320; o++ {
-		offset.Store(int32(o))
+		srv.SetPad(o)
 		r := in.Evaluate(context.Background(), testCELCase())
 		if r.Status != StatusError || !strings.Contains(r.Reason, "HTTP 401") {
 			t.Fatalf("offset %d: %v %q", o, r.Status, r.Reason)
