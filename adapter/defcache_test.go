@@ -42,9 +42,7 @@ func TestDefsCacheSharedAcrossTraces(t *testing.T) {
 	want, _ := Adapt(refs)
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < 20; i++ {
 				got, _ := Adapt(refs)
 				if len(got) != len(want) {
@@ -58,7 +56,7 @@ func TestDefsCacheSharedAcrossTraces(t *testing.T) {
 					}
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,29 @@ func (b *traceBuilder) tool(id byte, call string, startMs, endMs int64) {
 	b.span("execute_tool "+name, id, 1, startMs, endMs, attrs)
 }
 
+// add adds the spans spec lists, separated by "|": "llm ID START CALL..."
+// (b.llm) or "tool ID CALL START END" (b.tool).
+func (b *traceBuilder) add(t *testing.T, spec string) {
+	t.Helper()
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("spec %q: %v", spec, err)
+		}
+		return n
+	}
+	for _, step := range strings.Split(spec, "|") {
+		switch f := strings.Fields(step); {
+		case len(f) >= 3 && f[0] == "llm":
+			b.llm(byte(num(f[1])), num(f[2]), f[3:]...)
+		case len(f) == 5 && f[0] == "tool":
+			b.tool(byte(num(f[1])), f[2], num(f[3]), num(f[4]))
+		default:
+			t.Fatalf("spec %q: bad step %q", spec, step)
+		}
+	}
+}
+
 func agentCalls(t *testing.T, b *traceBuilder) string {
 	t.Helper()
 	cases, problems := Adapt(b.refs())
@@ -58,112 +82,36 @@ func agentCalls(t *testing.T, b *traceBuilder) string {
 
 func TestToolCallOrder(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		build func(b *traceBuilder)
-		want  string
-	}{{
+		name, spans, want string // spans: see traceBuilder.add
+	}{
 		// the bug: same start millisecond, the second call ends first
-		name: "tie, second ends first, ids on both sides",
-		build: func(b *traceBuilder) {
-			b.llm(2, 10, "a#c1", "b#c2")
-			b.tool(3, "b#c2", 20, 21)
-			b.tool(4, "a#c1", 20, 30)
-		},
-		want: "a#c1 b#c2",
-	}, {
-		name: "request order beats start order",
-		build: func(b *traceBuilder) {
-			b.llm(2, 10, "a#c1", "b#c2")
-			b.tool(3, "b#c2", 20, 21)
-			b.tool(4, "a#c1", 22, 30)
-		},
-		want: "a#c1 b#c2",
-	}, {
-		name: "LLM call by LLM call",
-		build: func(b *traceBuilder) {
-			b.llm(2, 10, "a#c1", "b#c2")
-			b.tool(3, "b#c2", 20, 21)
-			b.tool(4, "a#c1", 20, 30)
-			b.llm(5, 40, "a#c3")
-			b.tool(6, "a#c3", 50, 51)
-		},
-		want: "a#c1 b#c2 a#c3",
-	}, {
+		{"tie, second ends first, ids on both sides", "llm 2 10 a#c1 b#c2 | tool 3 b#c2 20 21 | tool 4 a#c1 20 30", "a#c1 b#c2"},
+		{"request order beats start order", "llm 2 10 a#c1 b#c2 | tool 3 b#c2 20 21 | tool 4 a#c1 22 30", "a#c1 b#c2"},
+		{"LLM call by LLM call", "llm 2 10 a#c1 b#c2 | tool 3 b#c2 20 21 | tool 4 a#c1 20 30 | llm 5 40 a#c3 | tool 6 a#c3 50 51", "a#c1 b#c2 a#c3"},
 		// tool spans without ids (OpenInference helpers, Traceloop 0.22):
 		// matched by name and arguments; the ids come from the request
-		name: "tool spans without ids, matched by name",
-		build: func(b *traceBuilder) {
-			b.llm(2, 10, "a#c1", "b#c2")
-			b.tool(3, "b", 20, 21)
-			b.tool(4, "a", 20, 30)
-		},
-		want: "a#c1 b#c2",
-	}, {
-		name: "no ids anywhere, matched by name",
-		build: func(b *traceBuilder) {
-			b.llm(2, 10, "a", "b")
-			b.tool(3, "b", 20, 21)
-			b.tool(4, "a", 20, 30)
-		},
-		want: "a# b#",
-	}, {
+		{"tool spans without ids, matched by name", "llm 2 10 a#c1 b#c2 | tool 3 b 20 21 | tool 4 a 20 30", "a#c1 b#c2"},
+		{"no ids anywhere, matched by name", "llm 2 10 a b | tool 3 b 20 21 | tool 4 a 20 30", "a# b#"},
 		// nothing requested: start time, ties by export position, never end
-		name: "unrequested, tie broken by export position",
-		build: func(b *traceBuilder) {
-			b.tool(3, "b#x2", 20, 21)
-			b.tool(4, "a#x1", 20, 30)
-		},
-		want: "b#x2 a#x1",
-	}, {
-		name: "unrequested, start time first",
-		build: func(b *traceBuilder) {
-			b.tool(3, "b#x2", 25, 26)
-			b.tool(4, "a#x1", 20, 30)
-		},
-		want: "a#x1 b#x2",
-	}, {
+		{"unrequested, tie broken by export position", "tool 3 b#x2 20 21 | tool 4 a#x1 20 30", "b#x2 a#x1"},
+		{"unrequested, start time first", "tool 3 b#x2 25 26 | tool 4 a#x1 20 30", "a#x1 b#x2"},
 		// an unrequested call keeps its place in time; the requested ones
 		// take the other places in request order
-		name: "unrequested call between requested ones",
-		build: func(b *traceBuilder) {
-			b.llm(2, 10, "a#c1", "b#c2")
-			b.tool(3, "b#c2", 20, 21)
-			b.tool(4, "z#u1", 20, 22)
-			b.tool(5, "a#c1", 20, 30)
-		},
-		want: "a#c1 z#u1 b#c2",
-	}, {
+		{"unrequested call between requested ones", "llm 2 10 a#c1 b#c2 | tool 3 b#c2 20 21 | tool 4 z#u1 20 22 | tool 5 a#c1 20 30", "a#c1 z#u1 b#c2"},
 		// a span without id does not take a request that another span
 		// names by id
-		name: "ids are matched before names",
-		build: func(b *traceBuilder) {
-			b.llm(2, 10, "a#c1", "a#c2")
-			b.tool(3, "a", 20, 21)
-			b.tool(4, "a#c1", 20, 30)
-		},
-		want: "a#c1 a#c2",
-	}} {
+		{"ids are matched before names", "llm 2 10 a#c1 a#c2 | tool 3 a 20 21 | tool 4 a#c1 20 30", "a#c1 a#c2"},
+		// LLM calls that tie on start time are taken in export order
+		{"LLM tie by export position", "llm 2 10 b#c2 | llm 3 10 a#c1 | tool 4 a#c1 20 21 | tool 5 b#c2 20 30", "b#c2 a#c1"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTB(t)
 			b.agent()
-			tc.build(b)
+			b.add(t, tc.spans)
 			if got := agentCalls(t, b); got != tc.want {
 				t.Errorf("calls = %s, want %s", got, tc.want)
 			}
 		})
-	}
-}
-
-// LLM calls that tie on start time are taken in export order.
-func TestLLMTieByExportPosition(t *testing.T) {
-	b := newTB(t)
-	b.agent()
-	b.llm(2, 10, "b#c2")
-	b.llm(3, 10, "a#c1")
-	b.tool(4, "a#c1", 20, 21)
-	b.tool(5, "b#c2", 20, 30)
-	if got := agentCalls(t, b); got != "b#c2 a#c1" {
-		t.Errorf("calls = %s, want b#c2 a#c1 (LLM spans in export order)", got)
 	}
 }
 

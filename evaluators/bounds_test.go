@@ -276,57 +276,40 @@ func distinctCase(n, e int) *adapter.Case {
 // the sizes a shared machine can afford; "linear" is the hashed classes and
 // Hirschberg's two-row LCS.
 func BenchmarkInOrderLarge(b *testing.B) {
-	traj := build(b, Config{Type: "tool_trajectory", MaxToolCalls: intp(100000), Options: obj("mode", "in_order")})
-	cc := traj.Evaluator.(*toolTrajectory).cc
-	for _, n := range []int{1000, 3000, 10000} {
-		c := bigCase(n, n)
-		if n <= 3000 {
-			b.Run(fmt.Sprintf("table/%d", n), func(b *testing.B) {
-				b.ReportAllocs()
-				for i := 0; i < b.N; i++ {
-					exp, act := c.Expected.ToolCalls, c.ToolCalls
-					adj, _ := eqMatrix(context.Background(), len(exp), len(act), func(i, j int) bool { return cc.match(exp[i], act[j]) })
-					lcsTable(len(exp), len(act), adj)
-				}
-			})
-		}
-		b.Run(fmt.Sprintf("linear/%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if r := traj.Evaluate(context.Background(), c); !r.Scored() {
-					b.Fatal(r.Reason)
-				}
-			}
-		})
-	}
+	benchTrajectoryLarge(b, "in_order", []int{1000, 3000, 10000}, "table", "linear", func(n, m int, adj [][]bool) {
+		lcsTable(n, m, adj)
+	})
 }
 
 // BenchmarkAnyOrderLarge: tool_trajectory any_order; "kuhn" is the
 // augmenting paths over a pairwise matrix it replaced, "classes" the
 // linear matching over hashed calls.
 func BenchmarkAnyOrderLarge(b *testing.B) {
-	traj := build(b, Config{Type: "tool_trajectory", MaxToolCalls: intp(100000), Options: obj("mode", "any_order")})
+	benchTrajectoryLarge(b, "any_order", []int{1000, 3000, 10000, 50000}, "kuhn", "classes", func(n, m int, adj [][]bool) {
+		_, _ = kuhn(context.Background(), n, m, func(i, j int) bool { return adj[i][j] }, false)
+	})
+}
+
+// benchTrajectoryLarge measures tool_trajectory in mode over n calls and n
+// expected calls for each size: as newName the evaluator, and, up to 3000,
+// as oldName the algorithm it replaced, replaced(n, m, the pairwise match
+// matrix).
+func benchTrajectoryLarge(b *testing.B, mode string, sizes []int, oldName, newName string, replaced func(n, m int, adj [][]bool)) {
+	traj := build(b, Config{Type: "tool_trajectory", MaxToolCalls: intp(100000), Options: obj("mode", mode)})
 	cc := traj.Evaluator.(*toolTrajectory).cc
-	for _, n := range []int{1000, 3000, 10000, 50000} {
+	for _, n := range sizes {
 		c := bigCase(n, n)
 		if n <= 3000 {
-			b.Run(fmt.Sprintf("kuhn/%d", n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%d", oldName, n), func(b *testing.B) {
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
 					exp, act := c.Expected.ToolCalls, c.ToolCalls
 					adj, _ := eqMatrix(context.Background(), len(exp), len(act), func(i, j int) bool { return cc.match(exp[i], act[j]) })
-					_, _ = kuhn(context.Background(), len(exp), len(act), func(i, j int) bool { return adj[i][j] }, false)
+					replaced(len(exp), len(act), adj)
 				}
 			})
 		}
-		b.Run(fmt.Sprintf("classes/%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if r := traj.Evaluate(context.Background(), c); !r.Scored() {
-					b.Fatal(r.Reason)
-				}
-			}
-		})
+		b.Run(fmt.Sprintf("%s/%d", newName, n), func(b *testing.B) { benchScored(b, traj, c) })
 	}
 }
 
@@ -345,13 +328,18 @@ func BenchmarkEfficiencyLarge(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
 				hashCalls = hashed
 				defer func() { hashCalls = true }()
-				b.ReportAllocs()
-				for i := 0; i < b.N; i++ {
-					if r := eff.Evaluate(context.Background(), c); !r.Scored() {
-						b.Fatal(r.Reason)
-					}
-				}
+				benchScored(b, eff, c)
 			})
+		}
+	}
+}
+
+// benchScored measures in on c, which it must score.
+func benchScored(b *testing.B, in *Instance, c *adapter.Case) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if r := in.Evaluate(context.Background(), c); !r.Scored() {
+			b.Fatal(r.Reason)
 		}
 	}
 }

@@ -428,13 +428,6 @@ func TestContractNamesAndThresholds(t *testing.T) {
 // docs/contract.md §3: expectations from the case's span, else the evaluator's own
 // config — for outputs and documents too.
 func TestContractExpectationsFromConfig(t *testing.T) {
-	out := func(output string, expected any) *adapter.Case {
-		c := &adapter.Case{Output: output}
-		if expected != nil {
-			c.Expected.Output, c.Expected.HasOutput = expected, true
-		}
-		return c
-	}
 	runCaseTests(t, "exact_match", []caseTest{
 		{"option", obj("expected", "Paris"), out("Paris", nil), scored(1, 1)},
 		{"option differs", obj("expected", "Paris"), out("Lyon", nil), scored(0, 1)},

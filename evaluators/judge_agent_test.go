@@ -70,16 +70,7 @@ func TestJudgeAgentFormulas(t *testing.T) {
 				tc.edit(c)
 			}
 			r, srv := runJudgeEval(t, tc.typ, tc.opts, c, always(tc.reply))
-			expectScore(t, r, tc.score)
-			if v, ok := r.Metrics[tc.metric]; !ok || !near(v, tc.mval) {
-				t.Errorf("metric %s = %v (%v)", tc.metric, v, r.Metrics)
-			}
-			if !strings.Contains(r.Reason, tc.reason) {
-				t.Errorf("reason %q lacks %q", r.Reason, tc.reason)
-			}
-			if n := len(srv.Requests()); n != 1 {
-				t.Errorf("%d calls, want 1", n)
-			}
+			expectJudged(t, r, srv, tc.score, tc.metric, tc.mval, tc.reason)
 		})
 	}
 }

@@ -43,18 +43,9 @@ func TestJudgeRAGFormulas(t *testing.T) {
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			r, srv := runJudgeEval(t, tc.typ, nil, ragCase(), always("```json\n"+tc.reply+"\n```"))
-			expectScore(t, r, tc.score)
-			if v, ok := r.Metrics[tc.metric]; !ok || v != tc.mval {
-				t.Errorf("metric %s = %v (%v)", tc.metric, v, r.Metrics)
-			}
-			if !strings.Contains(r.Reason, tc.inReply) {
-				t.Errorf("reason %q lacks %q", r.Reason, tc.inReply)
-			}
+			expectJudged(t, r, srv, tc.score, tc.metric, tc.mval, tc.inReply)
 			if _, bad := r.Metrics["category_made_up"]; bad {
 				t.Error("a category that was not asked for was read")
-			}
-			if n := len(srv.Requests()); n != 1 {
-				t.Errorf("%d calls, want 1", n)
 			}
 		})
 	}

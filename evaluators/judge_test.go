@@ -25,18 +25,7 @@ func judgeClient(t *testing.T, srv *judgetest.Server, edit func(*judge.Config)) 
 	if edit != nil {
 		edit(&cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := judge.New("default", cfg, componenttest.NewNopTelemetrySettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
-	return c
+	return judgetest.StartClient(t, cfg, componenttest.NewNopTelemetrySettings())
 }
 
 // runJudgeEval validates, builds and runs one judge evaluator instance whose
@@ -70,6 +59,22 @@ func expectScore(t *testing.T, r Result, score float64) {
 	t.Helper()
 	if !r.Scored() || !near(r.Score, score) {
 		t.Fatalf("result %s score %v (%s); want score %v", r.Status, r.Score, r.Reason, score)
+	}
+}
+
+// expectJudged checks a judge evaluator's result from one judge call: its
+// score, one metric and a piece of its reason.
+func expectJudged(t *testing.T, r Result, srv *judgetest.Server, score float64, metric string, mval float64, reason string) {
+	t.Helper()
+	expectScore(t, r, score)
+	if v, ok := r.Metrics[metric]; !ok || !near(v, mval) {
+		t.Errorf("metric %s = %v (%v)", metric, v, r.Metrics)
+	}
+	if !strings.Contains(r.Reason, reason) {
+		t.Errorf("reason %q lacks %q", r.Reason, reason)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d calls, want 1", n)
 	}
 }
 

@@ -18,6 +18,16 @@ type caseTest struct {
 	want want
 }
 
+// out is a case with an output and, unless expected is nil, an expected
+// output.
+func out(output string, expected any) *adapter.Case {
+	c := &adapter.Case{Output: output}
+	if expected != nil {
+		c.Expected.Output, c.Expected.HasOutput = expected, true
+	}
+	return c
+}
+
 func runCaseTests(t *testing.T, typ string, tests []caseTest) {
 	t.Helper()
 	for _, tt := range tests {
@@ -87,15 +97,13 @@ func TestSchemaCacheConcurrentAndBounded(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := 0; j < 50; j++ {
 				if cs := toolSchemas.get(flightSchema, "", j%2 == 0); cs.err != nil || cs.schema == nil {
 					t.Error("compile failed")
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
@@ -174,13 +182,6 @@ func TestReliability(t *testing.T) {
 }
 
 func TestOutputEvaluators(t *testing.T) {
-	out := func(output string, expected any) *adapter.Case {
-		c := &adapter.Case{Output: output}
-		if expected != nil {
-			c.Expected.Output, c.Expected.HasOutput = expected, true
-		}
-		return c
-	}
 	runCaseTests(t, "exact_match", []caseTest{
 		{"no output", nil, out("", "x"), skipped("no output")},
 		{"no expected", nil, out("x", nil), skipped("no expected output")},

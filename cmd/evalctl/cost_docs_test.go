@@ -50,14 +50,11 @@ func TestCostDocsWorkedExample(t *testing.T) {
 		}
 		return fmt.Sprintf("%.4f USD", rep.Totals[0].MaxCostPer1000Traces)
 	}
-	noCascade := filepath.Join(t.TempDir(), "no-cascade.yaml")
 	y, err := os.ReadFile("../../examples/cost.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(noCascade, []byte(strings.Replace(string(y), "run_if:", "# run_if:", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	noCascade := writeFile(t, "no-cascade.yaml", strings.Replace(string(y), "run_if:", "# run_if:", 1))
 	for _, tc := range []struct{ sentence, figure string }{
 		{"So 1000 traces of this mix cost at most **", per1000("../../examples/cost.yaml")},
 		{"judges all three traces: 4 calls, at most **", per1000(noCascade)},
@@ -88,10 +85,7 @@ func TestCostSnippetValidates(t *testing.T) {
 	s = s[strings.Index(s, "```yaml\n")+len("```yaml\n"):]
 	snippet := s[:strings.Index(s, "```")]
 	cfg := "judges:\n  default: {endpoint: http://localhost:1/v1, model: m, price: {input_per_million_tokens: 1, output_per_million_tokens: 2, currency: EUR}}\n" + snippet
-	p := filepath.Join(t.TempDir(), "snippet.yaml")
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := writeFile(t, "snippet.yaml", cfg)
 	if code, out, stderr := runEvalctl(t, "", "validate", "--config", p); code != exitOK {
 		t.Fatalf("docs/judges.md snippet: exit %d: %s%s", code, out, stderr)
 	}

@@ -60,16 +60,27 @@ func costConfig(t *testing.T, endpoint string, cascade bool) string {
 	if !cascade {
 		y = strings.Replace(y, "run_if:", "# run_if:", 1)
 	}
-	p := filepath.Join(t.TempDir(), "cost.yaml")
-	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, "cost.yaml", y)
 }
 
 type estimateOut struct {
 	Traces     int           `json:"traces"`
 	Evaluators []estimateRow `json:"evaluators"`
+}
+
+// estimateByName decodes the output of `estimate --summary json` and
+// returns it with its rows by evaluator.
+func estimateByName(t *testing.T, out string) (estimateOut, map[string]estimateRow) {
+	t.Helper()
+	var est estimateOut
+	if err := json.Unmarshal([]byte(out), &est); err != nil {
+		t.Fatalf("estimate summary: %v\n%s", err, out)
+	}
+	by := map[string]estimateRow{}
+	for _, r := range est.Evaluators {
+		by[r.Evaluator] = r
+	}
+	return est, by
 }
 
 var costPrice = judge.PriceConfig{InputPerMillionTokens: 0.15, OutputPerMillionTokens: 0.60, Currency: "USD"}
@@ -95,29 +106,13 @@ func TestCascadeCostAgainstTheFakeJudge(t *testing.T) {
 		if n := len(srv.Requests()); n != 0 {
 			t.Fatalf("estimate sent %d requests", n)
 		}
-		var est estimateOut
-		if err := json.Unmarshal([]byte(out), &est); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		estBy := map[string]estimateRow{}
-		for _, r := range est.Evaluators {
-			estBy[r.Evaluator] = r
-		}
+		_, estBy := estimateByName(t, out)
 
 		code, out, stderr = runEvalctl(t, "", "run", "--config", cfg, "--summary", "json", input)
 		if code != exitFailed {
 			t.Fatalf("run: exit %d, want 1 (booking_flow fails): %s", code, stderr)
 		}
-		var sum struct {
-			Evaluators []evaluatorSummary `json:"evaluators"`
-		}
-		if err := json.Unmarshal([]byte(out), &sum); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		runBy := map[string]evaluatorSummary{}
-		for _, e := range sum.Evaluators {
-			runBy[e.Name] = e
-		}
+		runBy := summaryByName(t, out)
 
 		// What the fake judge saw, by evaluator (task_completion's prompt
 		// names the task; llm_judge's quotes the criteria).

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,14 +30,11 @@ func TestRunWithCELAndRemote(t *testing.T) {
 		_, _ = io.WriteString(w, `{"score": 0.25, "reason": "saw `+body.Case.ToolCalls[0].Name+`"}`)
 	}))
 	defer srv.Close()
-	cfgPath := filepath.Join(t.TempDir(), "custom.yaml")
 	cfg := "evaluators:\n" +
 		"  - type: cel\n    name: hotel_nights\n    expression: |\n" +
 		"      case.tool_calls.filter(t, t.name == \"book_hotel\").all(t, t.arguments.nights <= 14)\n" +
 		"  - type: remote\n    name: house_rules\n    endpoint: " + srv.URL + "\n    api_key: ${env:EVALCTL_REMOTE_KEY}\n"
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeFile(t, "custom.yaml", cfg)
 	t.Setenv("EVALCTL_REMOTE_KEY", "sk-remote-secret")
 	code, out, stderr := runEvalctl(t, "", "run", "--config", cfgPath, "--summary", "json", exampleTraces[0])
 	if code != exitFailed {

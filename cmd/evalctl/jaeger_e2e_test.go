@@ -276,26 +276,15 @@ func TestJaegerEndToEnd(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("evalctl run --jaeger: exit %d, want 1 (the wrong-order runs fail at 0.6)\n%s", code, stderr.String())
 	}
-	var sum struct {
-		Evaluators []struct {
-			Name   string `json:"name"`
-			Cases  int    `json:"cases"`
-			Passed int    `json:"passed"`
-			Failed int    `json:"failed"`
-		} `json:"evaluators"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
-		t.Fatalf("summary: %v\n%s", err, stdout.String())
-	}
+	by := summaryByName(t, stdout.String())
 	wrongOrder := 0
 	for _, src := range source {
 		if src == "travel-agent-wrong-order.json" {
 			wrongOrder++
 		}
 	}
-	if len(sum.Evaluators) != 1 || sum.Evaluators[0].Name != "booking_flow" ||
-		sum.Evaluators[0].Cases != n || sum.Evaluators[0].Failed != wrongOrder || sum.Evaluators[0].Passed != n-wrongOrder {
-		t.Fatalf("re-scored summary %+v, want booking_flow: %d cases, %d failed", sum.Evaluators, n, wrongOrder)
+	if e := by["booking_flow"]; len(by) != 1 || e.Cases != n || e.Failed != wrongOrder || e.Passed != n-wrongOrder {
+		t.Fatalf("re-scored summary %+v, want booking_flow: %d cases, %d failed", by, n, wrongOrder)
 	}
 	if !strings.Contains(stderr.String(), fmt.Sprintf("read %d traces", n)) {
 		t.Errorf("no closing progress line on stderr:\n%s", stderr.String())
@@ -330,24 +319,12 @@ func TestJaegerEndToEnd(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("evalctl estimate --jaeger: exit %d\n%s", code, stderr.String())
 	}
-	var est struct {
-		Traces     int `json:"traces"`
-		Evaluators []struct {
-			Evaluator   string `json:"evaluator"`
-			Calls       int    `json:"calls"`
-			CachedCalls int    `json:"cached_calls"`
-		} `json:"evaluators"`
+	est, estBy := estimateByName(t, stdout.String())
+	reviews := int64(-1)
+	if e, ok := estBy["failure_review"]; ok {
+		reviews = e.Calls + e.CachedCalls // the copies' identical prompts hit the verdict cache
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &est); err != nil {
-		t.Fatalf("estimate summary: %v\n%s", err, stdout.String())
-	}
-	reviews := -1
-	for _, e := range est.Evaluators {
-		if e.Evaluator == "failure_review" {
-			reviews = e.Calls + e.CachedCalls // the copies' identical prompts hit the verdict cache
-		}
-	}
-	if est.Traces != n || reviews != len(wantFailing) {
+	if est.Traces != n || reviews != int64(len(wantFailing)) {
 		t.Fatalf("estimate --jaeger: %d traces, %d failure_review calls (cached included); want %d and %d", est.Traces, reviews, n, len(wantFailing))
 	}
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,17 +34,7 @@ func TestRunJoinsContentLogRecords(t *testing.T) {
 		if strings.Contains(stderr, "warning") {
 			t.Errorf("warnings: %s", stderr)
 		}
-		var sum struct {
-			Evaluators []evaluatorSummary `json:"evaluators"`
-		}
-		if err := json.Unmarshal([]byte(out), &sum); err != nil {
-			t.Fatal(err)
-		}
-		by := map[string]evaluatorSummary{}
-		for _, e := range sum.Evaluators {
-			by[e.Name] = e
-		}
-		return by
+		return summaryByName(t, out)
 	}
 	for _, order := range [][]string{{traces, logs}, {logs, traces}} {
 		by := status(order...)

@@ -21,6 +21,24 @@ func runEvalctl(t *testing.T, stdin string, args ...string) (int, string, string
 	return code, out.String(), errb.String()
 }
 
+// summaryByName decodes the output of `--summary json` (its evaluators and
+// failures) and returns the evaluators' rows by name.
+func summaryByName(t *testing.T, out string) map[string]evaluatorSummary {
+	t.Helper()
+	var sum struct {
+		Evaluators []evaluatorSummary `json:"evaluators"`
+		Failures   []failure          `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, out)
+	}
+	by := map[string]evaluatorSummary{}
+	for _, e := range sum.Evaluators {
+		by[e.Name] = e
+	}
+	return by
+}
+
 var exampleTraces = []string{
 	"../../examples/traces/travel-agent-semconv.json",
 	"../../examples/traces/travel-agent-wrong-order.json",
@@ -33,17 +51,7 @@ func TestRunOnExamplesReportsFailuresAndExits1(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("exit %d, want 1; stderr: %s", code, stderr)
 	}
-	var sum struct {
-		Evaluators []evaluatorSummary `json:"evaluators"`
-		Failures   []failure          `json:"failures"`
-	}
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		t.Fatalf("summary is not JSON: %v\n%s", err, out)
-	}
-	by := map[string]evaluatorSummary{}
-	for _, e := range sum.Evaluators {
-		by[e.Name] = e
-	}
+	by := summaryByName(t, out)
 	// Three agent runs: the good run passes the booking flow, the wrong order
 	// and the OpenInference run (a repeated search) do not.
 	if e := by["booking_flow"]; e.Cases != 3 || e.Passed != 1 || e.Failed != 2 {
@@ -163,12 +171,9 @@ func TestValidate(t *testing.T) {
 
 func TestRunWithJudge(t *testing.T) {
 	srv := judgetest.New(t, judgetest.Always("Here is my verdict:\n```json\n{\"score\": 4, \"reason\": \"books both, but no price\"}\n```"))
-	cfgPath := filepath.Join(t.TempDir(), "judge.yaml")
 	cfg := "judges:\n  default:\n    endpoint: " + srv.Endpoint() + "\n    model: judge-model\n    api_key: ${env:EVALCTL_TEST_KEY}\n" +
 		"evaluators:\n  - type: llm_judge\n    name: helpful\n    judge: default\n    criteria: Is the answer helpful?\n    score_range: [1, 5]\n    threshold: 0.8\n"
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeFile(t, "judge.yaml", cfg)
 	t.Setenv("EVALCTL_TEST_KEY", "sk-evalctl-secret")
 	code, out, stderr := runEvalctl(t, "", "run", "--config", cfgPath, "--summary", "json", exampleTraces[0])
 	if code != exitFailed {
@@ -189,10 +194,7 @@ func TestRunWithJudge(t *testing.T) {
 // The processor's `storage:` key is accepted (the YAML is shared under strict
 // decoding) and ignored: evalctl holds nothing across runs.
 func TestValidateAcceptsProcessorStorageKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte("storage: file_storage/eval\nevaluators:\n  - type: tool_error\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeFile(t, "config.yaml", "storage: file_storage/eval\nevaluators:\n  - type: tool_error\n")
 	code, out, stderr := runEvalctl(t, "", "validate", "--config", path)
 	if code != exitOK || !strings.Contains(out, "valid") {
 		t.Errorf("exit %d out %q err %q", code, out, stderr)
@@ -209,10 +211,7 @@ func TestValidateAcceptsProcessorSamplingKey(t *testing.T) {
 		{"sampling: {failed: 1, passed: 0.1, unscored: 1}\nevaluators:\n  - type: tool_error\n", true},
 		{"sampling: {passed: 2}\nevaluators:\n  - type: tool_error\n", false},
 	} {
-		path := filepath.Join(t.TempDir(), "config.yaml")
-		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		path := writeFile(t, "config.yaml", c.yaml)
 		code, out, stderr := runEvalctl(t, "", "validate", "--config", path)
 		if (code == exitOK) != c.ok {
 			t.Errorf("%q: exit %d out %q err %q", c.yaml, code, out, stderr)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,17 +76,7 @@ evaluators:
 	if code != exitFailed {
 		t.Fatalf("exit %d, want 1 (the session with a failed tool); stderr: %s", code, stderr)
 	}
-	var sum struct {
-		Evaluators []evaluatorSummary `json:"evaluators"`
-		Failures   []failure          `json:"failures"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
-		t.Fatalf("%v\n%s", err, stdout)
-	}
-	by := map[string]evaluatorSummary{}
-	for _, e := range sum.Evaluators {
-		by[e.Name] = e
-	}
+	by := summaryByName(t, stdout)
 	if e := by["session_errors"]; e.Cases != 2 || e.Failed != 1 || e.Passed != 1 {
 		t.Errorf("session_errors = %+v, want 2 sessions, 1 failed", e)
 	}

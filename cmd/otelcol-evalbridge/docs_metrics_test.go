@@ -54,16 +54,7 @@ func declaredInstruments(t *testing.T) map[string]*instrument {
 		}
 		return "histogram"
 	}
-	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == "testdata" || n == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err := telemetrydoc.WalkModule(repoRoot, func(path string, d fs.DirEntry) error {
 		switch {
 		case d.Name() == "metadata.yaml":
 			md, err := telemetrydoc.Load(path)

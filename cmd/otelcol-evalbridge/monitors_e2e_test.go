@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -42,12 +37,7 @@ type monitorReceiver struct {
 }
 
 func (m *monitorReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	mac := hmac.New(sha256.New, []byte("e2e-monitor-secret"))
-	fmt.Fprintf(mac, "%s.%s", r.Header.Get("X-Evalbridge-Timestamp"), body)
-	if got, want := r.Header.Get("X-Evalbridge-Signature"), "sha256="+hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(got), []byte(want)) {
-		m.t.Errorf("signature %q does not verify", got)
-	}
+	body := signedBody(m.t, r, "e2e-monitor-secret")
 	var p struct {
 		Alerts   []any         `json:"alerts"`
 		Monitors []monitorNote `json:"monitors"`

@@ -27,15 +27,21 @@ type alertReceiver struct {
 	posts  int
 }
 
-func (a *alertReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// signedBody reads r's body and reports on t an X-Evalbridge-Signature
+// that does not verify with secret (HMAC-SHA256 of "timestamp.body").
+func signedBody(t *testing.T, r *http.Request, secret string) []byte {
 	body, _ := io.ReadAll(r.Body)
-	ts := r.Header.Get("X-Evalbridge-Timestamp")
-	mac := hmac.New(sha256.New, []byte("e2e-webhook-secret"))
-	fmt.Fprintf(mac, "%s.%s", ts, body)
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "%s.%s", r.Header.Get("X-Evalbridge-Timestamp"), body)
 	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
 	if got := r.Header.Get("X-Evalbridge-Signature"); !hmac.Equal([]byte(got), []byte(want)) {
-		a.t.Errorf("signature %q does not verify", got)
+		t.Errorf("signature %q does not verify", got)
 	}
+	return body
+}
+
+func (a *alertReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body := signedBody(a.t, r, "e2e-webhook-secret")
 	var payload struct {
 		Alerts     []map[string]any `json:"alerts"`
 		Suppressed int              `json:"suppressed"`

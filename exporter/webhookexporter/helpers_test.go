@@ -107,6 +107,13 @@ func newRecorder(t *testing.T, script ...func(w http.ResponseWriter)) *recorder 
 	return r
 }
 
+// answer scripts the answers to the next requests.
+func (r *recorder) answer(script ...func(w http.ResponseWriter)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.script = append(r.script, script...)
+}
+
 func status(code int, headers ...string) func(w http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
 		for i := 0; i+1 < len(headers); i += 2 {

@@ -12,9 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/evalbridge/evalbridge/internal/testkit"
@@ -186,29 +184,16 @@ func TestMonitorNotificationSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	rec, recv := newRecorder(t), &downReceiver{}
 	srv := recv.start(t, rec)
-	newExporter := func(host storageHost, storageID component.ID) *harness {
-		cfg := syncConfig(srv.URL)
-		cfg.PerTraceAlerts = false
-		cfg.Monitors = []MonitorConfig{passRateMonitor()}
-		return startPersistent(t, cfg, host, storageID, func(set exporter.Settings, cfg *Config) (exporter.Traces, error) {
-			return newTracesExporterWithTicker(ctx, set, cfg, time.Now,
-				func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} })
-		})
-	}
 
-	storageID, ext1 := startFileStorage(t, dir)
-	exp1 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext1}}, storageID)
+	exp1, stop1 := monitorOnStorage(t, dir, srv.URL)
 	require.NoError(t, exp1.exp.ConsumeTraces(ctx, caseTraces("travel_agent", repeat(4, fail)...)))
-	require.NoError(t, exp1.exp.Shutdown(ctx))
-	require.NoError(t, ext1.Shutdown(ctx))
+	stop1()
 	assert.Empty(t, rec.requests())
 
 	recv.setUp()
-	_, ext2 := startFileStorage(t, dir)
-	exp2 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext2}}, storageID)
+	_, stop2 := monitorOnStorage(t, dir, srv.URL)
 	require.Eventually(t, func() bool { return len(rec.requests()) >= 1 }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, exp2.exp.Shutdown(ctx))
-	require.NoError(t, ext2.Shutdown(ctx))
+	stop2()
 	notes := rec.monitors(t)
 	require.Len(t, notes, 1, "delivered once")
 	assert.Equal(t, StateFiring, notes[0].State)

@@ -104,6 +104,33 @@ func startPersistent(t *testing.T, cfg *Config, host storageHost, storageID comp
 	return &harness{exp: exp}
 }
 
+// onStorage is one life of an exporter over file_storage in dir: it opens
+// the storage and starts (startPersistent) the exporter newExp makes with cfg
+// over a persistent queue on it; stop shuts both down. The storage's ID is
+// the same in every life.
+func onStorage(t *testing.T, dir string, cfg *Config,
+	newExp func(exporter.Settings, *Config) (exporter.Traces, error)) (h *harness, stop func()) {
+	t.Helper()
+	storageID, ext := startFileStorage(t, dir)
+	h = startPersistent(t, cfg, storageHost{exts: map[component.ID]component.Component{storageID: ext}}, storageID, newExp)
+	return h, func() {
+		require.NoError(t, h.exp.Shutdown(context.Background()))
+		require.NoError(t, ext.Shutdown(context.Background()))
+	}
+}
+
+// monitorOnStorage is onStorage for an exporter that sends to url only the
+// notifications of passRateMonitor, evaluated on each batch (no ticker).
+func monitorOnStorage(t *testing.T, dir, url string) (h *harness, stop func()) {
+	cfg := syncConfig(url)
+	cfg.PerTraceAlerts = false
+	cfg.Monitors = []MonitorConfig{passRateMonitor()}
+	return onStorage(t, dir, cfg, func(set exporter.Settings, cfg *Config) (exporter.Traces, error) {
+		return newTracesExporterWithTicker(context.Background(), set, cfg, time.Now,
+			func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} })
+	})
+}
+
 // Alerts queued while the receiver is down survive a restart of the exporter
 // (a persistent sending_queue on file_storage) and are delivered after it.
 func TestPersistentQueueSurvivesRestart(t *testing.T) {
@@ -112,29 +139,24 @@ func TestPersistentQueueSurvivesRestart(t *testing.T) {
 
 	rec, recv := newRecorder(t), &downReceiver{}
 	srv := recv.start(t, rec)
-	newExporter := func(host storageHost, storageID component.ID) *harness {
-		cfg := syncConfig(srv.URL)
-		return startPersistent(t, cfg, host, storageID, func(set exporter.Settings, cfg *Config) (exporter.Traces, error) {
+	newExporter := func() (*harness, func()) {
+		return onStorage(t, dir, syncConfig(srv.URL), func(set exporter.Settings, cfg *Config) (exporter.Traces, error) {
 			return newTracesExporter(ctx, set, cfg, time.Now)
 		})
 	}
 
 	// Exporter 1: the receiver answers 503; the request stays queued.
-	storageID, ext1 := startFileStorage(t, dir)
-	exp1 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext1}}, storageID)
+	exp1, stop1 := newExporter()
 	require.NoError(t, exp1.exp.ConsumeTraces(ctx, agentTraces(failed("booking_flow", 0.5, 1, "persisted"))))
 	require.Eventually(t, func() bool { return recv.attempts() >= 2 }, 10*time.Second, 10*time.Millisecond, "exporter 1 retries")
-	require.NoError(t, exp1.exp.Shutdown(ctx))
-	require.NoError(t, ext1.Shutdown(ctx))
+	stop1()
 	assert.Empty(t, rec.requests(), "nothing delivered while the receiver was down")
 
 	// The receiver comes back; exporter 2 on the same directory delivers.
 	recv.setUp()
-	_, ext2 := startFileStorage(t, dir)
-	exp2 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext2}}, storageID)
+	_, stop2 := newExporter()
 	require.Eventually(t, func() bool { return len(rec.requests()) >= 1 }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, exp2.exp.Shutdown(ctx))
-	require.NoError(t, ext2.Shutdown(ctx))
+	stop2()
 
 	reqs := rec.requests()
 	require.Len(t, reqs, 1, "delivered once")
@@ -152,42 +174,20 @@ func TestMonitorStateSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	rec := newRecorder(t)
-	newExporter := func(host storageHost, storageID component.ID) exporter.Traces {
-		cfg := createDefaultConfig().(*Config)
-		cfg.ClientConfig.Endpoint = rec.srv.URL
-		cfg.PerTraceAlerts = false
-		cfg.Monitors = []MonitorConfig{passRateMonitor()}
-		q := exporterhelper.NewDefaultQueueConfig()
-		q.StorageID = &storageID
-		q.NumConsumers = 1
-		cfg.QueueConfig = configoptional.Some(q)
-		set := exportertest.NewNopSettings(Type)
-		set.Logger = zaptest.NewLogger(t)
-		set.ID = component.NewIDWithName(Type, "persistent")
-		exp, err := newTracesExporterWithTicker(ctx, set, cfg, time.Now,
-			func(time.Duration) (<-chan time.Time, func()) { return nil, func() {} })
-		require.NoError(t, err)
-		require.NoError(t, exp.Start(ctx, host))
-		return exp
+	// One life of the exporter: it takes results and sends its nth
+	// notification, returned.
+	life := func(results []evaluatorsResult, nth int) MonitorNotification {
+		h, stop := monitorOnStorage(t, dir, rec.srv.URL)
+		defer stop()
+		require.NoError(t, h.exp.ConsumeTraces(ctx, caseTraces("travel_agent", results...)))
+		require.Eventually(t, func() bool { return len(rec.monitors(t)) == nth }, 10*time.Second, 10*time.Millisecond)
+		return rec.monitors(t)[nth-1]
 	}
 
-	storageID, ext1 := startFileStorage(t, dir)
-	exp1 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext1}}, storageID)
-	require.NoError(t, exp1.ConsumeTraces(ctx, caseTraces("travel_agent", repeat(4, fail)...)))
-	require.Eventually(t, func() bool { return len(rec.monitors(t)) == 1 }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, exp1.Shutdown(ctx))
-	require.NoError(t, ext1.Shutdown(ctx))
-	firing := rec.monitors(t)[0]
+	firing := life(repeat(4, fail), 1)
 	require.Equal(t, StateFiring, firing.State)
-
-	_, ext2 := startFileStorage(t, dir)
-	exp2 := newExporter(storageHost{exts: map[component.ID]component.Component{storageID: ext2}}, storageID)
 	// 4 passes after 4 failures: 0.5, no longer below 0.5.
-	require.NoError(t, exp2.ConsumeTraces(ctx, caseTraces("travel_agent", repeat(4, pass)...)))
-	require.Eventually(t, func() bool { return len(rec.monitors(t)) == 2 }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, exp2.Shutdown(ctx))
-	require.NoError(t, ext2.Shutdown(ctx))
-	resolved := rec.monitors(t)[1]
+	resolved := life(repeat(4, pass), 2)
 	assert.Equal(t, StateResolved, resolved.State)
 	assert.Equal(t, 8, resolved.Cases, "the window kept the cases from before the restart")
 	assert.Equal(t, 4, resolved.Failed)

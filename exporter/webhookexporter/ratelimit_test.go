@@ -10,12 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRateLimitFolding(t *testing.T) {
+// startLimited starts an exporter, sending to a new recorder, that sends
+// at most perMinute alerts a minute by a fake clock.
+func startLimited(t *testing.T, perMinute int) (*recorder, *harness, *fakeClock) {
 	rec := newRecorder(t)
 	cfg := syncConfig(rec.srv.URL)
-	cfg.MaxAlertsPerMinute = 2
+	cfg.MaxAlertsPerMinute = perMinute
 	clock := newFakeClock()
-	h := start(t, cfg, clock.Now)
+	return rec, start(t, cfg, clock.Now), clock
+}
+
+func TestRateLimitFolding(t *testing.T) {
+	rec, h, clock := startLimited(t, 2)
 	ctx := context.Background()
 	consume := func(results ...evaluatorsResult) {
 		t.Helper()
@@ -54,10 +60,7 @@ func TestRateLimitFolding(t *testing.T) {
 }
 
 func TestRateLimitExcessOfOneBatchIsFoldedIntoIt(t *testing.T) {
-	rec := newRecorder(t)
-	cfg := syncConfig(rec.srv.URL)
-	cfg.MaxAlertsPerMinute = 2
-	h := start(t, cfg, newFakeClock().Now)
+	rec, h, _ := startLimited(t, 2)
 	require.NoError(t, h.exp.ConsumeTraces(context.Background(),
 		agentTraces(failed("a", 0, 1, ""), failed("b", 0, 1, ""), failed("c", 0, 1, ""))))
 	p := rec.payload(t, 0)
@@ -69,11 +72,7 @@ func TestRateLimitExcessOfOneBatchIsFoldedIntoIt(t *testing.T) {
 // A failed send is retried by exporterhelper with the same data; the limiter
 // must not count its alerts or its excess twice.
 func TestRateLimitRetryDoesNotDoubleCount(t *testing.T) {
-	rec := newRecorder(t)
-	cfg := syncConfig(rec.srv.URL)
-	cfg.MaxAlertsPerMinute = 2
-	clock := newFakeClock()
-	h := start(t, cfg, clock.Now)
+	rec, h, clock := startLimited(t, 2)
 	ctx := context.Background()
 
 	// Fill the window and leave one suppressed alert pending.
@@ -82,9 +81,7 @@ func TestRateLimitRetryDoesNotDoubleCount(t *testing.T) {
 	require.Len(t, rec.requests(), 1)
 	clock.Advance(61 * time.Second)
 
-	rec.mu.Lock()
-	rec.script = append(rec.script, status(http.StatusBadGateway), status(http.StatusBadGateway))
-	rec.mu.Unlock()
+	rec.answer(status(http.StatusBadGateway), status(http.StatusBadGateway))
 	require.NoError(t, h.exp.ConsumeTraces(ctx, agentTraces(failed("x", 0, 1, ""), failed("y", 0, 1, ""), failed("z", 0, 1, ""))))
 
 	reqs := rec.requests()
@@ -104,19 +101,13 @@ func TestRateLimitRetryDoesNotDoubleCount(t *testing.T) {
 }
 
 func TestRateLimitPermanentFailureKeepsCounts(t *testing.T) {
-	rec := newRecorder(t)
-	cfg := syncConfig(rec.srv.URL)
-	cfg.MaxAlertsPerMinute = 1
-	clock := newFakeClock()
-	h := start(t, cfg, clock.Now)
+	rec, h, clock := startLimited(t, 1)
 	ctx := context.Background()
 
 	require.NoError(t, h.exp.ConsumeTraces(ctx, agentTraces(failed("a", 0, 1, ""))))
 	require.NoError(t, h.exp.ConsumeTraces(ctx, agentTraces(failed("p", 0, 1, "")))) // pending 1
 	clock.Advance(61 * time.Second)
-	rec.mu.Lock()
-	rec.script = append(rec.script, status(http.StatusBadRequest))
-	rec.mu.Unlock()
+	rec.answer(status(http.StatusBadRequest))
 	require.Error(t, h.inner.ConsumeTraces(ctx, agentTraces(failed("x", 0, 1, ""), failed("y", 0, 1, ""))))
 	// The rejected request carried p (pending) and y (excess); both stay pending.
 	require.NoError(t, h.exp.ConsumeTraces(ctx, agentTraces(failed("w", 0, 1, ""))))
@@ -127,10 +118,7 @@ func TestRateLimitPermanentFailureKeepsCounts(t *testing.T) {
 }
 
 func TestShutdownLogsSuppressed(t *testing.T) {
-	rec := newRecorder(t)
-	cfg := syncConfig(rec.srv.URL)
-	cfg.MaxAlertsPerMinute = 1
-	h := start(t, cfg, newFakeClock().Now)
+	rec, h, _ := startLimited(t, 1)
 	ctx := context.Background()
 	require.NoError(t, h.exp.ConsumeTraces(ctx, agentTraces(failed("a", 0, 1, ""), failed("b", 0, 1, ""), failed("b", 0.2, 1, ""))))
 	require.NoError(t, h.exp.ConsumeTraces(ctx, agentTraces(failed("b", 0, 1, ""))))

@@ -150,10 +150,7 @@ func kind(o any) string {
 // mode must hold, and writes each collector config it carries to
 // <example>.config.yaml for `otelcol-evalbridge validate`.
 func TestRenderedChart(t *testing.T) {
-	dir := os.Getenv("EVALBRIDGE_RENDERED_DIR")
-	if dir == "" {
-		t.Skip("EVALBRIDGE_RENDERED_DIR is not set (.ci/deploy-check.sh renders the chart and sets it)")
-	}
+	dir := renderedDir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, ".config.yaml") })
 	if len(files) == 0 {
@@ -267,10 +264,7 @@ func checkTier2(t *testing.T, sts *appsv1.StatefulSet, config string) {
 // TestOperatorResources decodes deploy/operator/*.yaml strictly and writes
 // each spec.config to $EVALBRIDGE_RENDERED_DIR/operator-<name>.config.yaml.
 func TestOperatorResources(t *testing.T) {
-	dir := os.Getenv("EVALBRIDGE_RENDERED_DIR")
-	if dir == "" {
-		t.Skip("EVALBRIDGE_RENDERED_DIR is not set (.ci/deploy-check.sh sets it)")
-	}
+	dir := renderedDir(t)
 	files, _ := filepath.Glob("../../deploy/operator/*.yaml")
 	if len(files) == 0 {
 		t.Fatal("no deploy/operator/*.yaml")
@@ -290,13 +284,7 @@ func TestOperatorResources(t *testing.T) {
 			if c.Spec.Mode == "statefulset" && len(c.Spec.VolumeClaimTemplates) == 0 {
 				t.Errorf("%s: a statefulset without a volume claim for file_storage", f)
 			}
-			b, err := yaml.Marshal(c.Spec.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "operator-"+c.Name+".config.yaml"), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeRendered(t, dir, "operator-"+c.Name+".config.yaml", c.Spec.Config)
 			t.Logf("%s: OpenTelemetryCollector %s, mode %s, image %s", filepath.Base(f), c.Name, c.Spec.Mode, c.Spec.Image)
 		}
 	}
@@ -311,10 +299,7 @@ func TestOperatorResources(t *testing.T) {
 // upstream defaults it removes) written to
 // $EVALBRIDGE_RENDERED_DIR/upstream-chart.config.yaml for validation.
 func TestUpstreamChartValues(t *testing.T) {
-	dir := os.Getenv("EVALBRIDGE_RENDERED_DIR")
-	if dir == "" {
-		t.Skip("EVALBRIDGE_RENDERED_DIR is not set (.ci/deploy-check.sh sets it)")
-	}
+	dir := renderedDir(t)
 	raw, err := os.ReadFile("../../deploy/helm/upstream-values.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -335,11 +320,28 @@ func TestUpstreamChartValues(t *testing.T) {
 	if v.Mode == "" || !strings.HasSuffix(v.Image.Repository, "/otelcol-evalbridge") || v.Command.Name != "otelcol-evalbridge" {
 		t.Errorf("mode %q, image.repository %q, command.name %q", v.Mode, v.Image.Repository, v.Command.Name)
 	}
-	b, err := yaml.Marshal(dropNulls(v.Config))
+	writeRendered(t, dir, "upstream-chart.config.yaml", dropNulls(v.Config))
+}
+
+// renderedDir is $EVALBRIDGE_RENDERED_DIR, where .ci/deploy-check.sh puts
+// what it renders and validates the configs the tests write there; without
+// it the test skips.
+func renderedDir(t *testing.T) string {
+	dir := os.Getenv("EVALBRIDGE_RENDERED_DIR")
+	if dir == "" {
+		t.Skip("EVALBRIDGE_RENDERED_DIR is not set (.ci/deploy-check.sh renders the chart and sets it)")
+	}
+	return dir
+}
+
+// writeRendered writes config as YAML to dir/name.
+func writeRendered(t *testing.T, dir, name string, config any) {
+	t.Helper()
+	b, err := yaml.Marshal(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "upstream-chart.config.yaml"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,59 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
-	"github.com/evalbridge/evalbridge/internal/testkit"
 )
-
-func loadTrace(t testing.TB, path string) []adapter.SpanRef {
-	t.Helper()
-	for _, spans := range adapter.GroupByTrace(testkit.ReadTraces(t, path)) {
-		return spans
-	}
-	t.Fatal("no spans")
-	return nil
-}
-
-func newEngine(t testing.TB, yaml map[string]any) *Engine {
-	t.Helper()
-	cfg := NewDefaultConfig()
-	if err := confmap.NewFromStringMap(yaml).Unmarshal(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := confmap.Validate(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(&cfg, componenttest.NewNopTelemetrySettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
-func results(rep Report) map[string]evaluators.Result {
-	out := map[string]evaluators.Result{}
-	for _, ev := range rep.Evaluations {
-		for _, r := range ev.Results {
-			out[r.Name] = r
-		}
-	}
-	return out
-}
-
-func findSpan(spans []adapter.SpanRef, name string) ptrace.Span {
-	for _, s := range spans {
-		if s.Span.Name() == name {
-			return s.Span
-		}
-	}
-	return ptrace.NewSpan()
-}
 
 func TestScoreTraceWritesResultsOnTheAgentSpan(t *testing.T) {
 	e := newEngine(t, map[string]any{"evaluators": []any{
@@ -88,7 +42,7 @@ func TestWhenSelectsSpans(t *testing.T) {
 		map[string]any{"type": "tool_error", "name": "travel_only", "when": []any{`attributes["gen_ai.agent.name"] == "travel_agent"`}},
 		map[string]any{"type": "tool_error", "name": "other_only", "when": []any{`attributes["gen_ai.agent.name"] == "support_agent"`}},
 	}})
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, semconvTrace)))
 	if _, ok := got["travel_only"]; !ok {
 		t.Error("travel_only did not run on the travel agent")
 	}
@@ -117,7 +71,7 @@ func TestSampleRateDecidesByTraceID(t *testing.T) {
 		t.Errorf("sample_rate 0.3 picked %d of 10000", picked)
 	}
 	none := newEngine(t, map[string]any{"evaluators": []any{map[string]any{"type": "tool_error", "sample_rate": 0.0}}})
-	if rep := none.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")); len(rep.Evaluations) != 0 {
+	if rep := none.ScoreTrace(context.Background(), loadTrace(t, semconvTrace)); len(rep.Evaluations) != 0 {
 		t.Errorf("sample_rate 0 still evaluated: %+v", rep.Evaluations)
 	}
 }
@@ -126,7 +80,7 @@ func TestExpiredContextMarksTimeout(t *testing.T) {
 	e := newEngine(t, map[string]any{"evaluators": []any{map[string]any{"type": "tool_error"}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
+	spans := loadTrace(t, semconvTrace)
 	got := results(e.ScoreTrace(ctx, spans))
 	if r := got["tool_error"]; r.Status != evaluators.StatusTimeout {
 		t.Errorf("tool_error = %+v, want timeout", r)
@@ -168,7 +122,7 @@ func BenchmarkScoreTrace(b *testing.B) {
 	e := newEngine(b, map[string]any{"evaluators": []any{
 		map[string]any{"type": "tool_trajectory"}, map[string]any{"type": "tool_error"},
 	}})
-	src := loadTrace(b, "../../examples/traces/travel-agent-semconv.json")
+	src := loadTrace(b, semconvTrace)
 	b.ReportAllocs()
 	for b.Loop() {
 		// Annotating writes into the spans: work on a fresh copy each time.
@@ -193,7 +147,7 @@ func TestWhenErroringConditionDoesNotHideAnother(t *testing.T) {
 			`attributes["gen_ai.agent.name"] == "travel_agent"`,
 		}},
 	}})
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, semconvTrace)))
 	if _, ok := got["tool_error"]; !ok {
 		t.Error("tool_error did not run although its second condition holds")
 	}

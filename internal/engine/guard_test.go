@@ -15,7 +15,7 @@ import (
 func TestAnnotateGuard(t *testing.T) {
 	e := newEngine(t, map[string]any{"evaluators": []any{map[string]any{"type": "tool_error"}}})
 	for _, allow := range []bool{true, false} {
-		spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
+		spans := loadTrace(t, semconvTrace)
 		before := snapshot(spans)
 		claims := 0
 		ctx := WithAnnotateGuard(context.Background(), func() bool { claims++; return allow })

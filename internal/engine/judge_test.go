@@ -14,19 +14,6 @@ import (
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
-func judgeYAML(endpoint string, maxConc int, evs ...map[string]any) map[string]any {
-	list := make([]any, len(evs))
-	for i, e := range evs {
-		list[i] = e
-	}
-	return map[string]any{
-		"judges": map[string]any{
-			"default": map[string]any{"endpoint": endpoint, "model": "m", "api_key": "sk-x", "max_concurrency": maxConc},
-		},
-		"evaluators": list,
-	}
-}
-
 func TestJudgeConfigReferences(t *testing.T) {
 	cfg := NewDefaultConfig()
 	y := judgeYAML("http://localhost:1/v1", 2, map[string]any{"type": "llm_judge", "judge": "other", "criteria": "x"})
@@ -62,15 +49,8 @@ func TestJudgeEngineScoresConcurrently(t *testing.T) {
 	}
 	evs = append(evs, map[string]any{"type": "tool_error"})
 	e := newEngine(t, judgeYAML(srv.Endpoint(), 4, evs...))
-	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := e.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	started(t, e)
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, semconvTrace)))
 	for _, n := range names {
 		if r := got[n]; r.Status != evaluators.StatusPassed || r.Score != 0.9 {
 			t.Errorf("%s: %+v", n, r)
@@ -96,7 +76,7 @@ func TestJudgeEngineTimeout(t *testing.T) {
 	defer func() { _ = e.Shutdown(context.Background()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	got := results(e.ScoreTrace(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(ctx, loadTrace(t, semconvTrace)))
 	if r := got["llm_judge"]; r.Status != evaluators.StatusTimeout {
 		t.Fatalf("llm_judge: %+v", r)
 	}
@@ -107,7 +87,7 @@ func TestJudgeEngineShutdownWithoutStart(t *testing.T) {
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, semconvTrace)))
 	if r := got["llm_judge"]; r.Status != evaluators.StatusError || !strings.Contains(r.Reason, "not started") {
 		t.Fatalf("llm_judge before Start: %+v", r)
 	}
@@ -124,17 +104,7 @@ func TestJudgeEngineFailedStartReleasesEveryJudge(t *testing.T) {
 	judges["a_broken"] = map[string]any{"endpoint": "https://localhost:1/v1", "model": "m",
 		"tls": map[string]any{"ca_file": "/nonexistent/ca.pem"}}
 	judges["default"].(map[string]any)["budget"] = map[string]any{"tokens_per_hour": 1000}
-	cfg := NewDefaultConfig()
-	if err := confmap.NewFromStringMap(y).Unmarshal(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := confmap.Validate(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(&cfg, tel.NewTelemetrySettings())
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newEngineWith(t, decodeConfig(t, y), tel.NewTelemetrySettings())
 	if _, err := tel.GetMetric("otelcol_processor_eval_judge_budget_remaining"); err != nil {
 		t.Fatalf("before Start the budget gauge is registered: %v", err)
 	}

@@ -3,91 +3,35 @@ package engine
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/pdata/ptrace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
-type lateSink struct {
-	mu  sync.Mutex
-	got []ptrace.Traces
-	ch  chan struct{}
-}
-
-func (s *lateSink) consume(_ context.Context, td ptrace.Traces) {
-	s.mu.Lock()
-	s.got = append(s.got, td)
-	s.mu.Unlock()
-	s.ch <- struct{}{}
-}
-
-// startWithLateSink starts e with its late results going to a lateSink
-// that holds up to buffered deliveries before it blocks the engine.
-func startWithLateSink(t *testing.T, e *Engine, buffered int) *lateSink {
-	t.Helper()
-	sink := &lateSink{ch: make(chan struct{}, buffered)}
-	e.SetLateResults(sink.consume)
-	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	return sink
-}
-
-// firstSpan waits (10 s at most) for a late result and returns the first
-// late span.
-func (s *lateSink) firstSpan(t *testing.T) ptrace.Span {
-	t.Helper()
-	select {
-	case <-s.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no late result was delivered")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.got[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
-}
-
 // A judge that answers after the trace's timeout: the evaluated span says
 // `timeout`, and the answer arrives as a span of its own, child of and linked
 // to the evaluated span, carrying the same eval.* attributes and event.
 func TestLateJudgeResultBecomesLinkedSpan(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.25, "reason": "the hotel was never booked"}`}
-	})
-	y := judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "llm_judge", "name": "helpful", "judge": "default", "criteria": "x"})
-	y["timeout"] = "5s"
-	e := newEngine(t, y)
-	sink := startWithLateSink(t, e, 1)
-	defer func() { _ = e.Shutdown(context.Background()) }()
-
-	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	srv, release := judgetest.NewHeld(t, `{"score": 0.25, "reason": "the hotel was never booked"}`)
+	e, sink := lateEngine(t, helpfulJudgeYAML(srv.Endpoint()))
+	spans := loadTrace(t, semconvTrace)
 	// The trace's time is up before the judge answers.
-	cancel()
-	rep := <-done
-	if r := results(rep)["helpful"]; r.Status != evaluators.StatusTimeout || !strings.Contains(r.Reason, "late result follows") {
+	if r := results(scoreTimedOut(e, spans))["helpful"]; r.Status != evaluators.StatusTimeout || !strings.Contains(r.Reason, "late result follows") {
 		t.Fatalf("on the trace: %+v", r)
 	}
 	agent := findSpan(spans, "invoke_agent travel_agent")
-	close(release)
+	release()
 
-	select {
-	case <-sink.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no late result was delivered")
-	}
+	sink.wait(t)
+	sink.mu.Lock()
 	td := sink.got[0]
+	sink.mu.Unlock()
 	if td.SpanCount() != 1 {
 		t.Fatalf("late batch has %d spans", td.SpanCount())
 	}
@@ -114,6 +58,22 @@ func TestLateJudgeResultBecomesLinkedSpan(t *testing.T) {
 	}
 }
 
+// A late result is redacted like one on time: the judge that answers after
+// the trace's timeout quotes a planted e-mail address and IBAN; the
+// late-result span's reason and explanation carry placeholders.
+func TestLateResultIsRedacted(t *testing.T) {
+	srv, release := judgetest.NewHeld(t, `{"score": 0.25, "reason": "refund to jane.doe@example.com, IBAN DE89 3704 0044 0532 0130 00"}`)
+	e, sink := lateEngine(t, helpfulJudgeYAML(srv.Endpoint()))
+	require.Equal(t, evaluators.StatusTimeout, results(scoreTimedOut(e, loadTrace(t, semconvTrace)))["helpful"].Status)
+	release()
+	sp := sink.firstSpan(t)
+	const want = "judge scored 0.25 on [0, 1]; judge: refund to [REDACTED:email#1], IBAN [REDACTED:iban#1]"
+	v, _ := sp.Attributes().Get("eval.helpful.reason")
+	assert.Equal(t, want, v.Str())
+	ex, _ := sp.Events().At(0).Attributes().Get("gen_ai.evaluation.explanation")
+	assert.Equal(t, want, ex.Str())
+}
+
 func TestLateResultsDropDeliversNothing(t *testing.T) {
 	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
 		return judgetest.Reply{Delay: 300 * time.Millisecond, Content: `{"score": 1}`}
@@ -124,7 +84,7 @@ func TestLateResultsDropDeliversNothing(t *testing.T) {
 	sink := startWithLateSink(t, e, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	got := results(e.ScoreTrace(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(ctx, loadTrace(t, semconvTrace)))
 	if r := got["llm_judge"]; r.Status != evaluators.StatusTimeout || strings.Contains(r.Reason, "late result") {
 		t.Fatalf("llm_judge: %+v", r)
 	}
@@ -140,20 +100,11 @@ func TestLateResultsDropDeliversNothing(t *testing.T) {
 // Shutdown cuts late judge calls short: it returns once no goroutine of the
 // engine runs, even with a judge that never answers.
 func TestShutdownStopsLateJudgeCalls(t *testing.T) {
-	block := make(chan struct{})
-	defer close(block)
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-block
-		return judgetest.Reply{Content: `{"score": 1}`}
-	})
+	srv, _ := judgetest.NewHeld(t, `{"score": 1}`)
 	y := judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "llm_judge", "judge": "default", "criteria": "x"})
 	e := newEngine(t, y)
 	sink := startWithLateSink(t, e, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
-	cancel()
-	<-done
+	scoreTimedOut(e, loadTrace(t, semconvTrace))
 	sctx, scancel := context.WithCancel(context.Background())
 	scancel() // no time left
 	if err := e.Shutdown(sctx); err != nil {
@@ -168,11 +119,7 @@ func TestShutdownStopsLateJudgeCalls(t *testing.T) {
 // once, however many judge evaluators run on the case, and both late spans
 // still carry it (run with -race: the shared copy is only read).
 func TestLateTargetSharedByTheTasksOfOneCase(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.25, "reason": "r"}`}
-	})
+	srv, release := judgetest.NewHeld(t, `{"score": 0.25, "reason": "r"}`)
 	y := judgeYAML(srv.Endpoint(), 4,
 		map[string]any{"type": "llm_judge", "name": "one", "judge": "default", "criteria": "x"},
 		map[string]any{"type": "llm_judge", "name": "two", "judge": "default", "criteria": "y"})
@@ -180,7 +127,7 @@ func TestLateTargetSharedByTheTasksOfOneCase(t *testing.T) {
 	sink := startWithLateSink(t, e, 16)
 	defer func() { _ = e.Shutdown(context.Background()) }()
 
-	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
+	spans := loadTrace(t, semconvTrace)
 	var target *lateTarget
 	ref := spans[0]
 	t1 := e.newJudgeTask(context.Background(), &e.instances[0], &adapter.Case{}, ref, &target, new(evaluators.Result))
@@ -189,19 +136,10 @@ func TestLateTargetSharedByTheTasksOfOneCase(t *testing.T) {
 		t.Fatalf("targets not shared: %p %p", t1.target, t2.target)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
-	cancel()
-	<-done
-	close(release)
-	for i := 0; i < 2; i++ {
-		select {
-		case <-sink.ch:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("late result %d not delivered", i+1)
-		}
-	}
+	scoreTimedOut(e, spans)
+	release()
+	sink.wait(t)
+	sink.wait(t)
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	for _, td := range sink.got {

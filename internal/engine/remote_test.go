@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-
 	"github.com/evalbridge/evalbridge/evaluators"
 )
 
@@ -55,7 +53,7 @@ func TestRemoteFailuresDoNotStopTheTrace(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	srv := remoteServer(t, release)
-	e := newEngine(t, map[string]any{"evaluators": []any{
+	e := startedEngine(t, map[string]any{"evaluators": []any{
 		remoteEvaluator("good", srv.URL),
 		remoteEvaluator("fails", srv.URL),
 		remoteEvaluator("garbage", srv.URL),
@@ -63,15 +61,7 @@ func TestRemoteFailuresDoNotStopTheTrace(t *testing.T) {
 		map[string]any{"type": "cel", "name": "few_calls", "expression": `case.llm_calls <= 3 && case.tool_calls.size() == 2`},
 		map[string]any{"type": "tool_error"},
 	}})
-	if err := e.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := e.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
+	spans := loadTrace(t, semconvTrace)
 	got := results(e.ScoreTrace(context.Background(), spans))
 	for name, w := range map[string]struct {
 		st     evaluators.Status
@@ -103,14 +93,8 @@ func TestRemoteRunsInTheBackgroundWithLateResults(t *testing.T) {
 		remoteEvaluator("hangs", srv.URL, "timeout", "1m"),
 		map[string]any{"type": "cel", "name": "few_calls", "expression": `case.llm_calls <= 3`},
 	}}
-	e := newEngine(t, y)
-	sink := startWithLateSink(t, e, 1)
-	defer func() { _ = e.Shutdown(context.Background()) }()
-
-	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	e, sink := lateEngine(t, y)
+	done, cancel := scoreAsync(e, loadTrace(t, semconvTrace))
 	// The remote endpoint has not answered: the trace is not finished, and
 	// ScoreTraceAsync did not wait for it.
 	select {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -22,12 +21,6 @@ import (
 // travel-agent-semconv.json and fails on travel-agent-wrong-order.json.
 var bookingFlow = map[string]any{"type": "tool_trajectory", "name": "booking_flow", "mode": "in_order",
 	"arguments": map[string]any{"mode": "subset", "case_insensitive": true}}
-
-func started(t *testing.T, e *Engine) {
-	t.Helper()
-	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
-}
 
 // The cascade: the judge runs only on the trace whose deterministic check
 // failed; on the other it is skipped with the reason "run_if".
@@ -42,7 +35,7 @@ func TestRunIfCascade(t *testing.T) {
 			"run_if": `results.booking_flow.status == "failed"`}))
 	started(t, e)
 
-	good := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	good := results(e.ScoreTrace(context.Background(), loadTrace(t, semconvTrace)))
 	assert.Equal(t, evaluators.StatusPassed, good["booking_flow"].Status)
 	assert.Equal(t, evaluators.StatusSkipped, good["explain"].Status)
 	assert.Equal(t, "run_if", good["explain"].Reason)
@@ -55,7 +48,7 @@ func TestRunIfCascade(t *testing.T) {
 	assert.Equal(t, evaluators.StatusFailed, bad["explain_again"].Status, bad["explain_again"].Reason)
 	assert.Len(t, srv.Requests(), 2)
 	// The skip is a result like the others (§4), on the span.
-	attrs := findSpan(loadTraceAnnotated(t, e, "../../examples/traces/travel-agent-semconv.json"), "invoke_agent travel_agent").Attributes().AsRaw()
+	attrs := findSpan(loadTraceAnnotated(t, e, semconvTrace), "invoke_agent travel_agent").Attributes().AsRaw()
 	assert.Equal(t, "skipped", attrs["eval.explain.status"])
 	assert.Equal(t, "run_if", attrs["eval.explain.reason"])
 }
@@ -83,7 +76,7 @@ func TestRunIfBehindAJudgeWaits(t *testing.T) {
 		map[string]any{"type": "cel", "name": "not_after_pass", "expression": "true", "run_if": `results.first.passed`},
 	))
 	started(t, e)
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, semconvTrace)))
 	assert.Equal(t, evaluators.StatusFailed, got["first"].Status)
 	assert.Equal(t, evaluators.StatusPassed, got["after_first"].Status)
 	assert.Equal(t, evaluators.StatusPassed, got["second"].Status)
@@ -100,7 +93,7 @@ func TestRunIfOnAnEvaluatorThatDidNotRun(t *testing.T) {
 		map[string]any{"type": "tool_error", "name": "reads", "run_if": `results.never.status == "failed"`},
 		map[string]any{"type": "tool_error", "name": "guarded", "run_if": `!has(results.never)`},
 	}})
-	got := results(e.ScoreTrace(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json")))
+	got := results(e.ScoreTrace(context.Background(), loadTrace(t, semconvTrace)))
 	assert.NotContains(t, got, "never")
 	assert.Equal(t, evaluators.StatusSkipped, got["reads"].Status)
 	assert.Contains(t, got["reads"].Reason, "run_if: ")

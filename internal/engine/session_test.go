@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,19 +55,6 @@ func turnTrace(n byte, conv, tool string, failed bool) []adapter.SpanRef {
 	return refs
 }
 
-func scoreSession(t *testing.T, e *Engine, sn *sessions.Snapshot) SessionReport {
-	t.Helper()
-	ch := make(chan SessionReport, 1)
-	e.ScoreSessionAsync(context.Background(), sn, func(r SessionReport) { ch <- r })
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("session not scored")
-	}
-	return SessionReport{}
-}
-
 func TestSessionEvaluatorsScoreTheTurns(t *testing.T) {
 	e := newEngine(t, map[string]any{"evaluators": []any{
 		map[string]any{"type": "tool_error", "name": "trace_errors"},
@@ -79,13 +65,7 @@ func TestSessionEvaluatorsScoreTheTurns(t *testing.T) {
 	}})
 	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
 	require.True(t, e.HasSessions())
-	store := sessions.NewStore(sessions.NewDefaultConfig(), e.MaxFieldBytes())
-	var mu sync.Mutex
-	e.SetTurnSink(func(c *adapter.Case, ref adapter.SpanRef) {
-		mu.Lock()
-		defer mu.Unlock()
-		store.Record(time.Now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
-	})
+	store := recordTurns(e, sessions.NewDefaultConfig())
 	for n, tool := range []string{"search", "search", "book"} {
 		rep := e.ScoreTrace(context.Background(), turnTrace(byte(n+1), "conv-1", tool, n == 2))
 		// Trace-level evaluators run on each turn as before; session ones do not.
@@ -160,17 +140,10 @@ func TestSessionCaseValidation(t *testing.T) {
 func TestSessionJudgeSeesTheConversationOnce(t *testing.T) {
 	srv := judgetest.New(t, judgetest.Always(`{"turns": [{"turn": 2, "ok": true}, {"turn": 4, "ok": true}, {"turn": 6, "ok": false, "reason": "forgot"}], "reason": "mostly"}`))
 	y := judgeYAML(srv.Endpoint(), 2, map[string]any{"type": "knowledge_retention", "judge": "default", "case": "session"})
-	cfg := NewDefaultConfig()
-	require.NoError(t, confmap.NewFromStringMap(y).Unmarshal(&cfg))
-	require.NoError(t, confmap.Validate(&cfg))
-	e, err := New(&cfg, componenttest.NewNopTelemetrySettings())
-	require.NoError(t, err)
-	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
-	store := sessions.NewStore(cfg.Sessions, e.MaxFieldBytes())
-	e.SetTurnSink(func(c *adapter.Case, ref adapter.SpanRef) {
-		store.Record(time.Now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
-	})
+	cfg := decodeConfig(t, y)
+	e := newEngineWith(t, cfg, componenttest.NewNopTelemetrySettings())
+	started(t, e)
+	store := recordTurns(e, cfg.Sessions)
 	for n := byte(1); n <= 3; n++ {
 		e.ScoreTrace(context.Background(), turnTrace(n, "c", "search", false))
 	}
@@ -195,10 +168,7 @@ func TestSessionConversationFromTurnsThatRepeatTheHistory(t *testing.T) {
 		map[string]any{"type": "llm_judge", "case": "session", "judge": "j", "criteria": "x"},
 	}, "judges": map[string]any{"j": map[string]any{"endpoint": "http://127.0.0.1:1/v1", "model": "m"}}})
 	defer func() { require.NoError(t, e.Shutdown(context.Background())) }()
-	store := sessions.NewStore(sessions.NewDefaultConfig(), e.MaxFieldBytes())
-	e.SetTurnSink(func(c *adapter.Case, ref adapter.SpanRef) {
-		store.Record(time.Now(), c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
-	})
+	store := recordTurns(e, sessions.NewDefaultConfig())
 	for n := 1; n <= 3; n++ {
 		td := benchTurn(n)
 		e.ScoreTrace(context.Background(), refsOf(td))

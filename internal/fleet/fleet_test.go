@@ -50,6 +50,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 const (
@@ -255,45 +256,37 @@ func (s *sink) addTraces(collector string, td ptrace.Traces) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seen(collector, "traces")
-	for _, rs := range td.ResourceSpans().All() {
-		for _, ss := range rs.ScopeSpans().All() {
-			for _, sp := range ss.Spans().All() {
-				k := spanKey{sp.TraceID(), sp.SpanID()}
-				s.spans[k] = append(s.spans[k], collector)
-				attrs := sp.Attributes()
-				bs, hasBooking := attrs.Get("eval.booking_flow.status")
-				es, hasError := attrs.Get("eval.tool_error.status")
-				if !hasBooking && !hasError {
-					continue
-				}
-				sc := scoring{root: sp.ParentSpanID().IsEmpty(), bookingScore: math.NaN()}
-				if hasBooking {
-					sc.bookingStatus = bs.Str()
-				}
-				if v, ok := attrs.Get("eval.booking_flow.score"); ok {
-					sc.bookingScore = v.Double()
-				}
-				if hasError {
-					sc.errorStatus = es.Str()
-				}
-				s.scorings[sp.TraceID()] = append(s.scorings[sp.TraceID()], sc)
-			}
+	testkit.ForEachSpan(td, func(sp ptrace.Span) {
+		k := spanKey{sp.TraceID(), sp.SpanID()}
+		s.spans[k] = append(s.spans[k], collector)
+		attrs := sp.Attributes()
+		bs, hasBooking := attrs.Get("eval.booking_flow.status")
+		es, hasError := attrs.Get("eval.tool_error.status")
+		if !hasBooking && !hasError {
+			return
 		}
-	}
+		sc := scoring{root: sp.ParentSpanID().IsEmpty(), bookingScore: math.NaN()}
+		if hasBooking {
+			sc.bookingStatus = bs.Str()
+		}
+		if v, ok := attrs.Get("eval.booking_flow.score"); ok {
+			sc.bookingScore = v.Double()
+		}
+		if hasError {
+			sc.errorStatus = es.Str()
+		}
+		s.scorings[sp.TraceID()] = append(s.scorings[sp.TraceID()], sc)
+	})
 }
 
 func (s *sink) addLogs(collector string, ld plog.Logs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seen(collector, "logs")
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				k := lr.Body().Str()
-				s.logs[k] = append(s.logs[k], collector)
-			}
-		}
-	}
+	testkit.ForEachLogRecord(ld, func(lr plog.LogRecord) {
+		k := lr.Body().Str()
+		s.logs[k] = append(s.logs[k], collector)
+	})
 }
 
 func (s *sink) mark() {
@@ -484,28 +477,23 @@ func (s *sink) figures(traces []*agentTrace) figures {
 	f := figures{traces: len(traces)}
 	for _, at := range traces {
 		collectors := map[string]bool{}
-		for _, sid := range at.spanIDs {
-			f.spansSent++
-			d := s.spans[spanKey{at.id, sid}]
+		// delivered counts one item sent and delivered by the collectors d:
+		// lost without any, the copies past the first duplicates.
+		delivered := func(d []string, sent, lost, duplicates *int) {
+			*sent++
 			if len(d) == 0 {
-				f.spansLost++
+				*lost++
 			} else {
-				f.spanDuplicates += len(d) - 1
+				*duplicates += len(d) - 1
 			}
 			for _, c := range d {
 				collectors[c] = true
 			}
 		}
-		f.logsSent++
-		d := s.logs[at.logBody]
-		if len(d) == 0 {
-			f.logsLost++
-		} else {
-			f.logDuplicates += len(d) - 1
+		for _, sid := range at.spanIDs {
+			delivered(s.spans[spanKey{at.id, sid}], &f.spansSent, &f.spansLost, &f.spanDuplicates)
 		}
-		for _, c := range d {
-			collectors[c] = true
-		}
+		delivered(s.logs[at.logBody], &f.logsSent, &f.logsLost, &f.logDuplicates)
 		if len(collectors) > 1 {
 			f.split++
 		}

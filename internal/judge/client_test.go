@@ -20,7 +20,6 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
@@ -50,18 +49,7 @@ func start(t *testing.T, cfg judge.Config) *judge.Client {
 
 func startWith(t *testing.T, cfg judge.Config, set component.TelemetrySettings) *judge.Client {
 	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("validate: %v", err)
-	}
-	c, err := judge.New("default", cfg, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
-	return c
+	return judgetest.StartClient(t, cfg, set)
 }
 
 var msgs = []judge.Message{{Role: "system", Content: "rules"}, {Role: "user", Content: "data"}}
@@ -246,33 +234,6 @@ func TestJudgeCallerDeadline(t *testing.T) {
 	}
 }
 
-func TestJudgeBudgetExhausted(t *testing.T) {
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		return judgetest.Reply{Content: `{"score": 1}`, InputTokens: 600, OutputTokens: 100}
-	})
-	cfg := testConfig(srv.Endpoint())
-	cfg.MaxTokens = 100
-	cfg.CacheSize = 0
-	cfg.Budget.TokensPerHour = 1000
-	c := start(t, cfg)
-	if _, err := c.Complete(context.Background(), msgs); err != nil {
-		t.Fatal(err)
-	}
-	// 700 used; the next call needs about 100+ and then some: 700+~120 fits,
-	// after it 1400 > 1000 does not.
-	_, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: "other"}})
-	if err != nil {
-		t.Fatalf("second call: %v", err)
-	}
-	_, err = c.Complete(context.Background(), []judge.Message{{Role: "user", Content: "third"}})
-	if !errors.Is(err, judge.ErrBudgetExhausted) || !strings.Contains(err.Error(), "tokens_per_hour") {
-		t.Fatalf("err = %v, want ErrBudgetExhausted naming tokens_per_hour", err)
-	}
-	if n := len(srv.Requests()); n != 2 {
-		t.Errorf("%d requests, want 2 (no call past the budget)", n)
-	}
-}
-
 func TestJudgeCacheHits(t *testing.T) {
 	srv := judgetest.New(t, judgetest.Always("verdict: {\"score\": 0.7}"))
 	tel := componenttest.NewTelemetry()
@@ -320,14 +281,12 @@ func TestJudgeConcurrencyBound(t *testing.T) {
 	c := start(t, cfg)
 	var wg sync.WaitGroup
 	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: strings.Repeat("x", i)}})
 			if err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if m := srv.MaxInFlight(); m > 3 || m < 2 {
@@ -357,9 +316,7 @@ func TestJudgeAPIKeyNeverLoggedOrInErrors(t *testing.T) {
 	srv := judgetest.New(t, func(_ int, r judgetest.Request) judgetest.Reply {
 		return judgetest.Reply{Status: 401, Body: `{"error":"bad key ` + r.Header.Get("Authorization") + `"}`}
 	})
-	core, logs := observer.New(zapcore.DebugLevel)
-	set := componenttest.NewNopTelemetrySettings()
-	set.Logger = zap.New(core)
+	set, logs := observed(zapcore.DebugLevel)
 	cfg := testConfig(srv.Endpoint())
 	set.Logger.Info("judge config", zap.Any("config", cfg))
 	c := startWith(t, cfg, set)
@@ -373,22 +330,11 @@ func TestJudgeAPIKeyNeverLoggedOrInErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), "HTTP 401") {
 		t.Errorf("err = %v", err)
 	}
-	for _, e := range logs.All() {
-		line := e.Message
-		for k, v := range e.ContextMap() {
-			line += " " + k + "=" + toString(v)
-		}
+	for _, line := range logLines(logs) {
 		if strings.Contains(line, secret) {
 			t.Errorf("log contains the API key: %s", line)
 		}
 	}
-}
-
-func toString(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(fmtAny(v), "\n", " "), "\t", " "))
 }
 
 func TestJudgeNotStarted(t *testing.T) {
@@ -485,9 +431,7 @@ func TestJudgeFailuresAreLoggedAndSampled(t *testing.T) {
 		}
 		return judgetest.Reply{Status: 400, Body: `{"error":"bad request"}`}
 	})
-	core, logs := observer.New(zapcore.WarnLevel)
-	set := componenttest.NewNopTelemetrySettings()
-	set.Logger = zap.New(core)
+	set, logs := observed(zapcore.WarnLevel)
 	c := startWith(t, testConfig(srv.Endpoint()), set)
 	for i := range 10 {
 		if _, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: fmt.Sprintf("fail %d", i)}}); err == nil {

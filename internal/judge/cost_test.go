@@ -117,32 +117,49 @@ func TestJudgeCostWithoutUsageIsEstimated(t *testing.T) {
 	}
 }
 
-// Past budget.cost_per_hour, calls are refused (the evaluators report
-// skipped); the reported usage, not the reservation, is what is spent.
-func TestJudgeCostBudget(t *testing.T) {
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		return judgetest.Reply{Content: `{"score": 1}`, InputTokens: 1_000_000, OutputTokens: 0}
-	})
-	cfg := testConfig(srv.Endpoint())
-	cfg.CacheSize = 0
-	cfg.MaxTokens = 100
-	cfg.Price = judge.PriceConfig{InputPerMillionTokens: 1, OutputPerMillionTokens: 2, Currency: "EUR"}
-	// The first reply spends 1 EUR; the second call's estimate (a few
-	// tokens) still fits under 1.5 and its reply spends 1 EUR more; the
-	// third is refused: 2 EUR are spent.
-	cfg.Budget.CostPerHour = 1.5
-	c := start(t, cfg)
-	for i := range 2 {
-		if _, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: fmt.Sprint("call ", i)}}); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	_, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: "third"}})
-	if !errors.Is(err, judge.ErrBudgetExhausted) || !strings.Contains(err.Error(), "budget.cost_per_hour is 1.5 EUR and 2 are used") {
-		t.Fatalf("err = %v, want ErrBudgetExhausted naming budget.cost_per_hour", err)
-	}
-	if n := len(srv.Requests()); n != 2 {
-		t.Errorf("%d requests, want 2", n)
+// Past a budget, calls are refused (the evaluators report skipped)
+// before anything is sent; the reported usage, not the reservation, is
+// what is spent.
+func TestJudgeBudgets(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in, out int64 // the usage each reply reports
+		edit    func(*judge.Config)
+		want    string
+	}{
+		// 700 used; the next call needs about 100+ and then some: 700+~120
+		// fits, after it 1400 > 1000 does not.
+		{"tokens_per_hour", 600, 100, func(c *judge.Config) { c.Budget.TokensPerHour = 1000 }, "tokens_per_hour"},
+		// The first reply spends 1 EUR; the second call's estimate (a few
+		// tokens) still fits under 1.5 and its reply spends 1 EUR more; the
+		// third is refused: 2 EUR are spent.
+		{"cost_per_hour", 1_000_000, 0, func(c *judge.Config) {
+			c.Price = judge.PriceConfig{InputPerMillionTokens: 1, OutputPerMillionTokens: 2, Currency: "EUR"}
+			c.Budget.CostPerHour = 1.5
+		}, "budget.cost_per_hour is 1.5 EUR and 2 are used"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+				return judgetest.Reply{Content: `{"score": 1}`, InputTokens: tc.in, OutputTokens: tc.out}
+			})
+			cfg := testConfig(srv.Endpoint())
+			cfg.CacheSize = 0
+			cfg.MaxTokens = 100
+			tc.edit(&cfg)
+			c := start(t, cfg)
+			for i := range 2 {
+				if _, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: fmt.Sprint("call ", i)}}); err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+			_, err := c.Complete(context.Background(), []judge.Message{{Role: "user", Content: "third"}})
+			if !errors.Is(err, judge.ErrBudgetExhausted) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrBudgetExhausted naming %q", err, tc.want)
+			}
+			if n := len(srv.Requests()); n != 2 {
+				t.Errorf("%d requests, want 2 (no call past the budget)", n)
+			}
+		})
 	}
 }
 

@@ -5,11 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/evalbridge/evalbridge/internal/httpclient/httpclienttest"
 )
@@ -24,15 +21,10 @@ func TestJudgeCrossHostRedirectNotFollowed(t *testing.T) {
 	cfg.Headers = configopaque.MapList{{Name: "api-key", Value: "azure-key-value-1"}}
 	c := start(t, cfg)
 	_, err := c.Complete(context.Background(), msgs)
-	if err == nil || !strings.Contains(err.Error(), rd.OtherHost()) {
-		t.Fatalf("want an error naming the target host, got %v", err)
+	if err == nil {
+		t.Fatal("want an error")
 	}
-	if n := rd.OtherHits(); n != 0 {
-		t.Fatalf("the other host received %d requests", n)
-	}
-	if n := rd.OriginHits(); n != 1 {
-		t.Fatalf("a refused redirect was retried: %d requests", n)
-	}
+	rd.Refused(t, err.Error())
 }
 
 // The endpoint's userinfo and query (a proxy's ?code=…) never appear in the
@@ -40,9 +32,7 @@ func TestJudgeCrossHostRedirectNotFollowed(t *testing.T) {
 func TestJudgeEndpointQueryAndUserinfoNeverQuoted(t *testing.T) {
 	addr := httpclienttest.ClosedAddr(t)
 	const code, user, password = "gw-code-51d9e0a7", "judge-u7x9q2", "pw-3c8b1f66"
-	core, logs := observer.New(zapcore.DebugLevel)
-	set := componenttest.NewNopTelemetrySettings()
-	set.Logger = zap.New(core)
+	set, logs := observed(zapcore.DebugLevel)
 	cfg := testConfig("http://" + user + ":" + password + "@" + addr + "/v1?code=" + code)
 	cfg.Retry.MaxAttempts = 1
 	c := startWith(t, cfg, set)
@@ -54,11 +44,7 @@ func TestJudgeEndpointQueryAndUserinfoNeverQuoted(t *testing.T) {
 	if logs.Len() == 0 {
 		t.Fatal("nothing logged")
 	}
-	for _, e := range logs.All() {
-		line := e.Message
-		for k, v := range e.ContextMap() {
-			line += " " + k + "=" + fmtAny(v)
-		}
+	for _, line := range logLines(logs) {
 		httpclienttest.NoLeak(t, "log", line, code, user, password)
 	}
 	// A config error names the endpoint without them too.

@@ -5,11 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
@@ -47,9 +44,7 @@ func TestJudgeEchoedKeyRedactedAtEveryCut(t *testing.T) {
 			return judgetest.Reply{Status: 401, Body: `{"error":"` + echo + `"}`}
 		}
 	})
-	core, logs := observer.New(zapcore.DebugLevel)
-	set := componenttest.NewNopTelemetrySettings()
-	set.Logger = zap.New(core)
+	set, logs := observed(zapcore.DebugLevel)
 	cfg := testConfig(srv.Endpoint())
 	cfg.APIKey = configopaque.String(key)
 	cfg.Headers = configopaque.MapList{{Name: header, Value: configopaque.String(headerValue)}}
@@ -102,11 +97,7 @@ func TestJudgeEchoedKeyRedactedAtEveryCut(t *testing.T) {
 	if logs.Len() == 0 {
 		t.Fatal("no log line for the failures")
 	}
-	for _, e := range logs.All() {
-		line := e.Message
-		for k, v := range e.ContextMap() {
-			line += " " + k + "=" + toString(v)
-		}
+	for _, line := range logLines(logs) {
 		leak("log", line)
 	}
 }

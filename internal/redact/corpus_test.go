@@ -88,8 +88,7 @@ func scoreCorpus(t *testing.T, path string) (map[string]*tally, int) {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	r, err := New(NewDefaultConfig(), nil)
-	require.NoError(t, err)
+	r := defaultRedactor(t)
 
 	tallies := map[string]*tally{}
 	for _, b := range Builtins() {
@@ -151,8 +150,7 @@ func scoreCorpus(t *testing.T, path string) (map[string]*tally, int) {
 // model names, and hold no personal data: the only values found there are
 // the loopback addresses the instrumentations record as server.address.
 func TestRealCapturesHoldNoFalsePositive(t *testing.T) {
-	r, err := New(NewDefaultConfig(), nil)
-	require.NoError(t, err)
+	r := defaultRedactor(t)
 	var files []string
 	for _, g := range []string{"../../examples/traces/*.json", "../../interop/testdata/*.json", "../../interop/testdata/logs/*.json"} {
 		m, err := filepath.Glob(g)

@@ -9,6 +9,14 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 )
 
+// defaultRedactor is a Redactor with the default config.
+func defaultRedactor(t testing.TB) *Redactor {
+	t.Helper()
+	r, err := New(NewDefaultConfig(), nil)
+	require.NoError(t, err)
+	return r
+}
+
 func decode(t *testing.T, raw map[string]any) (Config, error) {
 	t.Helper()
 	cfg := NewDefaultConfig()
@@ -80,8 +88,7 @@ func TestSessionNumbering(t *testing.T) {
 // JSON keeps its structure and layout: only strings (and numbers that are
 // card or phone numbers) change, and the result decodes to the same shape.
 func TestJSON(t *testing.T) {
-	r, err := New(NewDefaultConfig(), nil)
-	require.NoError(t, err)
+	r := defaultRedactor(t)
 	in := []byte("{\n  \"input\": \"I am alice@example.com\\nmy card: 4111111111111111\",\n  \"n\": 4111111111111111,\n" +
 		"  \"ok\": 12345, \"tool\": {\"args\": \"{\\\"to\\\":\\\"alice@example.com\\\"}\"},\n  \"alice@example.com\": [\"<b>\"]\n}")
 	out := r.JSON(in)
@@ -102,39 +109,35 @@ func TestJSON(t *testing.T) {
 	assert.Same(t, &same[0], &r.JSON(same)[0])
 }
 
-func TestDetectorsSpotChecks(t *testing.T) {
-	r, err := New(NewDefaultConfig(), nil)
-	require.NoError(t, err)
-	for in, want := range map[string]string{
-		"Authorization: Bearer abc123DEF456ghi789":                     "Authorization: Bearer [REDACTED:secret#1]",
-		"Bearer tokens are fine":                                       "Bearer tokens are fine",
-		"4111 1111 1111 1112 fails Luhn":                               "4111 1111 1111 1112 fails Luhn",
-		"GB29 NWBK 6016 1331 9268 19 and more":                         "[REDACTED:iban#1] and more",
-		"GB29 NWBK 6016 1331 9268 18":                                  "GB29 NWBK 6016 1331 9268 18",
-		"from 10.0.0.1 at 2024-01-15 10:30:00":                         "from [REDACTED:ip_address#1] at 2024-01-15 10:30:00",
-		"550e8400-e29b-41d4-a716-446655440000":                         "550e8400-e29b-41d4-a716-446655440000",
-		"v1.2.3.4 and 1.2.3":                                           "v1.2.3.4 and 1.2.3",
-		"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----": "[REDACTED:secret#1]",
+// Spot checks of the detectors on text; and of a field cut to
+// max_field_bytes, which may end in part of a value that no detector
+// recognises any more: the partial tokens before the cut marker go when
+// they hold a digit or an '@'; prose stays.
+func TestSpotChecks(t *testing.T) {
+	r := defaultRedactor(t)
+	text := r.Text
+	cut := func(s string) string { return string(r.JSON([]byte(s))) }
+	for _, tc := range []struct {
+		redact   func(string) string
+		in, want string
+	}{
+		{text, "Authorization: Bearer abc123DEF456ghi789", "Authorization: Bearer [REDACTED:secret#1]"},
+		{text, "Bearer tokens are fine", "Bearer tokens are fine"},
+		{text, "4111 1111 1111 1112 fails Luhn", "4111 1111 1111 1112 fails Luhn"},
+		{text, "GB29 NWBK 6016 1331 9268 19 and more", "[REDACTED:iban#1] and more"},
+		{text, "GB29 NWBK 6016 1331 9268 18", "GB29 NWBK 6016 1331 9268 18"},
+		{text, "from 10.0.0.1 at 2024-01-15 10:30:00", "from [REDACTED:ip_address#1] at 2024-01-15 10:30:00"},
+		{text, "550e8400-e29b-41d4-a716-446655440000", "550e8400-e29b-41d4-a716-446655440000"},
+		{text, "v1.2.3.4 and 1.2.3", "v1.2.3.4 and 1.2.3"},
+		{text, "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----", "[REDACTED:secret#1]"},
+		{cut, "pay with 4111 1111 11… [truncated: 6 more bytes]", "pay with … [truncated: 6 more bytes]"},
+		{cut, "write to jane.doe@exa… [truncated: 8 more bytes]", "write to … [truncated: 8 more bytes]"},
+		{cut, "key sk-proj-Q7vX2m… [truncated: 30 more bytes]", "key … [truncated: 30 more bytes]"},
+		{cut, "the customer said hello… [truncated: 99 more bytes]", "the customer said hello… [truncated: 99 more bytes]"},
+		{cut, "a@example.com wrote: fine… [truncated: 3 more bytes]", "[REDACTED:email#1] wrote: fine… [truncated: 3 more bytes]"},
+		{cut, `{"input": "IBAN DE89 3704 00… [truncated: 9 more bytes]"}`, `{"input": "IBAN … [truncated: 9 more bytes]"}`},
 	} {
-		assert.Equal(t, want, r.Text(in), in)
-	}
-}
-
-// A field cut to max_field_bytes may end in part of a value that no
-// detector recognises any more: the partial tokens before the cut marker
-// go when they hold a digit or an '@'; prose stays.
-func TestCutValuesDropped(t *testing.T) {
-	r, err := New(NewDefaultConfig(), nil)
-	require.NoError(t, err)
-	for in, want := range map[string]string{
-		"pay with 4111 1111 11… [truncated: 6 more bytes]":          "pay with … [truncated: 6 more bytes]",
-		"write to jane.doe@exa… [truncated: 8 more bytes]":          "write to … [truncated: 8 more bytes]",
-		"key sk-proj-Q7vX2m… [truncated: 30 more bytes]":            "key … [truncated: 30 more bytes]",
-		"the customer said hello… [truncated: 99 more bytes]":       "the customer said hello… [truncated: 99 more bytes]",
-		"a@example.com wrote: fine… [truncated: 3 more bytes]":      "[REDACTED:email#1] wrote: fine… [truncated: 3 more bytes]",
-		`{"input": "IBAN DE89 3704 00… [truncated: 9 more bytes]"}`: `{"input": "IBAN … [truncated: 9 more bytes]"}`,
-	} {
-		assert.Equal(t, want, string(r.JSON([]byte(in))), in)
+		assert.Equal(t, tc.want, tc.redact(tc.in), tc.in)
 	}
 }
 
@@ -142,13 +145,12 @@ func TestCutValuesDropped(t *testing.T) {
 // prompt) gets new values numbered after them: a different address is not
 // made to look like the prompt's email#1.
 func TestNumberingAfterExistingPlaceholders(t *testing.T) {
-	r, err := New(NewDefaultConfig(), nil)
-	require.NoError(t, err)
+	r := defaultRedactor(t)
 	assert.Equal(t, "[REDACTED:email#1] and [REDACTED:email#3] wrote to [REDACTED:email#4]",
 		r.Text("[REDACTED:email#1] and [REDACTED:email#3] wrote to bob@example.org"))
 	cfg := NewDefaultConfig()
 	cfg.Replacement = "<{name}:{n}>"
-	r, err = New(cfg, nil)
+	r, err := New(cfg, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "<phone:2> then <phone:3>", r.Text("<phone:2> then +44 20 7946 0958"))
 	cfg.Replacement = "***"

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // ExtraFile is the hand-written prose mdgen appends to documentation.md.
@@ -48,6 +49,26 @@ func Compare(md *Metadata, insts []Instrument, exercised bool) []string {
 		}
 	}
 	return out
+}
+
+// CheckRecorded compares with dir/metadata.yaml (Compare, exercised
+// false) the instruments rec recorded whose names start with prefix: an
+// error listing the disagreements, one a line, or nil.
+func CheckRecorded(dir string, rec *Recorder, prefix string) error {
+	md, err := Load(filepath.Join(dir, "metadata.yaml"))
+	if err != nil {
+		return err
+	}
+	var insts []Instrument
+	for _, i := range rec.Instruments() {
+		if strings.HasPrefix(i.Name, prefix) {
+			insts = append(insts, i)
+		}
+	}
+	if problems := Compare(md, insts, false); len(problems) > 0 {
+		return fmt.Errorf("metadata.yaml and the registered instruments disagree:\n%s", strings.Join(problems, "\n"))
+	}
+	return nil
 }
 
 func trimPrefix(name string) string {

@@ -20,16 +20,7 @@ func TestModuleTelemetryIsGenerated(t *testing.T) {
 	byHand := regexp.MustCompile(`\.(Int64|Float64)(Counter|UpDownCounter|Histogram|Gauge|ObservableCounter|ObservableUpDownCounter|ObservableGauge)\(`)
 	generates := map[string]string{} // package dir -> the metadata.yaml it generates from (both from root)
 	var components []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == "testdata" || n == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err := WalkModule(root, func(path string, d fs.DirEntry) error {
 		rel, _ := filepath.Rel(root, path)
 		switch {
 		case d.Name() == "metadata.yaml":

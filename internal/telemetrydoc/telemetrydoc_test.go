@@ -63,13 +63,14 @@ func write(t *testing.T, metadata string) string {
 func TestCompare(t *testing.T) {
 	md, err := Load(write(t, sample))
 	require.NoError(t, err)
-	register := func(name, attr string) []Instrument {
+	recorder := func(name, attr string) *Recorder {
 		r := NewRecorder()
 		c, err := r.Meter("x").Int64Counter(name)
 		require.NoError(t, err)
 		c.Add(context.Background(), 1, metric.WithAttributes(attribute.String(attr, "ok")))
-		return r.Instruments()
+		return r
 	}
+	register := func(name, attr string) []Instrument { return recorder(name, attr).Instruments() }
 	assert.Empty(t, Compare(md, register("otelcol_demo_requests", "outcome"), true))
 	assert.Equal(t, []string{`otelcol_demo_requests: records attribute "exporter", which metadata.yaml does not declare for it`},
 		Compare(md, register("otelcol_demo_requests", "exporter"), false))
@@ -79,6 +80,14 @@ func TestCompare(t *testing.T) {
 	}, Compare(md, register("otelcol_demo_requests", "exporter"), true))
 	assert.Equal(t, []string{"otelcol_demo_renamed: registered, not declared in metadata.yaml"},
 		Compare(md, register("otelcol_demo_renamed", "outcome"), false))
+
+	// CheckRecorded: the same from the component's directory, for the
+	// instruments under a prefix.
+	dir := filepath.Dir(write(t, sample))
+	require.NoError(t, CheckRecorded(dir, recorder("otelcol_demo_requests", "outcome"), "otelcol_demo_"))
+	require.NoError(t, CheckRecorded(dir, recorder("otelcol_other_requests", "x"), "otelcol_demo_"), "outside the prefix")
+	err = CheckRecorded(dir, recorder("otelcol_demo_requests", "exporter"), "otelcol_demo_")
+	require.ErrorContains(t, err, `otelcol_demo_requests: records attribute "exporter"`)
 }
 
 // mdgen writes documentation.md and the component's builder in its

@@ -4,6 +4,7 @@
 package httpclienttest
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -41,6 +42,46 @@ func (r *Redirect) OtherHost() string { return strings.TrimPrefix(r.Other.URL, "
 // OriginHits and OtherHits count the requests each server received.
 func (r *Redirect) OriginHits() int32 { return r.originHits.Load() }
 func (r *Redirect) OtherHits() int32  { return r.otherHits.Load() }
+
+// Refused checks what a client given the redirect must have done: not
+// followed it (Other received nothing), not retried it (Origin received one
+// request), and said so naming the target's host in reported (its error,
+// reason or log).
+func (r *Redirect) Refused(t testing.TB, reported string) {
+	t.Helper()
+	if n := r.OtherHits(); n != 0 {
+		t.Errorf("the other host received %d requests", n)
+	}
+	if n := r.OriginHits(); n != 1 {
+		t.Errorf("a refused redirect was retried: %d requests", n)
+	}
+	if !strings.Contains(reported, r.OtherHost()) {
+		t.Errorf("%q does not name the target host %s", reported, r.OtherHost())
+	}
+}
+
+// Echo is a server that answers every request with a status and a body
+// that quotes what echo takes from the request (its credentials), after
+// as many padding bytes as SetPad last set: moved across an error's clip,
+// the quote must never leave a piece of a secret.
+type Echo struct {
+	*httptest.Server
+	pad atomic.Int32
+}
+
+// NewEcho starts an Echo; it is closed at the test's end.
+func NewEcho(t testing.TB, status int, echo func(*http.Request) string) *Echo {
+	e := &Echo{}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, strings.Repeat("x", int(e.pad.Load()))+echo(r))
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+// SetPad sets the padding before the quote.
+func (e *Echo) SetPad(n int) { e.pad.Store(int32(n)) }
 
 // ClosedAddr is a host:port nothing listens on: a request there fails with
 // an error in which net/http quotes the URL.

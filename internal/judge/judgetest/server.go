@@ -4,6 +4,7 @@
 package judgetest
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/evalbridge/evalbridge/internal/judge"
 )
@@ -77,6 +81,22 @@ func New(t testing.TB, answer func(n int, r Request) Reply) *Server {
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// NewHeld starts a server that answers every request with content, but
+// only once release is called: a judge that hangs until the test lets it
+// answer. release may be called more than once; it is called when the test
+// ends, before the server closes.
+func NewHeld(t testing.TB, content string) (s *Server, release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	s = New(t, func(int, Request) Reply {
+		<-ch
+		return Reply{Content: content}
+	})
+	t.Cleanup(release)
+	return s, release
 }
 
 // Endpoint is the API base to configure (`endpoint:`).
@@ -191,4 +211,22 @@ func Counting(content string) func(int, Request) Reply {
 	return func(_ int, r Request) Reply {
 		return Reply{Content: content, InputTokens: r.PromptTokens(), OutputTokens: CountTokens(content)}
 	}
+}
+
+// StartClient validates cfg and starts a judge client named "default" with
+// it; the client is shut down when the test ends.
+func StartClient(t testing.TB, cfg judge.Config, set component.TelemetrySettings) *judge.Client {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	c, err := judge.New("default", cfg, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	return c
 }
