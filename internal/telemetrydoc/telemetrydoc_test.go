@@ -99,7 +99,9 @@ func TestGenerate(t *testing.T) {
 	assert.Contains(t, builder, "DemoOptionalLevel metric.Int64ObservableGauge\n")
 	assert.Contains(t, builder, "builder.DemoRequests, err = builder.meter.Int64Counter(\n\t\t\"otelcol_demo_requests\",\n"+
 		"\t\tmetric.WithDescription(\"Requests by outcome.\"),\n\t\tmetric.WithUnit(\"{request}\"),\n\t)")
-	assert.Contains(t, builder, "func (builder *TelemetryBuilder) RegisterDemoOptionalLevelCallback(cb metric.Int64Callback) error {")
+	assert.Contains(t, builder, "func (builder *TelemetryBuilder) RegisterDemoOptionalLevelCallback(cb metric.Int64Callback) error {\n"+
+		"\treturn builder.registrations.Int64(builder.meter, builder.DemoOptionalLevel, cb)\n}")
+	assert.Contains(t, builder, "\t\""+RuntimePackage+"\"\n", "the plumbing every builder shares is in the runtime package")
 	assert.NotContains(t, builder, "DemoDuration", "registered by internal/demo, not by the component")
 
 	other := filepath.Join(filepath.Dir(dir), "internal", "demo")
