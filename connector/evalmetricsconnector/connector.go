@@ -15,6 +15,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/connector/evalmetricsconnector/internal/metadata"
 )
 
 // Names read and written (docs/contract.md §11, §18).
@@ -64,7 +67,7 @@ type evalMetrics struct {
 	cfg       *Config
 	next      consumer.Metrics
 	logger    *zap.Logger
-	tel       *telemetry
+	tel       *metadata.TelemetryBuilder
 	newTicker func(time.Duration) (<-chan time.Time, func())
 	now       func() time.Time
 
@@ -87,7 +90,7 @@ var (
 func newConnector(set connector.Settings, cfg *Config, next consumer.Metrics,
 	newTicker func(time.Duration) (<-chan time.Time, func()),
 ) (*evalMetrics, error) {
-	tel, err := newTelemetry(set.TelemetrySettings)
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -136,21 +139,16 @@ func (c *evalMetrics) Shutdown(ctx context.Context) error {
 // ConsumeLogs counts the gen_ai.evaluation.result records of ld.
 func (c *evalMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	c.tally(ctx, func(record recordFunc) {
-		for _, rl := range ld.ResourceLogs().All() {
-			res := rl.Resource().Attributes()
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					if !isResultRecord(lr) {
-						continue
-					}
-					ts := lr.Timestamp()
-					if ts == 0 {
-						ts = lr.ObservedTimestamp()
-					}
-					record(lr.Attributes(), res, lr.TraceID(), lr.SpanID(), ts)
-				}
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, rl plog.ResourceLogs, _ plog.ScopeLogs) {
+			if !isResultRecord(lr) {
+				return
 			}
-		}
+			ts := lr.Timestamp()
+			if ts == 0 {
+				ts = lr.ObservedTimestamp()
+			}
+			record(lr.Attributes(), rl.Resource().Attributes(), lr.TraceID(), lr.SpanID(), ts)
+		})
 	})
 	return nil
 }
@@ -158,18 +156,13 @@ func (c *evalMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // ConsumeTraces counts the gen_ai.evaluation.result span events of td.
 func (c *evalMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	c.tally(ctx, func(record recordFunc) {
-		for _, rs := range td.ResourceSpans().All() {
-			res := rs.Resource().Attributes()
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, s := range ss.Spans().All() {
-					for _, ev := range s.Events().All() {
-						if ev.Name() == eventName {
-							record(ev.Attributes(), res, s.TraceID(), s.SpanID(), ev.Timestamp())
-						}
-					}
+		adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
+			for _, ev := range ref.Span.Events().All() {
+				if ev.Name() == eventName {
+					record(ev.Attributes(), ref.Resource().Attributes(), ref.Span.TraceID(), ref.Span.SpanID(), ev.Timestamp())
 				}
 			}
-		}
+		})
 	})
 	return nil
 }
@@ -196,12 +189,12 @@ func (c *evalMetrics) tally(ctx context.Context, walk func(recordFunc)) {
 
 func (c *evalMetrics) count(ctx context.Context, invalid, over int64) {
 	if invalid > 0 {
-		c.tel.invalid.Add(ctx, invalid)
+		c.tel.ConnectorEvalmetricsResultsInvalid.Add(ctx, invalid)
 		c.logger.Debug("gen_ai.evaluation.result without a gen_ai.evaluation.name string: not counted",
 			zap.Int64("results", invalid))
 	}
 	if over > 0 {
-		c.tel.overflow.Add(ctx, over)
+		c.tel.ConnectorEvalmetricsResultsOverflow.Add(ctx, over)
 	}
 }
 
