@@ -81,6 +81,31 @@ func TestCompare(t *testing.T) {
 		Compare(md, register("otelcol_demo_renamed", "outcome"), false))
 }
 
+// What callbacks observe is recorded when Collect runs them, by instrument.
+func TestRecorderCallbacks(t *testing.T) {
+	r := NewRecorder()
+	m := r.Meter("x")
+	level, err := m.Int64ObservableGauge("otelcol_demo_level")
+	require.NoError(t, err)
+	cost, err := m.Float64ObservableCounter("otelcol_demo_cost")
+	require.NoError(t, err)
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(level, 1, metric.WithAttributes(attribute.String("judge", "j")))
+		o.ObserveFloat64(cost, 1, metric.WithAttributes(attribute.String("evaluator", "e")))
+		return nil
+	}, level, cost)
+	require.NoError(t, err)
+	assert.Equal(t, []Instrument{
+		{Name: "otelcol_demo_cost", Attributes: map[string]bool{}},
+		{Name: "otelcol_demo_level", Attributes: map[string]bool{}},
+	}, r.Instruments())
+	r.Collect()
+	assert.Equal(t, []Instrument{
+		{Name: "otelcol_demo_cost", Attributes: map[string]bool{"evaluator": true}},
+		{Name: "otelcol_demo_level", Attributes: map[string]bool{"judge": true}},
+	}, r.Instruments())
+}
+
 // mdgen writes documentation.md and the component's builder in its
 // directory, and the builder of the metrics another package registers in
 // that package; a file edited by hand, or a metadata.yaml changed without
