@@ -122,21 +122,11 @@ func estimateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		r.MaxOutputTokens += c.MaxOutputTokens
 		r.OutputUnbounded = r.OutputUnbounded || c.MaxOutputTokens == 0
 	})
-	if err := eng.Start(ctx, nil); err != nil {
-		fmt.Fprintf(stderr, "evalctl estimate: config %s: %v\n", *configPath, err)
+	docs, traces, ok := startScoring(ctx, "evalctl estimate", eng, *configPath, jaeger, inputs, stdin, stderr, "no trace in the inputs")
+	if !ok {
 		return exitUsage
 	}
 	defer func() { _ = eng.Shutdown(ctx) }()
-	docs, err := readSource(ctx, jaeger, inputs, stdin, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "evalctl estimate: %v\n", err)
-		return exitUsage
-	}
-	traces := tracesInOrder(docs)
-	if len(traces) == 0 {
-		fmt.Fprintln(stderr, "evalctl estimate: no trace in the inputs")
-		return exitUsage
-	}
 	scoreInputs(ctx, eng, cfg, docs, traces, newSummary(eng.Instances()), io.Discard)
 
 	rep := estimateReport{Traces: len(traces), TokenMethod: tokenMethod, Evaluators: order}

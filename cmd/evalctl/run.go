@@ -126,24 +126,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
 	}
-	// Judge clients need starting; a nil host has no extensions to offer,
-	// which is all evalctl can give.
-	if err := eng.Start(ctx, nil); err != nil {
-		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", *configPath, err)
+	// Logs alone score nothing, and a gate over nothing would pass.
+	docs, traces, ok := startScoring(ctx, "evalctl run", eng, *configPath, jaeger, inputs, stdin, stderr,
+		"no trace in the inputs (log records are joined to the spans of their traces)")
+	if !ok {
 		return exitUsage
 	}
 	defer func() { _ = eng.Shutdown(ctx) }()
-	docs, err := readSource(ctx, jaeger, inputs, stdin, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
-		return exitUsage
-	}
-	traces := tracesInOrder(docs)
-	if len(traces) == 0 {
-		// Logs alone score nothing, and a gate over nothing would pass.
-		fmt.Fprintln(stderr, "evalctl run: no trace in the inputs (log records are joined to the spans of their traces)")
-		return exitUsage
-	}
 	docs = scoreInputs(ctx, eng, cfg, docs, traces, sum, stderr)
 	sum.setSpend(eng.JudgeSpend())
 
