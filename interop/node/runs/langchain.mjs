@@ -5,9 +5,7 @@
 // a CHAIN root (no AGENT kind anywhere) with the graph's plumbing chains
 // around the LLM and TOOL spans. LangGraph's ToolNode runs a turn's tool
 // calls in parallel.
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { resourceFromAttributes } from "@opentelemetry/resources";
+import { memoryTracing } from "./tracing.mjs";
 import { LangChainInstrumentation } from "@arizeai/openinference-instrumentation-langchain";
 import * as CallbackManagerModule from "@langchain/core/callbacks/manager";
 import { tool } from "@langchain/core/tools";
@@ -19,12 +17,7 @@ import { SYSTEM_PROMPT, TOOL_DEFINITIONS, TOOLS } from "../lib/agent.mjs";
 import { writeTraces } from "../lib/otlp.mjs";
 import { check, outFile, warm } from "./common.mjs";
 
-const exporter = new InMemorySpanExporter();
-const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ "service.name": "interop-langchain" }),
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-provider.register();
+const { exporter, provider } = memoryTracing("interop-langchain");
 const instrumentation = new LangChainInstrumentation({ tracerProvider: provider });
 instrumentation.manuallyInstrument(CallbackManagerModule);
 

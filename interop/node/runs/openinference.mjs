@@ -1,9 +1,7 @@
 // OpenInference: @arizeai/openinference-instrumentation-openai on openai 7,
 // AGENT and TOOL spans from @arizeai/openinference-core's traceAgent /
 // traceTool helpers.
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { resourceFromAttributes } from "@opentelemetry/resources";
+import { memoryTracing } from "./tracing.mjs";
 import { OpenAIInstrumentation } from "@arizeai/openinference-instrumentation-openai";
 import { traceAgent, traceTool } from "@arizeai/openinference-core";
 import { startServer, USER_REQUEST, FINAL_TEXT, MODEL_CALLS } from "../lib/server.mjs";
@@ -11,12 +9,7 @@ import { runAgent } from "../lib/agent.mjs";
 import { writeTraces } from "../lib/otlp.mjs";
 import { require, check, outFile, warm } from "./common.mjs";
 
-const exporter = new InMemorySpanExporter();
-const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ "service.name": "interop-openinference" }),
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-provider.register();
+const { exporter, provider } = memoryTracing("interop-openinference");
 
 const instrumentation = new OpenAIInstrumentation({ tracerProvider: provider });
 const openaiModule = require("openai-v7"); // openai 7 under an npm alias

@@ -3,9 +3,7 @@
 // (chat-completions API) against the same fake server. The SDK writes the
 // agent span (ai.generateText), one ai.generateText.doGenerate span per model
 // call and one ai.toolCall span per tool execution itself.
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { resourceFromAttributes } from "@opentelemetry/resources";
+import { memoryTracing } from "./tracing.mjs";
 import { generateText, tool, jsonSchema, stepCountIs } from "ai-v5";
 import { createOpenAI } from "ai-sdk-openai-v2";
 import { startServer, USER_REQUEST, FINAL_TEXT, MODEL, MODEL_CALLS } from "../lib/server.mjs";
@@ -13,12 +11,7 @@ import { SYSTEM_PROMPT, TOOL_DEFINITIONS, TOOLS } from "../lib/agent.mjs";
 import { writeTraces } from "../lib/otlp.mjs";
 import { check, outFile, warm } from "./common.mjs";
 
-const exporter = new InMemorySpanExporter();
-const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ "service.name": "interop-vercel-ai-v5" }),
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-provider.register();
+const { exporter, provider } = memoryTracing("interop-vercel-ai-v5");
 
 const server = await startServer();
 const openai = createOpenAI({ apiKey: "sk-interop", baseURL: server.baseURL });
