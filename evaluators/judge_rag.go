@@ -359,19 +359,12 @@ func runContextualRecall(e *ragJudge, ctx context.Context, c *adapter.Case) Resu
 	if total == 0 {
 		return Scored(1, "the expected output has no statements to attribute", map[string]float64{"statements": 0})
 	}
-	att := 0
-	var missing []string
+	att := tally{max: 2}
 	for _, s := range reply.Statements {
-		if s.Attributable.v {
-			att++
-		} else if len(missing) < 2 {
-			missing = append(missing, clipText(s.Statement, 120))
-		}
+		att.add(s.Attributable.v, func() string { return fmt.Sprintf("%q", clipText(s.Statement, 120)) })
 	}
-	summary := fmt.Sprintf("%d of %s of the expected output found in the %s", att, plural(total, "statement"), from)
-	if len(missing) > 0 {
-		summary += "; missing: " + quoted(missing)
-	}
-	return Scored(float64(att)/float64(total), judgeReason(summary, reply.Reason),
-		map[string]float64{"statements": float64(total), "attributable": float64(att)})
+	summary := fmt.Sprintf("%d of %s of the expected output found in the %s", att.passed, plural(total, "statement"), from) +
+		att.note("missing", ", ")
+	return Scored(float64(att.passed)/float64(total), judgeReason(summary, reply.Reason),
+		map[string]float64{"statements": float64(total), "attributable": float64(att.passed)})
 }
