@@ -34,10 +34,16 @@ const (
 	metricScore   = "gen_ai.evaluation.score"
 )
 
-// counterSeries is one label set of gen_ai.evaluation.results.
-type counterSeries struct {
+// series is one label set of an emitted metric: its attributes and since
+// when it counts.
+type series struct {
 	attrs pcommon.Map
 	start pcommon.Timestamp
+}
+
+// counterSeries is one label set of gen_ai.evaluation.results.
+type counterSeries struct {
+	series
 	count uint64
 }
 
@@ -52,8 +58,7 @@ type exemplar struct {
 
 // histSeries is one label set of gen_ai.evaluation.score.
 type histSeries struct {
-	attrs     pcommon.Map
-	start     pcommon.Timestamp
+	series
 	count     uint64
 	sum       float64
 	min, max  float64
@@ -254,12 +259,12 @@ func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, sp
 	if !ok {
 		if len(c.results) >= c.cfg.MaxSeries {
 			if c.resOver == nil {
-				c.resOver = &counterSeries{attrs: overflowAttrs(), start: now}
+				c.resOver = &counterSeries{series: series{attrs: overflowAttrs(), start: now}}
 			}
 			cs = c.resOver
 			over++
 		} else {
-			cs = &counterSeries{attrs: pcommon.NewMap(), start: now}
+			cs = &counterSeries{series: series{attrs: pcommon.NewMap(), start: now}}
 			c.putDims(cs.attrs, name, attrs, res)
 			if hasLabel {
 				cs.attrs.PutStr(attrScoreLabel, label)
@@ -309,7 +314,7 @@ func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, sp
 
 func (c *evalMetrics) newHist(attrs pcommon.Map, now pcommon.Timestamp) *histSeries {
 	n := len(c.cfg.ScoreBuckets) + 1
-	return &histSeries{attrs: attrs, start: now, buckets: make([]uint64, n), exemplars: make([]exemplar, n)}
+	return &histSeries{series: series{attrs: attrs, start: now}, buckets: make([]uint64, n), exemplars: make([]exemplar, n)}
 }
 
 func (c *evalMetrics) putDims(m pcommon.Map, name string, attrs, res pcommon.Map) {
@@ -387,21 +392,14 @@ func (c *evalMetrics) snapshot() pmetric.Metrics {
 	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(scopeName)
 
-	m := sm.Metrics().AppendEmpty()
-	m.SetName(metricResults)
-	m.SetUnit("{result}")
-	m.SetDescription("Evaluation results, by evaluator, label (pass/fail) or error type, and dimensions.")
-	sum := m.SetEmptySum()
+	sum := newMetric(sm, metricResults, "{result}",
+		"Evaluation results, by evaluator, label (pass/fail) or error type, and dimensions.").SetEmptySum()
 	sum.SetIsMonotonic(true)
 	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	dps := sum.DataPoints()
 	dps.EnsureCapacity(len(c.results) + 1)
 	emit := func(s *counterSeries) {
-		dp := dps.AppendEmpty()
-		s.attrs.CopyTo(dp.Attributes())
-		dp.SetStartTimestamp(s.start)
-		dp.SetTimestamp(now)
-		dp.SetIntValue(int64(s.count))
+		appendPoint(dps.AppendEmpty, &s.series, now).SetIntValue(int64(s.count))
 	}
 	for _, s := range c.results {
 		emit(s)
@@ -413,19 +411,13 @@ func (c *evalMetrics) snapshot() pmetric.Metrics {
 	if len(c.scores) == 0 && c.scoreOvr == nil {
 		return md
 	}
-	m = sm.Metrics().AppendEmpty()
-	m.SetName(metricScore)
-	m.SetUnit("1")
-	m.SetDescription("Evaluation scores (gen_ai.evaluation.score.value), by evaluator and dimensions.")
-	h := m.SetEmptyHistogram()
+	h := newMetric(sm, metricScore, "1",
+		"Evaluation scores (gen_ai.evaluation.score.value), by evaluator and dimensions.").SetEmptyHistogram()
 	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	hdps := h.DataPoints()
 	hdps.EnsureCapacity(len(c.scores) + 1)
 	emitH := func(s *histSeries) {
-		dp := hdps.AppendEmpty()
-		s.attrs.CopyTo(dp.Attributes())
-		dp.SetStartTimestamp(s.start)
-		dp.SetTimestamp(now)
+		dp := appendPoint(hdps.AppendEmpty, &s.series, now)
 		dp.SetCount(s.count)
 		dp.SetSum(s.sum)
 		dp.SetMin(s.min)
@@ -451,4 +443,29 @@ func (c *evalMetrics) snapshot() pmetric.Metrics {
 		emitH(c.scoreOvr)
 	}
 	return md
+}
+
+// newMetric appends a metric to sm.
+func newMetric(sm pmetric.ScopeMetrics, name, unit, description string) pmetric.Metric {
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	m.SetDescription(description)
+	return m
+}
+
+// dataPoint is what the points of every series have.
+type dataPoint interface {
+	Attributes() pcommon.Map
+	SetStartTimestamp(pcommon.Timestamp)
+	SetTimestamp(pcommon.Timestamp)
+}
+
+// appendPoint appends the point of s at now, with its attributes.
+func appendPoint[P dataPoint](appendEmpty func() P, s *series, now pcommon.Timestamp) P {
+	dp := appendEmpty()
+	s.attrs.CopyTo(dp.Attributes())
+	dp.SetStartTimestamp(s.start)
+	dp.SetTimestamp(now)
+	return dp
 }
