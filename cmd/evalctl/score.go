@@ -14,21 +14,19 @@ import (
 // startScoring starts eng (judge clients need starting; a nil host has no
 // extensions to offer, which is all evalctl can give) and reads the inputs
 // (files, stdin or Jaeger): their documents and traces in order. `run` and
-// `estimate` share it. On failure it says why on stderr after cmd (noTrace:
+// `estimate` share it. On failure it says why on stderr (noTrace:
 // the inputs hold no trace), leaves eng shut down and returns ok false; on
 // success the caller shuts eng down.
-func startScoring(ctx context.Context, cmd string, eng *engine.Engine, configPath string, jaeger *jaegerSource, inputs []string,
-	stdin io.Reader, stderr io.Writer, noTrace string,
-) (docs []document, traces [][]adapter.SpanRef, ok bool) {
+func startScoring(ctx context.Context, eng *engine.Engine, sc *scoring, stdin io.Reader, stderr io.Writer, noTrace string) (docs []document, traces [][]adapter.SpanRef, ok bool) {
 	if err := eng.Start(ctx, nil); err != nil {
-		fmt.Fprintf(stderr, "%s: config %s: %v\n", cmd, configPath, err)
+		fmt.Fprintf(stderr, "%s: config %s: %v\n", sc.cmd, sc.configPath, err)
 		return nil, nil, false
 	}
-	docs, err := readSource(ctx, jaeger, inputs, stdin, stderr)
+	docs, err := readSource(ctx, sc.jaeger, sc.inputs, stdin, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "%s: %v\n", sc.cmd, err)
 	} else if traces = tracesInOrder(docs); len(traces) == 0 {
-		fmt.Fprintf(stderr, "%s: %s\n", cmd, noTrace)
+		fmt.Fprintf(stderr, "%s: %s\n", sc.cmd, noTrace)
 	} else {
 		return docs, traces, true
 	}
