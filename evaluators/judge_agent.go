@@ -24,12 +24,9 @@ func (e *agentJudge) perStep(ctx context.Context, c *adapter.Case, max int, p ju
 	fields = append(fields, extra...)
 	fields = append(fields, field{"tool_calls", toolCallsData(calls, limit, withResults)})
 	var reply stepsReply
-	if r := e.ask(ctx, p, fields, &reply); r != nil {
+	byIdx, r := askVerdicts(e.judgeBase, ctx, p, fields, &reply, len(calls), "step")
+	if r != nil {
 		return *r
-	}
-	byIdx, err := verdictsByIndex(reply.Steps, func(v stepVerdict) num { return v.Step }, len(calls), "step")
-	if err != nil {
-		return Errored("%v", err)
 	}
 	steps := tally{max: 3}
 	for i := 1; i <= len(calls); i++ {
@@ -218,12 +215,9 @@ func runAgentMemory(e *agentJudge, ctx context.Context, c *adapter.Case) Result 
 	}
 	fields = append(fields, field{"output", clipText(c.Output, limit)})
 	var reply factsReply
-	if r := e.ask(ctx, agentMemoryPrompt, fields, &reply); r != nil {
+	byIdx, r := askVerdicts(e.judgeBase, ctx, agentMemoryPrompt, fields, &reply, len(facts), "fact")
+	if r != nil {
 		return *r
-	}
-	byIdx, err := verdictsByIndex(reply.Facts, func(v factVerdict) num { return v.Fact }, len(facts), "fact")
-	if err != nil {
-		return Errored("%v", err)
 	}
 	n := map[label]int{}
 	var missed []string
@@ -295,12 +289,9 @@ func runTaskCompletion(e *agentJudge, ctx context.Context, c *adapter.Case) Resu
 			p = taskCompletionConstraintsPrompt
 		}
 		var reply tasksReply
-		if r := e.ask(ctx, p, fields, &reply); r != nil {
+		byIdx, r := askVerdicts(e.judgeBase, ctx, p, fields, &reply, len(tasks), "task")
+		if r != nil {
 			return *r
-		}
-		byIdx, err := verdictsByIndex(reply.Tasks, func(v taskVerdict) num { return v.Task }, len(tasks), "task")
-		if err != nil {
-			return Errored("%v", err)
 		}
 		done := tally{max: 3}
 		for i := 1; i <= len(tasks); i++ {
