@@ -5,17 +5,16 @@
 // a CHAIN root (no AGENT kind anywhere) with the graph's plumbing chains
 // around the LLM and TOOL spans. LangGraph's ToolNode runs a turn's tool
 // calls in parallel.
-import { memoryTracing } from "./tracing.mjs";
+import { memoryTracing, writeRun } from "./tracing.mjs";
 import { LangChainInstrumentation } from "@arizeai/openinference-instrumentation-langchain";
 import * as CallbackManagerModule from "@langchain/core/callbacks/manager";
 import { tool } from "@langchain/core/tools";
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { createReactAgent } from "@langchain/langgraph/prebuilt";
-import { startServer, USER_REQUEST, FINAL_TEXT, MODEL, MODEL_CALLS } from "../lib/server.mjs";
+import { startServer, USER_REQUEST, FINAL_TEXT, MODEL } from "../lib/server.mjs";
 import { SYSTEM_PROMPT, TOOL_DEFINITIONS, TOOLS } from "../lib/agent.mjs";
-import { writeTraces } from "../lib/otlp.mjs";
-import { check, outFile, warm } from "./common.mjs";
+import { check, warm } from "./common.mjs";
 
 const { exporter, provider } = memoryTracing("interop-langchain");
 const instrumentation = new LangChainInstrumentation({ tracerProvider: provider });
@@ -44,10 +43,4 @@ const state = await warm(
 );
 const last = state.messages[state.messages.length - 1];
 check(last.content === FINAL_TEXT, `final text: ${JSON.stringify(last.content)}`);
-check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
-await server.close();
-await provider.forceFlush();
-const spans = exporter.getFinishedSpans();
-writeTraces(outFile("langchain"), spans);
-console.log(`langchain: ${spans.length} spans`);
-await provider.shutdown();
+await writeRun("langchain", server, provider, exporter);
