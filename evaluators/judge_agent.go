@@ -24,38 +24,22 @@ func (e *agentJudge) perStep(ctx context.Context, c *adapter.Case, max int, p ju
 	fields = append(fields, extra...)
 	fields = append(fields, field{"tool_calls", toolCallsData(calls, limit, withResults)})
 	var reply stepsReply
-	if r := e.ask(ctx, p, fields, &reply); r != nil {
+	byIdx, r := askVerdicts(e.judgeBase, ctx, p, fields, &reply, len(calls), "step")
+	if r != nil {
 		return *r
 	}
-	byIdx, err := verdictsByIndex(reply.Steps, func(v stepVerdict) num { return v.Step }, len(calls), "step")
-	if err != nil {
-		return Errored("%v", err)
-	}
-	ok := 0
-	var bad []string
+	steps := tally{max: 3}
 	for i := 1; i <= len(calls); i++ {
 		v := byIdx[i]
-		if v.OK.v {
-			ok++
-			continue
-		}
-		if len(bad) < 3 {
-			s := fmt.Sprintf("step %d %s", i, calls[i-1].Name)
-			if v.Reason != "" {
-				s += " (" + clipText(v.Reason, 120) + ")"
-			}
-			bad = append(bad, s)
-		}
+		steps.add(v.OK.v, func() string { return withReason(fmt.Sprintf("step %d %s", i, calls[i-1].Name), v.Reason) })
 	}
-	summary := fmt.Sprintf("%d of %s %s", ok, plural(len(calls), "call"), what)
+	summary := fmt.Sprintf("%d of %s %s", steps.passed, plural(len(calls), "call"), what)
 	if len(c.ToolCalls) > len(calls) {
 		summary += fmt.Sprintf(" (the first %d of %d judged)", len(calls), len(c.ToolCalls))
 	}
-	if len(bad) > 0 {
-		summary += "; not " + what + ": " + strings.Join(bad, "; ")
-	}
-	return Scored(float64(ok)/float64(len(calls)), judgeReason(summary, reply.Reason),
-		map[string]float64{"calls": float64(len(c.ToolCalls)), "judged": float64(len(calls)), what: float64(ok)})
+	summary += steps.note("not "+what, "; ")
+	return Scored(float64(steps.passed)/float64(len(calls)), judgeReason(summary, reply.Reason),
+		map[string]float64{"calls": float64(len(c.ToolCalls)), "judged": float64(len(calls)), what: float64(steps.passed)})
 }
 
 func needInput(c *adapter.Case, typ string) *Result {
@@ -231,12 +215,9 @@ func runAgentMemory(e *agentJudge, ctx context.Context, c *adapter.Case) Result 
 	}
 	fields = append(fields, field{"output", clipText(c.Output, limit)})
 	var reply factsReply
-	if r := e.ask(ctx, agentMemoryPrompt, fields, &reply); r != nil {
+	byIdx, r := askVerdicts(e.judgeBase, ctx, agentMemoryPrompt, fields, &reply, len(facts), "fact")
+	if r != nil {
 		return *r
-	}
-	byIdx, err := verdictsByIndex(reply.Facts, func(v factVerdict) num { return v.Fact }, len(facts), "fact")
-	if err != nil {
-		return Errored("%v", err)
 	}
 	n := map[label]int{}
 	var missed []string
@@ -308,28 +289,17 @@ func runTaskCompletion(e *agentJudge, ctx context.Context, c *adapter.Case) Resu
 			p = taskCompletionConstraintsPrompt
 		}
 		var reply tasksReply
-		if r := e.ask(ctx, p, fields, &reply); r != nil {
+		byIdx, r := askVerdicts(e.judgeBase, ctx, p, fields, &reply, len(tasks), "task")
+		if r != nil {
 			return *r
 		}
-		byIdx, err := verdictsByIndex(reply.Tasks, func(v taskVerdict) num { return v.Task }, len(tasks), "task")
-		if err != nil {
-			return Errored("%v", err)
-		}
-		done := 0
-		var open []string
+		done := tally{max: 3}
 		for i := 1; i <= len(tasks); i++ {
-			if byIdx[i].Completed.v {
-				done++
-			} else if len(open) < 3 {
-				open = append(open, fmt.Sprintf("%q", clipText(tasks[i-1], 100)))
-			}
+			done.add(byIdx[i].Completed.v, func() string { return fmt.Sprintf("%q", clipText(tasks[i-1], 100)) })
 		}
-		m := map[string]float64{"tasks": float64(len(tasks)), "tasks_completed": float64(done)}
-		score := float64(done) / float64(len(tasks))
-		summary := fmt.Sprintf("%d of %s completed", done, plural(len(tasks), "task"))
-		if len(open) > 0 {
-			summary += "; not completed: " + strings.Join(open, ", ")
-		}
+		m := map[string]float64{"tasks": float64(len(tasks)), "tasks_completed": float64(done.passed)}
+		score := float64(done.passed) / float64(len(tasks))
+		summary := fmt.Sprintf("%d of %s completed", done.passed, plural(len(tasks), "task")) + done.note("not completed", ", ")
 		if constraints != "" {
 			if !reply.Constraints.ok {
 				return Errored("the judge's reply has no `constraints_honoured`")

@@ -79,29 +79,17 @@ func (e *agentJudge) perTurn(ctx context.Context, c *adapter.Case, typ string, p
 			byTurn[int(v.Turn.v)] = v
 		}
 	}
-	ok := 0
-	var bad []string
+	good := tally{max: 3}
 	for _, t := range asst {
 		v, found := byTurn[t]
 		if !found {
 			return Errored("the judge gave no verdict for assistant turn %d", t)
 		}
-		if v.OK.v {
-			ok++
-		} else if len(bad) < 3 {
-			s := fmt.Sprintf("turn %d", t)
-			if v.Reason != "" {
-				s += " (" + clipText(v.Reason, 120) + ")"
-			}
-			bad = append(bad, s)
-		}
+		good.add(v.OK.v, func() string { return withReason(fmt.Sprintf("turn %d", t), v.Reason) })
 	}
-	summary := fmt.Sprintf("%d of %s %s", ok, plural(len(asst), "assistant turn"), what)
-	if len(bad) > 0 {
-		summary += "; not " + what + ": " + strings.Join(bad, "; ")
-	}
-	return Scored(float64(ok)/float64(len(asst)), judgeReason(summary, reply.Reason),
-		map[string]float64{"turns": float64(len(asst)), what: float64(ok)})
+	summary := fmt.Sprintf("%d of %s %s", good.passed, plural(len(asst), "assistant turn"), what) + good.note("not "+what, "; ")
+	return Scored(float64(good.passed)/float64(len(asst)), judgeReason(summary, reply.Reason),
+		map[string]float64{"turns": float64(len(asst)), what: float64(good.passed)})
 }
 
 // knowledge_retention: assistant turns that do not forget what the user said
@@ -141,22 +129,14 @@ func runConversationCompleteness(e *agentJudge, ctx context.Context, c *adapter.
 	if total == 0 {
 		return Errored("the judge listed no user intentions")
 	}
-	ok := 0
-	var open []string
+	sat := tally{max: 3}
 	for _, in := range reply.Intentions {
-		if in.Satisfied.v {
-			ok++
-		} else if len(open) < 3 {
-			open = append(open, fmt.Sprintf("%q", clipText(in.Intention, 100)))
-		}
+		sat.add(in.Satisfied.v, func() string { return fmt.Sprintf("%q", clipText(in.Intention, 100)) })
 	}
-	m := map[string]float64{"intentions": float64(total), "satisfied": float64(ok)}
-	summary := fmt.Sprintf("%d of %s satisfied", ok, plural(total, "user intention"))
+	m := map[string]float64{"intentions": float64(total), "satisfied": float64(sat.passed)}
 	if goal != "" {
 		m["goal_satisfied"] = flagValue(reply.Intentions[0].Satisfied.v)
 	}
-	if len(open) > 0 {
-		summary += "; unsatisfied: " + strings.Join(open, ", ")
-	}
-	return Scored(float64(ok)/float64(total), judgeReason(summary, reply.Reason), m)
+	summary := fmt.Sprintf("%d of %s satisfied", sat.passed, plural(total, "user intention")) + sat.note("unsatisfied", ", ")
+	return Scored(float64(sat.passed)/float64(total), judgeReason(summary, reply.Reason), m)
 }

@@ -228,12 +228,15 @@ func chunksOf(c *adapter.Case, cfg []string, limit int) ([]chunkData, string) {
 	return out, from
 }
 
+// numbered is a verdict on one numbered item (a step, a chunk …).
+type numbered interface{ index() num }
+
 // verdictsByIndex maps the judge's per-item verdicts to items 1..n; every
 // item must have one.
-func verdictsByIndex[T any](list []T, idx func(T) num, n int, what string) (map[int]T, error) {
+func verdictsByIndex[T numbered](list []T, n int, what string) (map[int]T, error) {
 	out := make(map[int]T, n)
 	for _, v := range list {
-		i := idx(v)
+		i := v.index()
 		if !i.ok || i.v < 1 || i.v > float64(n) || i.v != float64(int(i.v)) {
 			continue
 		}
@@ -245,6 +248,21 @@ func verdictsByIndex[T any](list []T, idx func(T) num, n int, what string) (map[
 		}
 	}
 	return out, nil
+}
+
+// askVerdicts asks the judge p for a reply with a verdict per item, and
+// returns them by item 1..n (what names the items). On failure it returns
+// the result to report instead (see judgeBase.ask).
+func askVerdicts[T numbered](b judgeBase, ctx context.Context, p judgePrompt, fields []field, reply interface{ items() []T }, n int, what string) (map[int]T, *Result) {
+	if r := b.ask(ctx, p, fields, reply); r != nil {
+		return nil, r
+	}
+	byIdx, err := verdictsByIndex(reply.items(), n, what)
+	if err != nil {
+		r := Errored("%v", err)
+		return nil, &r
+	}
+	return byIdx, nil
 }
 
 // contextual_relevance: mean per-chunk relevance to the input (relevant 1,
@@ -259,12 +277,10 @@ func runContextualRelevance(e *ragJudge, ctx context.Context, c *adapter.Case) R
 		return noChunks
 	}
 	var reply chunksReply
-	if r := e.ask(ctx, contextualRelevancePrompt, []field{{"input", clipText(c.Input, limit)}, {"context_chunks", chunks}}, &reply); r != nil {
+	fields := []field{{"input", clipText(c.Input, limit)}, {"context_chunks", chunks}}
+	byIdx, r := askVerdicts(e.judgeBase, ctx, contextualRelevancePrompt, fields, &reply, len(chunks), "chunk")
+	if r != nil {
 		return *r
-	}
-	byIdx, err := verdictsByIndex(reply.Chunks, func(v chunkVerdict) num { return v.Chunk }, len(chunks), "chunk")
-	if err != nil {
-		return Errored("%v", err)
 	}
 	var rel, part, irr int
 	var irrelevant []string
@@ -319,12 +335,9 @@ func runContextualPrecision(e *ragJudge, ctx context.Context, c *adapter.Case) R
 	}
 	fields = append(fields, field{"expected_output", clipText(exp, limit)}, field{"context_chunks", chunks})
 	var reply chunksReply
-	if r := e.ask(ctx, contextualPrecisionPrompt, fields, &reply); r != nil {
+	byIdx, r := askVerdicts(e.judgeBase, ctx, contextualPrecisionPrompt, fields, &reply, len(chunks), "chunk")
+	if r != nil {
 		return *r
-	}
-	byIdx, err := verdictsByIndex(reply.Chunks, func(v chunkVerdict) num { return v.Chunk }, len(chunks), "chunk")
-	if err != nil {
-		return Errored("%v", err)
 	}
 	relevant, sum := 0, 0.0
 	var ranks []string
@@ -359,19 +372,12 @@ func runContextualRecall(e *ragJudge, ctx context.Context, c *adapter.Case) Resu
 	if total == 0 {
 		return Scored(1, "the expected output has no statements to attribute", map[string]float64{"statements": 0})
 	}
-	att := 0
-	var missing []string
+	att := tally{max: 2}
 	for _, s := range reply.Statements {
-		if s.Attributable.v {
-			att++
-		} else if len(missing) < 2 {
-			missing = append(missing, clipText(s.Statement, 120))
-		}
+		att.add(s.Attributable.v, func() string { return fmt.Sprintf("%q", clipText(s.Statement, 120)) })
 	}
-	summary := fmt.Sprintf("%d of %s of the expected output found in the %s", att, plural(total, "statement"), from)
-	if len(missing) > 0 {
-		summary += "; missing: " + quoted(missing)
-	}
-	return Scored(float64(att)/float64(total), judgeReason(summary, reply.Reason),
-		map[string]float64{"statements": float64(total), "attributable": float64(att)})
+	summary := fmt.Sprintf("%d of %s of the expected output found in the %s", att.passed, plural(total, "statement"), from) +
+		att.note("missing", ", ")
+	return Scored(float64(att.passed)/float64(total), judgeReason(summary, reply.Reason),
+		map[string]float64{"statements": float64(total), "attributable": float64(att.passed)})
 }

@@ -161,5 +161,41 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
+// tally counts the items a reason is about that pass and names the first
+// max that do not, for the reason ("3 of 5 tasks completed; not completed:
+// …").
+type tally struct {
+	passed int
+	max    int
+	named  []string
+}
+
+// add counts one item; name gives a failing item's name while fewer than
+// max are named.
+func (t *tally) add(ok bool, name func() string) {
+	if ok {
+		t.passed++
+	} else if len(t.named) < t.max {
+		t.named = append(t.named, name())
+	}
+}
+
+// note is "; <label>: " and the named items joined by sep, or "" when none
+// is named.
+func (t *tally) note(label, sep string) string {
+	if len(t.named) == 0 {
+		return ""
+	}
+	return "; " + label + ": " + strings.Join(t.named, sep)
+}
+
+// withReason is s with the judge's reason for it in parentheses, if any.
+func withReason(s, reason string) string {
+	if reason == "" {
+		return s
+	}
+	return s + " (" + clipText(reason, 120) + ")"
+}
+
 // truncate shortens s to at most n bytes (on a rune boundary) with an ellipsis.
 func truncate(s string, n int) string { return textutil.Ellipsis(s, n) }

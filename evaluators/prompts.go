@@ -82,6 +82,9 @@ type chunkVerdict struct {
 	Verdict label `json:"verdict"`
 }
 
+func (r *chunksReply) items() []chunkVerdict { return r.Chunks }
+func (v chunkVerdict) index() num            { return v.Chunk }
+
 var contextualRelevancePrompt = judgePrompt{
 	task: "For each context chunk, judge whether it is relevant to answering the input: \"relevant\", " +
 		"\"partially_relevant\" (some useful information among unrelated text) or \"irrelevant\".",
@@ -163,6 +166,9 @@ type stepVerdict struct {
 	Reason string `json:"reason"`
 }
 
+func (r *stepsReply) items() []stepVerdict { return r.Steps }
+func (v stepVerdict) index() num           { return v.Step }
+
 const stepsFormat = `{"steps": [{"step": <number>, "ok": true | false, "reason": "<short, when not ok>"}], ` + reasonFormat + `}`
 
 var toolArgHallucinationPrompt = judgePrompt{
@@ -228,6 +234,9 @@ type factVerdict struct {
 	Verdict label `json:"verdict"`
 }
 
+func (r *factsReply) items() []factVerdict { return r.Facts }
+func (v factVerdict) index() num           { return v.Fact }
+
 var agentMemoryPrompt = judgePrompt{
 	task: "The prior context lists facts the agent should remember from earlier sessions. For each fact decide: " +
 		"\"used\" (the agent's actions or answer apply it correctly), \"ignored\" (relevant to this request but not applied, " +
@@ -248,6 +257,9 @@ type taskVerdict struct {
 	Completed flag   `json:"completed"`
 	Reason    string `json:"reason"`
 }
+
+func (r *tasksReply) items() []taskVerdict { return r.Tasks }
+func (v taskVerdict) index() num           { return v.Task }
 
 const taskVerdictsFormat = `"tasks": [{"task": <number>, "completed": true | false, "reason": "<short>"}]`
 

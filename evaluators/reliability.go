@@ -95,6 +95,8 @@ type judgeToolVerdict struct {
 	Reasons map[string]string
 }
 
+func (v judgeToolVerdict) index() num { return v.Tool }
+
 // toolData is one tool definition as the judge sees it.
 type toolData struct {
 	Tool        int    `json:"tool"`
@@ -145,7 +147,7 @@ func (b reliabilityBase) askToolChecks(ctx context.Context, what string, checks 
 			verdicts = append(verdicts, v)
 		}
 	}
-	byIdx, err := verdictsByIndex(verdicts, func(v judgeToolVerdict) num { return v.Tool }, len(tools), "tool")
+	byIdx, err := verdictsByIndex(verdicts, len(tools), "tool")
 	if err != nil {
 		r := Errored("%v", err)
 		return nil, &r

@@ -3,7 +3,6 @@ package evaluators
 //go:generate go run ../internal/telemetrydoc/mdgen -metadata ../processor/evalprocessor/metadata.yaml
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -280,14 +279,9 @@ func (r *remote) transportError(ctx context.Context, what string, err error) (re
 }
 
 func (r *remote) attempt(ctx context.Context, hc *http.Client, body []byte) (_ *remoteReply, retryAfter time.Duration, retryable bool, _ error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.o.Endpoint, bytes.NewReader(body))
+	req, err := httpclient.NewJSONRequest(ctx, r.o.Endpoint, r.o.APIKey, body)
 	if err != nil {
 		return nil, 0, false, errors.New(r.redact(err.Error()))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if r.o.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+string(r.o.APIKey))
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -225,8 +225,7 @@ func (r *retrieval) Evaluate(ctx context.Context, c *adapter.Case) Result {
 			map[string]float64{"relevant_retrieved": 0, "retrieved": 0, "expected": float64(len(exp))})
 	}
 	if r.recall {
-		found := 0
-		var missed []string
+		found := tally{max: 5}
 		for k, e := range exp {
 			if k%64 == 63 && ctx.Err() != nil {
 				return timedOut(ctx, fmt.Sprintf("looking for %d expected documents among %d retrieved", len(exp), len(docs)))
@@ -238,21 +237,14 @@ func (r *retrieval) Evaluate(ctx context.Context, c *adapter.Case) Result {
 					break
 				}
 			}
-			if hit {
-				found++
-			} else if len(missed) < 5 {
-				missed = append(missed, truncate(e.label(r.field), 60))
-			}
+			found.add(hit, func() string { return truncate(e.label(r.field), 60) })
 		}
-		reason := fmt.Sprintf("%d of %d expected documents retrieved (by %s, %s)", found, len(exp), what, r.match)
-		if len(missed) > 0 {
-			reason += "; not retrieved: " + strings.Join(missed, ", ")
-		}
-		return Scored(float64(found)/float64(len(exp)), reason,
-			map[string]float64{"relevant_retrieved": float64(found), "retrieved": float64(len(docs)), "expected": float64(len(exp))})
+		reason := fmt.Sprintf("%d of %d expected documents retrieved (by %s, %s)", found.passed, len(exp), what, r.match) +
+			found.note("not retrieved", ", ")
+		return Scored(float64(found.passed)/float64(len(exp)), reason,
+			map[string]float64{"relevant_retrieved": float64(found.passed), "retrieved": float64(len(docs)), "expected": float64(len(exp))})
 	}
-	relevant := 0
-	var irrelevant []string
+	relevant := tally{max: 5}
 	for i := range docs {
 		if i%64 == 63 && ctx.Err() != nil {
 			return timedOut(ctx, fmt.Sprintf("checking %d retrieved documents against %d expected", len(docs), len(exp)))
@@ -264,20 +256,16 @@ func (r *retrieval) Evaluate(ctx context.Context, c *adapter.Case) Result {
 				break
 			}
 		}
-		if hit {
-			relevant++
-		} else if len(irrelevant) < 5 {
+		relevant.add(hit, func() string {
 			label := docs[i].ID
 			if label == "" || r.field == "content" {
 				label = truncate(docs[i].Content, 60)
 			}
-			irrelevant = append(irrelevant, fmt.Sprintf("#%d %s", i+1, label))
-		}
+			return fmt.Sprintf("#%d %s", i+1, label)
+		})
 	}
-	reason := fmt.Sprintf("%d of %d retrieved documents are relevant (by %s, %s)", relevant, len(docs), what, r.match)
-	if len(irrelevant) > 0 {
-		reason += "; not relevant: " + strings.Join(irrelevant, ", ")
-	}
-	return Scored(float64(relevant)/float64(len(docs)), reason,
-		map[string]float64{"relevant_retrieved": float64(relevant), "retrieved": float64(len(docs)), "expected": float64(len(exp))})
+	reason := fmt.Sprintf("%d of %d retrieved documents are relevant (by %s, %s)", relevant.passed, len(docs), what, r.match) +
+		relevant.note("not relevant", ", ")
+	return Scored(float64(relevant.passed)/float64(len(docs)), reason,
+		map[string]float64{"relevant_retrieved": float64(relevant.passed), "retrieved": float64(len(docs)), "expected": float64(len(exp))})
 }

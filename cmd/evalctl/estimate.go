@@ -73,26 +73,15 @@ const tokenMethod = "bytes/4 + 8 per message of each rendered judge request"
 func estimateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("evalctl estimate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "the evaluation config `FILE` (the YAML of the eval processor's block)")
-	summaryFormat := fs.String("summary", "text", "output format: text or json")
-	jaeger := addJaegerFlags(fs)
-	inputs, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	if err := checkScoringArgs(*configPath, *summaryFormat, jaeger, inputs); err != nil {
-		fmt.Fprintf(stderr, "evalctl estimate: %v\n", err)
-		return exitUsage
-	}
-	cfg, err := loadConfig(ctx, *configPath, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "evalctl estimate: %v\n", err)
+	sc := addScoringFlags(fs, "output format: text or json")
+	cfg := sc.parse(ctx, fs, args, stderr)
+	if cfg == nil {
 		return exitUsage
 	}
 	// Warnings only: every judge evaluator is skipped by design.
 	eng, err := engine.New(cfg, telemetry(newLogger(stderr).WithOptions(zap.IncreaseLevel(zap.ErrorLevel))))
 	if err != nil {
-		fmt.Fprintf(stderr, "evalctl estimate: config %s: %v\n", *configPath, err)
+		fmt.Fprintf(stderr, "evalctl estimate: config %s: %v\n", sc.configPath, err)
 		return exitUsage
 	}
 	rows := map[string]*estimateRow{}
@@ -122,21 +111,11 @@ func estimateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		r.MaxOutputTokens += c.MaxOutputTokens
 		r.OutputUnbounded = r.OutputUnbounded || c.MaxOutputTokens == 0
 	})
-	if err := eng.Start(ctx, nil); err != nil {
-		fmt.Fprintf(stderr, "evalctl estimate: config %s: %v\n", *configPath, err)
+	docs, traces, ok := startScoring(ctx, eng, sc, stdin, stderr, "no trace in the inputs")
+	if !ok {
 		return exitUsage
 	}
 	defer func() { _ = eng.Shutdown(ctx) }()
-	docs, err := readSource(ctx, jaeger, inputs, stdin, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "evalctl estimate: %v\n", err)
-		return exitUsage
-	}
-	traces := tracesInOrder(docs)
-	if len(traces) == 0 {
-		fmt.Fprintln(stderr, "evalctl estimate: no trace in the inputs")
-		return exitUsage
-	}
 	scoreInputs(ctx, eng, cfg, docs, traces, newSummary(eng.Instances()), io.Discard)
 
 	rep := estimateReport{Traces: len(traces), TokenMethod: tokenMethod, Evaluators: order}
@@ -165,7 +144,7 @@ func estimateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		rep.Totals = append(rep.Totals, *t)
 	}
 	sort.Slice(rep.Totals, func(i, j int) bool { return rep.Totals[i].Currency < rep.Totals[j].Currency })
-	if *summaryFormat == "json" {
+	if sc.summaryFormat == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)

@@ -20,18 +20,52 @@ import (
 	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
-// checkScoringArgs checks what run and estimate both take: a --config,
-// inputs that agree with --jaeger, a --summary format.
-func checkScoringArgs(configPath, summaryFormat string, jaeger *jaegerSource, inputs []string) error {
-	switch {
-	case configPath == "":
-		return errors.New("--config is required")
-	case jaeger.checkInputs(inputs) != nil:
-		return jaeger.checkInputs(inputs)
-	case summaryFormat != "text" && summaryFormat != "json":
-		return fmt.Errorf("--summary %q: want text or json", summaryFormat)
+// scoring is what run and estimate both take: --config, --summary and
+// the inputs (files, or the Jaeger query of the --jaeger flags).
+type scoring struct {
+	cmd           string // the command, for messages ("evalctl run")
+	configPath    string
+	summaryFormat string
+	jaeger        *jaegerSource
+	inputs        []string
+}
+
+// addScoringFlags declares the flags of scoring on fs.
+func addScoringFlags(fs *flag.FlagSet, summaryUsage string) *scoring {
+	s := &scoring{cmd: fs.Name()}
+	fs.StringVar(&s.configPath, "config", "", "the evaluation config `FILE` (the YAML of the eval processor's block)")
+	fs.StringVar(&s.summaryFormat, "summary", "text", summaryUsage)
+	s.jaeger = addJaegerFlags(fs)
+	return s
+}
+
+// parse parses args (flags may come before, between or after the inputs),
+// checks them (a --config, inputs that agree with --jaeger, a --summary
+// format) and loads the config. On failure it says why on stderr and
+// returns nil.
+func (s *scoring) parse(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Writer) *engine.Config {
+	inputs, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil
 	}
-	return nil
+	s.inputs = inputs
+	switch {
+	case s.configPath == "":
+		err = errors.New("--config is required")
+	case s.jaeger.checkInputs(inputs) != nil:
+		err = s.jaeger.checkInputs(inputs)
+	case s.summaryFormat != "text" && s.summaryFormat != "json":
+		err = fmt.Errorf("--summary %q: want text or json", s.summaryFormat)
+	}
+	var cfg *engine.Config
+	if err == nil {
+		cfg, err = loadConfig(ctx, s.configPath, stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", s.cmd, err)
+		return nil
+	}
+	return cfg
 }
 
 // parseInterleaved parses flags that may appear before, between or after the
@@ -81,31 +115,20 @@ func validateCmd(ctx context.Context, args []string, stderr, stdout io.Writer) i
 func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("evalctl run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "the evaluation config `FILE` (the YAML of the eval processor's block)")
+	sc := addScoringFlags(fs, "summary format: text or json")
 	outPath := fs.String("out", "", "write the annotated traces as JSON Lines of OTLP/JSON to FILE, or - for stdout")
-	summaryFormat := fs.String("summary", "text", "summary format: text or json")
 	var gates gateSet
 	fs.Var(&gates.minPass, "min-pass-rate", "gate: NAME=R fails when the 95% interval of NAME's pass rate lies wholly below R (repeatable)")
 	fs.StringVar(&gates.baselinePath, "baseline", "", "gate: an earlier --summary json; fails when a pass rate dropped and the intervals do not overlap")
 	junitPath := fs.String("junit", "", "write JUnit XML to FILE: one test case per (evaluator, case)")
 	reportPath := fs.String("report", "", "write a self-contained HTML report to FILE")
 	traceURL := fs.String("trace-url", "", "link template for traces in --report and --junit, with {trace_id} and {span_id} placeholders")
-	jaeger := addJaegerFlags(fs)
 	allowUnscored := fs.Bool("allow-unscored", false, "exit 0 even when an evaluator scored no case, its errors and timeouts outnumber its scored cases, or an input holds no case")
-	inputs, err := parseInterleaved(fs, args)
-	if err != nil {
+	cfg := sc.parse(ctx, fs, args, stderr)
+	if cfg == nil {
 		return exitUsage
 	}
-	if err := checkScoringArgs(*configPath, *summaryFormat, jaeger, inputs); err != nil {
-		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
-		return exitUsage
-	}
-
-	cfg, err := loadConfig(ctx, *configPath, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
-		return exitUsage
-	}
+	var err error
 	if gates.baselinePath != "" {
 		// Read before scoring: a bad baseline should not cost a judge bill.
 		if gates.baseline, err = readBaseline(gates.baselinePath); err != nil {
@@ -116,7 +139,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	logger := newLogger(stderr)
 	eng, err := engine.New(cfg, telemetry(logger))
 	if err != nil {
-		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", *configPath, err)
+		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", sc.configPath, err)
 		return exitUsage
 	}
 	sum := newSummary(eng.Instances())
@@ -126,24 +149,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
 		return exitUsage
 	}
-	// Judge clients need starting; a nil host has no extensions to offer,
-	// which is all evalctl can give.
-	if err := eng.Start(ctx, nil); err != nil {
-		fmt.Fprintf(stderr, "evalctl run: config %s: %v\n", *configPath, err)
+	// Logs alone score nothing, and a gate over nothing would pass.
+	docs, traces, ok := startScoring(ctx, eng, sc, stdin, stderr,
+		"no trace in the inputs (log records are joined to the spans of their traces)")
+	if !ok {
 		return exitUsage
 	}
 	defer func() { _ = eng.Shutdown(ctx) }()
-	docs, err := readSource(ctx, jaeger, inputs, stdin, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "evalctl run: %v\n", err)
-		return exitUsage
-	}
-	traces := tracesInOrder(docs)
-	if len(traces) == 0 {
-		// Logs alone score nothing, and a gate over nothing would pass.
-		fmt.Fprintln(stderr, "evalctl run: no trace in the inputs (log records are joined to the spans of their traces)")
-		return exitUsage
-	}
 	docs = scoreInputs(ctx, eng, cfg, docs, traces, sum, stderr)
 	sum.setSpend(eng.JudgeSpend())
 
@@ -188,7 +200,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return exitUsage
 		}
 	}
-	if *summaryFormat == "json" {
+	if sc.summaryFormat == "json" {
 		err = sum.writeJSON(summaryOut, verdicts)
 		// stdout stays JSON; a CI log still shows why the gate failed.
 		for _, g := range verdicts {

@@ -11,6 +11,29 @@ import (
 	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
+// startScoring starts eng (judge clients need starting; a nil host has no
+// extensions to offer, which is all evalctl can give) and reads the inputs
+// (files, stdin or Jaeger): their documents and traces in order. `run` and
+// `estimate` share it. On failure it says why on stderr (noTrace:
+// the inputs hold no trace), leaves eng shut down and returns ok false; on
+// success the caller shuts eng down.
+func startScoring(ctx context.Context, eng *engine.Engine, sc *scoring, stdin io.Reader, stderr io.Writer, noTrace string) (docs []document, traces [][]adapter.SpanRef, ok bool) {
+	if err := eng.Start(ctx, nil); err != nil {
+		fmt.Fprintf(stderr, "%s: config %s: %v\n", sc.cmd, sc.configPath, err)
+		return nil, nil, false
+	}
+	docs, err := readSource(ctx, sc.jaeger, sc.inputs, stdin, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", sc.cmd, err)
+	} else if traces = tracesInOrder(docs); len(traces) == 0 {
+		fmt.Fprintf(stderr, "%s: %s\n", sc.cmd, noTrace)
+	} else {
+		return docs, traces, true
+	}
+	_ = eng.Shutdown(ctx)
+	return nil, nil, false
+}
+
 // scoreInputs scores the traces of the inputs (with their GenAI content
 // log records joined), then the sessions found in them, counting every
 // result in sum; it returns docs with the evaluate_session spans appended.

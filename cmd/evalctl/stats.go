@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/evalbridge/evalbridge/internal/stats"
 )
 
 // z95 is the two-sided 95 % normal quantile, Φ⁻¹(0.975).
@@ -19,22 +21,16 @@ func wilson(k, n int) (lo, hi float64, ok bool) {
 	if n <= 0 || k < 0 || k > n {
 		return 0, 0, false
 	}
-	nf := float64(n)
-	p := float64(k) / nf
-	z2 := z95 * z95
-	den := 1 + z2/nf
-	center := (p + z2/(2*nf)) / den
-	half := z95 / den * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
-	lo, hi = center-half, center+half
+	lo, hi = stats.Wilson(k, n, z95)
 	// At the edges the exact bounds are 0 and 1; rounding must not leave
-	// -1e-17 or 1+1e-16 for a reader to puzzle over.
+	// 1e-17 or 0.9999999999999999 for a reader to puzzle over.
 	if k == 0 {
 		lo = 0
 	}
 	if k == n {
 		hi = 1
 	}
-	return math.Max(0, lo), math.Min(1, hi), true
+	return lo, hi, true
 }
 
 // bootstrapResamples is enough for stable 2.5/97.5 % percentiles (the

@@ -15,6 +15,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/connector/evalmetricsconnector/internal/metadata"
 )
 
 // Names read and written (docs/contract.md §11, §18).
@@ -31,10 +34,16 @@ const (
 	metricScore   = "gen_ai.evaluation.score"
 )
 
-// counterSeries is one label set of gen_ai.evaluation.results.
-type counterSeries struct {
+// series is one label set of an emitted metric: its attributes and since
+// when it counts.
+type series struct {
 	attrs pcommon.Map
 	start pcommon.Timestamp
+}
+
+// counterSeries is one label set of gen_ai.evaluation.results.
+type counterSeries struct {
+	series
 	count uint64
 }
 
@@ -49,8 +58,7 @@ type exemplar struct {
 
 // histSeries is one label set of gen_ai.evaluation.score.
 type histSeries struct {
-	attrs     pcommon.Map
-	start     pcommon.Timestamp
+	series
 	count     uint64
 	sum       float64
 	min, max  float64
@@ -64,7 +72,7 @@ type evalMetrics struct {
 	cfg       *Config
 	next      consumer.Metrics
 	logger    *zap.Logger
-	tel       *telemetry
+	tel       *metadata.TelemetryBuilder
 	newTicker func(time.Duration) (<-chan time.Time, func())
 	now       func() time.Time
 
@@ -87,7 +95,7 @@ var (
 func newConnector(set connector.Settings, cfg *Config, next consumer.Metrics,
 	newTicker func(time.Duration) (<-chan time.Time, func()),
 ) (*evalMetrics, error) {
-	tel, err := newTelemetry(set.TelemetrySettings)
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -136,21 +144,16 @@ func (c *evalMetrics) Shutdown(ctx context.Context) error {
 // ConsumeLogs counts the gen_ai.evaluation.result records of ld.
 func (c *evalMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	c.tally(ctx, func(record recordFunc) {
-		for _, rl := range ld.ResourceLogs().All() {
-			res := rl.Resource().Attributes()
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					if !isResultRecord(lr) {
-						continue
-					}
-					ts := lr.Timestamp()
-					if ts == 0 {
-						ts = lr.ObservedTimestamp()
-					}
-					record(lr.Attributes(), res, lr.TraceID(), lr.SpanID(), ts)
-				}
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, rl plog.ResourceLogs, _ plog.ScopeLogs) {
+			if !isResultRecord(lr) {
+				return
 			}
-		}
+			ts := lr.Timestamp()
+			if ts == 0 {
+				ts = lr.ObservedTimestamp()
+			}
+			record(lr.Attributes(), rl.Resource().Attributes(), lr.TraceID(), lr.SpanID(), ts)
+		})
 	})
 	return nil
 }
@@ -158,18 +161,13 @@ func (c *evalMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // ConsumeTraces counts the gen_ai.evaluation.result span events of td.
 func (c *evalMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	c.tally(ctx, func(record recordFunc) {
-		for _, rs := range td.ResourceSpans().All() {
-			res := rs.Resource().Attributes()
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, s := range ss.Spans().All() {
-					for _, ev := range s.Events().All() {
-						if ev.Name() == eventName {
-							record(ev.Attributes(), res, s.TraceID(), s.SpanID(), ev.Timestamp())
-						}
-					}
+		adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
+			for _, ev := range ref.Span.Events().All() {
+				if ev.Name() == eventName {
+					record(ev.Attributes(), ref.Resource().Attributes(), ref.Span.TraceID(), ref.Span.SpanID(), ev.Timestamp())
 				}
 			}
-		}
+		})
 	})
 	return nil
 }
@@ -196,12 +194,12 @@ func (c *evalMetrics) tally(ctx context.Context, walk func(recordFunc)) {
 
 func (c *evalMetrics) count(ctx context.Context, invalid, over int64) {
 	if invalid > 0 {
-		c.tel.invalid.Add(ctx, invalid)
+		c.tel.ConnectorEvalmetricsResultsInvalid.Add(ctx, invalid)
 		c.logger.Debug("gen_ai.evaluation.result without a gen_ai.evaluation.name string: not counted",
 			zap.Int64("results", invalid))
 	}
 	if over > 0 {
-		c.tel.overflow.Add(ctx, over)
+		c.tel.ConnectorEvalmetricsResultsOverflow.Add(ctx, over)
 	}
 }
 
@@ -261,12 +259,12 @@ func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, sp
 	if !ok {
 		if len(c.results) >= c.cfg.MaxSeries {
 			if c.resOver == nil {
-				c.resOver = &counterSeries{attrs: overflowAttrs(), start: now}
+				c.resOver = &counterSeries{series: series{attrs: overflowAttrs(), start: now}}
 			}
 			cs = c.resOver
 			over++
 		} else {
-			cs = &counterSeries{attrs: pcommon.NewMap(), start: now}
+			cs = &counterSeries{series: series{attrs: pcommon.NewMap(), start: now}}
 			c.putDims(cs.attrs, name, attrs, res)
 			if hasLabel {
 				cs.attrs.PutStr(attrScoreLabel, label)
@@ -316,7 +314,7 @@ func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, sp
 
 func (c *evalMetrics) newHist(attrs pcommon.Map, now pcommon.Timestamp) *histSeries {
 	n := len(c.cfg.ScoreBuckets) + 1
-	return &histSeries{attrs: attrs, start: now, buckets: make([]uint64, n), exemplars: make([]exemplar, n)}
+	return &histSeries{series: series{attrs: attrs, start: now}, buckets: make([]uint64, n), exemplars: make([]exemplar, n)}
 }
 
 func (c *evalMetrics) putDims(m pcommon.Map, name string, attrs, res pcommon.Map) {
@@ -394,21 +392,14 @@ func (c *evalMetrics) snapshot() pmetric.Metrics {
 	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(scopeName)
 
-	m := sm.Metrics().AppendEmpty()
-	m.SetName(metricResults)
-	m.SetUnit("{result}")
-	m.SetDescription("Evaluation results, by evaluator, label (pass/fail) or error type, and dimensions.")
-	sum := m.SetEmptySum()
+	sum := newMetric(sm, metricResults, "{result}",
+		"Evaluation results, by evaluator, label (pass/fail) or error type, and dimensions.").SetEmptySum()
 	sum.SetIsMonotonic(true)
 	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	dps := sum.DataPoints()
 	dps.EnsureCapacity(len(c.results) + 1)
 	emit := func(s *counterSeries) {
-		dp := dps.AppendEmpty()
-		s.attrs.CopyTo(dp.Attributes())
-		dp.SetStartTimestamp(s.start)
-		dp.SetTimestamp(now)
-		dp.SetIntValue(int64(s.count))
+		appendPoint(dps.AppendEmpty, &s.series, now).SetIntValue(int64(s.count))
 	}
 	for _, s := range c.results {
 		emit(s)
@@ -420,19 +411,13 @@ func (c *evalMetrics) snapshot() pmetric.Metrics {
 	if len(c.scores) == 0 && c.scoreOvr == nil {
 		return md
 	}
-	m = sm.Metrics().AppendEmpty()
-	m.SetName(metricScore)
-	m.SetUnit("1")
-	m.SetDescription("Evaluation scores (gen_ai.evaluation.score.value), by evaluator and dimensions.")
-	h := m.SetEmptyHistogram()
+	h := newMetric(sm, metricScore, "1",
+		"Evaluation scores (gen_ai.evaluation.score.value), by evaluator and dimensions.").SetEmptyHistogram()
 	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	hdps := h.DataPoints()
 	hdps.EnsureCapacity(len(c.scores) + 1)
 	emitH := func(s *histSeries) {
-		dp := hdps.AppendEmpty()
-		s.attrs.CopyTo(dp.Attributes())
-		dp.SetStartTimestamp(s.start)
-		dp.SetTimestamp(now)
+		dp := appendPoint(hdps.AppendEmpty, &s.series, now)
 		dp.SetCount(s.count)
 		dp.SetSum(s.sum)
 		dp.SetMin(s.min)
@@ -458,4 +443,29 @@ func (c *evalMetrics) snapshot() pmetric.Metrics {
 		emitH(c.scoreOvr)
 	}
 	return md
+}
+
+// newMetric appends a metric to sm.
+func newMetric(sm pmetric.ScopeMetrics, name, unit, description string) pmetric.Metric {
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	m.SetDescription(description)
+	return m
+}
+
+// dataPoint is what the points of every series have.
+type dataPoint interface {
+	Attributes() pcommon.Map
+	SetStartTimestamp(pcommon.Timestamp)
+	SetTimestamp(pcommon.Timestamp)
+}
+
+// appendPoint appends the point of s at now, with its attributes.
+func appendPoint[P dataPoint](appendEmpty func() P, s *series, now pcommon.Timestamp) P {
+	dp := appendEmpty()
+	s.attrs.CopyTo(dp.Attributes())
+	dp.SetStartTimestamp(s.start)
+	dp.SetTimestamp(now)
+	return dp
 }

@@ -213,47 +213,49 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
+// startSpan starts the span of a GenAI operation ("chat", "execute_tool" …)
+// on target (a model, a tool …) at t: named "<operation> <target>", with
+// gen_ai.operation.name and attrs.
+func startSpan(ctx context.Context, tracer trace.Tracer, operation, target string, kind trace.SpanKind, t time.Time,
+	attrs ...attribute.KeyValue,
+) (context.Context, trace.Span) {
+	return tracer.Start(ctx, operation+" "+target, trace.WithSpanKind(kind), trace.WithTimestamp(t),
+		trace.WithAttributes(append([]attribute.KeyValue{semconv.GenAIOperationNameKey.String(operation)}, attrs...)...))
+}
+
 // emitRun writes the spans of one agent run starting at t and returns its trace id.
 func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) string {
 	conversationID := "conv-" + r.name
-	ctx, agent := tracer.Start(ctx, "invoke_agent "+agentName,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(t),
-		trace.WithAttributes(
-			semconv.GenAIOperationNameKey.String("invoke_agent"),
-			semconv.GenAIAgentNameKey.String(agentName),
-			semconv.GenAIAgentIDKey.String("agt_travel_01"),
-			semconv.GenAIConversationIDKey.String(conversationID),
-			semconv.GenAIProviderNameKey.String(provider),
-			semconv.GenAIRequestModelKey.String(model),
-			attribute.String(adapter.AttrExpectedToolCalls, expectedToolCalls),
-			attribute.String("demo.run", r.name),
-		))
+	ctx, agent := startSpan(ctx, tracer, "invoke_agent", agentName, trace.SpanKindInternal, t,
+		semconv.GenAIAgentNameKey.String(agentName),
+		semconv.GenAIAgentIDKey.String("agt_travel_01"),
+		semconv.GenAIConversationIDKey.String(conversationID),
+		semconv.GenAIProviderNameKey.String(provider),
+		semconv.GenAIRequestModelKey.String(model),
+		attribute.String(adapter.AttrExpectedToolCalls, expectedToolCalls),
+		attribute.String("demo.run", r.name),
+	)
 
 	conv := []message{{Role: "user", Parts: []map[string]any{{"type": "text", "content": r.prompt}}}}
 	clock := t.Add(5 * time.Millisecond)
 	inputTokens := 310
 
 	chat := func(out message, finish string, i int) {
-		_, span := tracer.Start(ctx, "chat "+model,
-			trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithTimestamp(clock),
-			trace.WithAttributes(
-				semconv.GenAIOperationNameKey.String("chat"),
-				semconv.GenAIProviderNameKey.String(provider),
-				semconv.GenAIRequestModelKey.String(model),
-				semconv.GenAIResponseModelKey.String(model+"-2024-08-06"),
-				semconv.GenAIResponseIDKey.String(fmt.Sprintf("chatcmpl-%s-%d", r.name, i)),
-				semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{finish}),
-				semconv.GenAIConversationIDKey.String(conversationID),
-				semconv.GenAISystemInstructionsKey.String(mustJSON([]map[string]any{{"type": "text", "content": systemPrompt}})),
-				semconv.GenAIToolDefinitionsKey.String(mustJSON(toolDefinitions)),
-				semconv.GenAIInputMessagesKey.String(mustJSON(conv)),
-				semconv.GenAIOutputMessagesKey.String(mustJSON([]message{out})),
-				semconv.GenAIUsageInputTokensKey.Int(inputTokens),
-				semconv.GenAIUsageOutputTokensKey.Int(24+len(out.Parts)*8),
-				semconv.ServerAddressKey.String("api.openai.com"),
-			))
+		_, span := startSpan(ctx, tracer, "chat", model, trace.SpanKindClient, clock,
+			semconv.GenAIProviderNameKey.String(provider),
+			semconv.GenAIRequestModelKey.String(model),
+			semconv.GenAIResponseModelKey.String(model+"-2024-08-06"),
+			semconv.GenAIResponseIDKey.String(fmt.Sprintf("chatcmpl-%s-%d", r.name, i)),
+			semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{finish}),
+			semconv.GenAIConversationIDKey.String(conversationID),
+			semconv.GenAISystemInstructionsKey.String(mustJSON([]map[string]any{{"type": "text", "content": systemPrompt}})),
+			semconv.GenAIToolDefinitionsKey.String(mustJSON(toolDefinitions)),
+			semconv.GenAIInputMessagesKey.String(mustJSON(conv)),
+			semconv.GenAIOutputMessagesKey.String(mustJSON([]message{out})),
+			semconv.GenAIUsageInputTokensKey.Int(inputTokens),
+			semconv.GenAIUsageOutputTokensKey.Int(24+len(out.Parts)*8),
+			semconv.ServerAddressKey.String("api.openai.com"),
+		)
 		clock = clock.Add(850 * time.Millisecond)
 		span.End(trace.WithTimestamp(clock))
 		clock = clock.Add(2 * time.Millisecond)
@@ -269,17 +271,13 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 		chat(call, "tool_call", i+1)
 		conv = append(conv, call)
 
-		_, span := tracer.Start(ctx, "execute_tool "+s.tool,
-			trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithTimestamp(clock),
-			trace.WithAttributes(
-				semconv.GenAIOperationNameKey.String("execute_tool"),
-				semconv.GenAIToolNameKey.String(s.tool),
-				semconv.GenAIToolTypeKey.String("function"),
-				semconv.GenAIToolCallIDKey.String(callID),
-				semconv.GenAIToolCallArgumentsKey.String(args),
-				semconv.GenAIToolCallResultKey.String(s.result),
-			))
+		_, span := startSpan(ctx, tracer, "execute_tool", s.tool, trace.SpanKindInternal, clock,
+			semconv.GenAIToolNameKey.String(s.tool),
+			semconv.GenAIToolTypeKey.String("function"),
+			semconv.GenAIToolCallIDKey.String(callID),
+			semconv.GenAIToolCallArgumentsKey.String(args),
+			semconv.GenAIToolCallResultKey.String(s.result),
+		)
 		if s.err != "" {
 			span.SetAttributes(semconv.ErrorTypeKey.String("ToolError"))
 			span.SetStatus(codes.Error, s.err)

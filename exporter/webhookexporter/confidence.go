@@ -12,22 +12,6 @@ func zScore(confidence float64) float64 {
 	return math.Sqrt2 * math.Erfinv(confidence)
 }
 
-// wilson is the Wilson score interval of a proportion: passed of n cases,
-// at the normal quantile z. Unlike p ± z·√(p(1−p)/n) it stays within [0, 1]
-// and does not collapse to a point at 0 or n passes.
-func wilson(passed, n int, z float64) (lo, hi float64) {
-	if n <= 0 {
-		return 0, 1
-	}
-	nf := float64(n)
-	p := float64(passed) / nf
-	z2 := z * z
-	den := 1 + z2/nf
-	center := (p + z2/(2*nf)) / den
-	half := z / den * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
-	return max(0, center-half), min(1, center+half)
-}
-
 // meanInterval is the normal interval of a mean: mean ± z·s/√n with s the
 // sample standard deviation (n−1). Fewer than two scores give no interval
 // (ok is false): one score says nothing of the spread.

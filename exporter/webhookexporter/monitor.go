@@ -11,6 +11,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/stats"
 )
 
 // Monitor notification states (docs/contract.md §13).
@@ -362,7 +363,7 @@ func (m *monitor) evaluate(g *group, now time.Time, out []pending) ([]pending, w
 				return out, tot
 			}
 		} else {
-			lo, hi = wilson(tot.cases-tot.failed, tot.cases, m.z)
+			lo, hi = stats.Wilson(tot.cases-tot.failed, tot.cases, m.z)
 		}
 		iv = &Interval{Confidence: *m.cfg.Confidence, Low: lo, High: hi}
 		below, ok = hi < m.threshold, lo >= m.threshold

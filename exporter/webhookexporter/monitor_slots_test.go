@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/evalbridge/evalbridge/internal/stats"
 )
 
 // A firing group that went quiet held its slot forever: with max_groups
@@ -63,7 +65,7 @@ func wilsonMonitor() MonitorConfig {
 // (z = 1.959963984540054).
 func TestMonitorConfidenceWilson(t *testing.T) {
 	assert.InDelta(t, 1.959963984540054, zScore(0.95), 1e-12)
-	lo, hi := wilson(15, 20, zScore(0.95))
+	lo, hi := stats.Wilson(15, 20, zScore(0.95))
 	assert.InDelta(t, 0.531299122381256, lo, 1e-12)
 	assert.InDelta(t, 0.8881382985923343, hi, 1e-12)
 

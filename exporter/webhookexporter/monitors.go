@@ -42,7 +42,7 @@ func newMonitors(cfg *Config, set exporter.Settings, now func() time.Time) (*mon
 	if len(cfg.Monitors) == 0 {
 		return nil, nil
 	}
-	inst, err := newMonitorInstruments(set.TelemetrySettings)
+	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func newMonitors(cfg *Config, set exporter.Settings, now func() time.Time) (*mon
 		if mc.MaxGroups > 0 {
 			maxGroups = mc.MaxGroups
 		}
-		m := newMonitor(mc, maxGroups, cfg.TraceURL, inst.forMonitor(mc.Name), set.Logger)
+		m := newMonitor(mc, maxGroups, cfg.TraceURL, tel.forMonitor(mc.Name), set.Logger)
 		ms.list = append(ms.list, m)
 		ms.byName[mc.Name] = m
 		ms.tick = min(ms.tick, m.width)

@@ -22,13 +22,6 @@ const (
 	failureNetwork   = "network"   // no response
 )
 
-type telemetry struct {
-	alertsSent       metric.Int64Counter
-	alertsSuppressed metric.Int64Counter
-	alertsDropped    metric.Int64Counter
-	sendFailures     metric.Int64Counter
-}
-
 // Reasons an alert is dropped, the `reason` attribute of
 // otelcol_exporter_webhook_alerts_dropped.
 const (
@@ -36,43 +29,42 @@ const (
 	dropRejected  = "rejected"   // the endpoint refused it for good (4xx), or it could not be encoded
 )
 
-// newTelemetry takes the exporter's counters from the builder generated
-// from metadata.yaml. They carry no attribute
-// naming the exporter: the collector's service identifies the component
-// (otel.component.id) on its telemetry itself.
+// telemetry is the exporter's instruments, from the builder generated from
+// metadata.yaml. They carry no attribute naming the exporter: the
+// collector's service identifies the component (otel.component.id) on its
+// telemetry itself.
+type telemetry struct {
+	tb *metadata.TelemetryBuilder
+}
+
 func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{
-		alertsSent:       tb.ExporterWebhookAlertsSent,
-		alertsSuppressed: tb.ExporterWebhookAlertsSuppressed,
-		alertsDropped:    tb.ExporterWebhookAlertsDropped,
-		sendFailures:     tb.ExporterWebhookSendFailures,
-	}, nil
+	return &telemetry{tb: tb}, nil
 }
 
 func (t *telemetry) sent(ctx context.Context, n int) {
 	if n > 0 {
-		t.alertsSent.Add(ctx, int64(n))
+		t.tb.ExporterWebhookAlertsSent.Add(ctx, int64(n))
 	}
 }
 
 func (t *telemetry) suppressed(ctx context.Context, n int) {
 	if n > 0 {
-		t.alertsSuppressed.Add(ctx, int64(n))
+		t.tb.ExporterWebhookAlertsSuppressed.Add(ctx, int64(n))
 	}
 }
 
 func (t *telemetry) dropped(ctx context.Context, n int, reason string) {
 	if n > 0 {
-		t.alertsDropped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
+		t.tb.ExporterWebhookAlertsDropped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
 	}
 }
 
 func (t *telemetry) failed(ctx context.Context, kind string) {
-	t.sendFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+	t.tb.ExporterWebhookSendFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
 }
 
 // Monitor verdicts, the `verdict` attribute of
@@ -86,51 +78,23 @@ const (
 
 var verdictNames = [...]string{verdictBelow: "below", verdictOK: "ok", verdictNone: "no_verdict", verdictUncertain: "uncertain"}
 
-// monitorInstruments are the exporter's monitor counters.
-type monitorInstruments struct {
-	evaluations   metric.Int64Counter
-	stateChanges  metric.Int64Counter
-	renotified    metric.Int64Counter
-	sent          metric.Int64Counter
-	enqueueFailed metric.Int64Counter
-	untracked     metric.Int64Counter
-	evicted       metric.Int64Counter
-	groups        metric.Int64UpDownCounter
-}
-
-func newMonitorInstruments(set component.TelemetrySettings) (*monitorInstruments, error) {
-	tb, err := metadata.NewTelemetryBuilder(set)
-	if err != nil {
-		return nil, err
-	}
-	return &monitorInstruments{
-		evaluations:   tb.ExporterWebhookMonitorEvaluations,
-		stateChanges:  tb.ExporterWebhookMonitorStateChanges,
-		renotified:    tb.ExporterWebhookMonitorRenotifications,
-		sent:          tb.ExporterWebhookMonitorNotificationsSent,
-		enqueueFailed: tb.ExporterWebhookMonitorEnqueueFailures,
-		untracked:     tb.ExporterWebhookMonitorCasesUntracked,
-		evicted:       tb.ExporterWebhookMonitorGroupsEvicted,
-		groups:        tb.ExporterWebhookMonitorGroups,
-	}, nil
-}
-
 // monitorTelemetry records for one monitor; attribute sets are built once so
 // that counting costs no allocation per case.
 type monitorTelemetry struct {
-	i        *monitorInstruments
+	tb       *metadata.TelemetryBuilder
 	attrs    metric.MeasurementOption
 	verdicts [len(verdictNames)][]metric.AddOption // a ready slice: passing it costs no allocation
 	firing   metric.MeasurementOption
 	resolved metric.MeasurementOption
 }
 
-func (i *monitorInstruments) forMonitor(name string) *monitorTelemetry {
+// forMonitor returns the recorder of one monitor's counters.
+func (tel *telemetry) forMonitor(name string) *monitorTelemetry {
 	base := []attribute.KeyValue{attribute.String("monitor", name)}
 	with := func(k, v string) metric.MeasurementOption {
 		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), base...), attribute.String(k, v))...))
 	}
-	t := &monitorTelemetry{i: i, attrs: metric.WithAttributeSet(attribute.NewSet(base...)),
+	t := &monitorTelemetry{tb: tel.tb, attrs: metric.WithAttributeSet(attribute.NewSet(base...)),
 		firing: with("state", StateFiring), resolved: with("state", StateResolved)}
 	for v, n := range verdictNames {
 		t.verdicts[v] = []metric.AddOption{with("verdict", n)}
@@ -140,7 +104,7 @@ func (i *monitorInstruments) forMonitor(name string) *monitorTelemetry {
 
 func (t *monitorTelemetry) evaluated(verdict int, n int64) {
 	if n > 0 {
-		t.i.evaluations.Add(context.Background(), n, t.verdicts[verdict]...)
+		t.tb.ExporterWebhookMonitorEvaluations.Add(context.Background(), n, t.verdicts[verdict]...)
 	}
 }
 
@@ -149,24 +113,33 @@ func (t *monitorTelemetry) stateChanged(state string) {
 	if state == StateResolved {
 		opt = t.resolved
 	}
-	t.i.stateChanges.Add(context.Background(), 1, opt)
+	t.tb.ExporterWebhookMonitorStateChanges.Add(context.Background(), 1, opt)
 }
 
-func (t *monitorTelemetry) renotified() { t.i.renotified.Add(context.Background(), 1, t.attrs) }
-func (t *monitorTelemetry) untracked()  { t.i.untracked.Add(context.Background(), 1, t.attrs) }
-func (t *monitorTelemetry) evicted()    { t.i.evicted.Add(context.Background(), 1, t.attrs) }
+func (t *monitorTelemetry) renotified() {
+	t.tb.ExporterWebhookMonitorRenotifications.Add(context.Background(), 1, t.attrs)
+}
+
+func (t *monitorTelemetry) untracked() {
+	t.tb.ExporterWebhookMonitorCasesUntracked.Add(context.Background(), 1, t.attrs)
+}
+
+func (t *monitorTelemetry) evicted() {
+	t.tb.ExporterWebhookMonitorGroupsEvicted.Add(context.Background(), 1, t.attrs)
+}
+
 func (t *monitorTelemetry) enqueueFailed() {
-	t.i.enqueueFailed.Add(context.Background(), 1, t.attrs)
+	t.tb.ExporterWebhookMonitorEnqueueFailures.Add(context.Background(), 1, t.attrs)
 }
 
 func (t *monitorTelemetry) groupsAdded(n int) {
 	if n != 0 {
-		t.i.groups.Add(context.Background(), int64(n), t.attrs)
+		t.tb.ExporterWebhookMonitorGroups.Add(context.Background(), int64(n), t.attrs)
 	}
 }
 
 func (t *monitorTelemetry) sent(ctx context.Context, n int) {
 	if n > 0 {
-		t.i.sent.Add(ctx, int64(n), t.attrs)
+		t.tb.ExporterWebhookMonitorNotificationsSent.Add(ctx, int64(n), t.attrs)
 	}
 }

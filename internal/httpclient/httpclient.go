@@ -9,6 +9,7 @@
 package httpclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,24 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
 )
+
+// NewJSONRequest is a POST of the JSON body to url that accepts JSON and,
+// when apiKey is set, sends `Authorization: Bearer <api_key>`: the request
+// of the judges and the `remote` evaluator.
+func NewJSONRequest(ctx context.Context, url string, apiKey configopaque.String, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+string(apiKey))
+	}
+	return req, nil
+}
 
 // maxRedirects is the most same-origin redirects followed, as net/http's
 // default policy.

@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -289,14 +288,9 @@ func (u usage) total() int64 {
 // attempt makes one request; it releases the slot pace took.
 func (c *Client) attempt(ctx context.Context, hc *http.Client, body []byte) (content string, u usage, retryAfter time.Duration, retryable bool, err error) {
 	defer func() { <-c.sem }()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	req, err := httpclient.NewJSONRequest(ctx, c.url, c.cfg.APIKey, body)
 	if err != nil {
 		return "", u, 0, false, errors.New(c.redact(err.Error()))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+string(c.cfg.APIKey))
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -109,30 +109,16 @@ func (m *recMeter) Float64Histogram(name string, _ ...metric.Float64HistogramOpt
 	return &recFloat64{recCore: recCore[float64]{r: m.r, i: m.r.register(name)}}, nil
 }
 
-func (m *recMeter) Int64ObservableGauge(name string, opts ...metric.Int64ObservableGaugeOption) (metric.Int64ObservableGauge, error) {
-	c := metric.NewInt64ObservableGaugeConfig(opts...)
-	g := &recInt64Gauge{i: m.r.register(name)}
-	for _, cb := range c.Callbacks() {
-		m.r.mu.Lock()
-		m.r.callbacks = append(m.r.callbacks, func() {
-			_ = cb(context.Background(), &recInt64Observer{r: m.r, i: g.i})
-		})
-		m.r.mu.Unlock()
-	}
-	return g, nil
+// The observable instruments are observed through RegisterCallback (the
+// generated builders' Register<Field>Callback); the builders pass no
+// inline callbacks.
+
+func (m *recMeter) Int64ObservableGauge(name string, _ ...metric.Int64ObservableGaugeOption) (metric.Int64ObservableGauge, error) {
+	return &recInt64Gauge{recObservable: recObservable{m.r.register(name)}}, nil
 }
 
-func (m *recMeter) Float64ObservableCounter(name string, opts ...metric.Float64ObservableCounterOption) (metric.Float64ObservableCounter, error) {
-	c := metric.NewFloat64ObservableCounterConfig(opts...)
-	o := &recFloat64Counter{i: m.r.register(name)}
-	for _, cb := range c.Callbacks() {
-		m.r.mu.Lock()
-		m.r.callbacks = append(m.r.callbacks, func() {
-			_ = cb(context.Background(), &recFloat64Observer{r: m.r, i: o.i})
-		})
-		m.r.mu.Unlock()
-	}
-	return o, nil
+func (m *recMeter) Float64ObservableCounter(name string, _ ...metric.Float64ObservableCounterOption) (metric.Float64ObservableCounter, error) {
+	return &recFloat64Counter{recObservable: recObservable{m.r.register(name)}}, nil
 }
 
 func (m *recMeter) RegisterCallback(f metric.Callback, _ ...metric.Observable) (metric.Registration, error) {
@@ -172,34 +158,20 @@ type recFloat64 struct {
 	recCore[float64]
 }
 
+// recObservable is an observable instrument; what a callback observes
+// with it is recorded on i.
+type recObservable struct{ i *Instrument }
+
+func (o recObservable) instrument() *Instrument { return o.i }
+
 type recInt64Gauge struct {
 	noop.Int64ObservableGauge
-	i *Instrument
+	recObservable
 }
 
 type recFloat64Counter struct {
 	noop.Float64ObservableCounter
-	i *Instrument
-}
-
-type recFloat64Observer struct {
-	embedded.Float64Observer
-	r *Recorder
-	i *Instrument
-}
-
-func (o *recFloat64Observer) Observe(_ float64, opts ...metric.ObserveOption) {
-	o.r.seen(o.i, metric.NewObserveConfig(opts).Attributes())
-}
-
-type recInt64Observer struct {
-	embedded.Int64Observer
-	r *Recorder
-	i *Instrument
-}
-
-func (o *recInt64Observer) Observe(_ int64, opts ...metric.ObserveOption) {
-	o.r.seen(o.i, metric.NewObserveConfig(opts).Attributes())
+	recObservable
 }
 
 type recObserver struct {
@@ -216,10 +188,7 @@ func (o *recObserver) ObserveInt64(obs metric.Int64Observable, _ int64, opts ...
 }
 
 func (o *recObserver) observe(obs any, opts []metric.ObserveOption) {
-	switch g := obs.(type) {
-	case *recInt64Gauge:
-		o.r.seen(g.i, metric.NewObserveConfig(opts).Attributes())
-	case *recFloat64Counter:
-		o.r.seen(g.i, metric.NewObserveConfig(opts).Attributes())
+	if inst, ok := obs.(interface{ instrument() *Instrument }); ok {
+		o.r.seen(inst.instrument(), metric.NewObserveConfig(opts).Attributes())
 	}
 }

@@ -90,6 +90,31 @@ func TestCompare(t *testing.T) {
 	require.ErrorContains(t, err, `otelcol_demo_requests: records attribute "exporter"`)
 }
 
+// What callbacks observe is recorded when Collect runs them, by instrument.
+func TestRecorderCallbacks(t *testing.T) {
+	r := NewRecorder()
+	m := r.Meter("x")
+	level, err := m.Int64ObservableGauge("otelcol_demo_level")
+	require.NoError(t, err)
+	cost, err := m.Float64ObservableCounter("otelcol_demo_cost")
+	require.NoError(t, err)
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(level, 1, metric.WithAttributes(attribute.String("judge", "j")))
+		o.ObserveFloat64(cost, 1, metric.WithAttributes(attribute.String("evaluator", "e")))
+		return nil
+	}, level, cost)
+	require.NoError(t, err)
+	assert.Equal(t, []Instrument{
+		{Name: "otelcol_demo_cost", Attributes: map[string]bool{}},
+		{Name: "otelcol_demo_level", Attributes: map[string]bool{}},
+	}, r.Instruments())
+	r.Collect()
+	assert.Equal(t, []Instrument{
+		{Name: "otelcol_demo_cost", Attributes: map[string]bool{"evaluator": true}},
+		{Name: "otelcol_demo_level", Attributes: map[string]bool{"judge": true}},
+	}, r.Instruments())
+}
+
 // mdgen writes documentation.md and the component's builder in its
 // directory, and the builder of the metrics another package registers in
 // that package; a file edited by hand, or a metadata.yaml changed without
@@ -108,7 +133,9 @@ func TestGenerate(t *testing.T) {
 	assert.Contains(t, builder, "DemoOptionalLevel metric.Int64ObservableGauge\n")
 	assert.Contains(t, builder, "builder.DemoRequests, err = builder.meter.Int64Counter(\n\t\t\"otelcol_demo_requests\",\n"+
 		"\t\tmetric.WithDescription(\"Requests by outcome.\"),\n\t\tmetric.WithUnit(\"{request}\"),\n\t)")
-	assert.Contains(t, builder, "func (builder *TelemetryBuilder) RegisterDemoOptionalLevelCallback(cb metric.Int64Callback) error {")
+	assert.Contains(t, builder, "func (builder *TelemetryBuilder) RegisterDemoOptionalLevelCallback(cb metric.Int64Callback) error {\n"+
+		"\treturn builder.registrations.Int64(builder.meter, builder.DemoOptionalLevel, cb)\n}")
+	assert.Contains(t, builder, "\t\""+RuntimePackage+"\"\n", "the plumbing every builder shares is in the runtime package")
 	assert.NotContains(t, builder, "DemoDuration", "registered by internal/demo, not by the component")
 
 	other := filepath.Join(filepath.Dir(dir), "internal", "demo")

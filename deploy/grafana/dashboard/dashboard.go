@@ -53,14 +53,19 @@ const (
 
 func f(v float64) *float64 { return &v }
 
+// passRate is the pass rate by the labels by: passed / scored results.
+func passRate(by string) string {
+	return `sum by (` + by + `) (rate(` + passed + rateWin + `))
+  / sum by (` + by + `) (rate(` + scored + rateWin + `))`
+}
+
 // Panels lists the dashboard's panels in order.
 func Panels() []Panel {
 	return []Panel{
 		{Row: rowQual, Title: "Pass rate by evaluator and agent", Kind: "timeseries", Unit: "percentunit", Min: f(0), Max: f(1),
 			About: "Passed / (passed + failed) results; errors and timeouts are left out.",
 			Queries: []Query{{
-				Expr: `sum by (gen_ai_evaluation_name, gen_ai_agent_name) (rate(` + passed + rateWin + `))
-  / sum by (gen_ai_evaluation_name, gen_ai_agent_name) (rate(` + scored + rateWin + `))`,
+				Expr:   passRate("gen_ai_evaluation_name, gen_ai_agent_name"),
 				Legend: "{{gen_ai_agent_name}} · {{gen_ai_evaluation_name}}",
 			}}},
 		{Row: rowQual, Title: "Score distribution", Kind: "heatmap",
@@ -85,8 +90,7 @@ func Panels() []Panel {
 		{Row: rowQual, Title: "Canary: pass rate by service.version", Kind: "timeseries", Unit: "percentunit", Min: f(0), Max: f(1),
 			About: "A version below the others' line is what the EvalCanaryVersionBelowOthers alert reports.",
 			Queries: []Query{{
-				Expr: `sum by (service_name, service_version) (rate(` + passed + rateWin + `))
-  / sum by (service_name, service_version) (rate(` + scored + rateWin + `))`,
+				Expr:   passRate("service_name, service_version"),
 				Legend: "{{service_name}} {{service_version}}",
 			}}},
 

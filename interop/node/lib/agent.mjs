@@ -75,14 +75,20 @@ export const TOOLS = PARALLEL
     }
   : TOOL_IMPLS;
 
+// agentStart is what an agent loop starts from: the tools, each wrapped by
+// wrapTool (a run's tool spans), and the system and user messages.
+export function agentStart(userRequest, wrapTool) {
+  return {
+    tools: Object.fromEntries(Object.entries(TOOLS).map(([name, fn]) => [name, wrapTool(name, fn)])),
+    messages: [
+      { role: "system", content: SYSTEM_PROMPT },
+      { role: "user", content: userRequest },
+    ],
+  };
+}
+
 export async function runAgent(client, userRequest, wrapTool = (name, fn) => fn) {
-  const tools = Object.fromEntries(
-    Object.entries(TOOLS).map(([name, fn]) => [name, wrapTool(name, fn)]),
-  );
-  const messages = [
-    { role: "system", content: SYSTEM_PROMPT },
-    { role: "user", content: userRequest },
-  ];
+  const { tools, messages } = agentStart(userRequest, wrapTool);
   for (let step = 0; step < 5; step++) {
     const completion = await client.chat.completions.create({
       model: MODEL,

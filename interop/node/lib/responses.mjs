@@ -2,9 +2,8 @@
 // POST /v1/responses endpoint and an agent loop over the real `openai`
 // client's responses.create. Stateless like server.mjs: the reply depends on
 // how many function_call_output items the request's input already carries.
-import http from "node:http";
-import { MODEL, RESPONSE_MODEL, TOOL_CALLS, USAGE, FINAL_TEXT } from "./server.mjs";
-import { SYSTEM_PROMPT, TOOL_DEFINITIONS, TOOLS } from "./agent.mjs";
+import { MODEL, RESPONSE_MODEL, TOOL_CALLS, USAGE, FINAL_TEXT, serveScripted } from "./server.mjs";
+import { TOOL_DEFINITIONS, agentStart } from "./agent.mjs";
 
 function reply(turn, created) {
   const u = USAGE[turn];
@@ -50,47 +49,21 @@ function reply(turn, created) {
   };
 }
 
-export async function startResponsesServer() {
-  const requests = [];
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (d) => (body += d));
-    req.on("end", () => {
-      if (req.method !== "POST" || !req.url.endsWith("/responses")) {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
-        return;
-      }
-      const request = JSON.parse(body);
-      requests.push(request);
-      const turn = Math.min(
-        request.input.filter((it) => it.type === "function_call_output").length,
-        TOOL_CALLS.length,
-      );
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(reply(turn, 1795000000 + turn)));
-    });
+export function startResponsesServer() {
+  return serveScripted("/responses", (request) => {
+    const turn = Math.min(
+      request.input.filter((it) => it.type === "function_call_output").length,
+      TOOL_CALLS.length,
+    );
+    return [200, reply(turn, 1795000000 + turn)];
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address();
-  return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
-    requests,
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
 }
 
 // Responses API tools are flat: {type, name, description, parameters}.
 const RESPONSE_TOOLS = TOOL_DEFINITIONS.map((t) => ({ type: "function", ...t.function }));
 
 export async function runResponsesAgent(client, userRequest, wrapTool = (name, fn) => fn) {
-  const tools = Object.fromEntries(
-    Object.entries(TOOLS).map(([name, fn]) => [name, wrapTool(name, fn)]),
-  );
-  const input = [
-    { role: "system", content: SYSTEM_PROMPT },
-    { role: "user", content: userRequest },
-  ];
+  const { tools, messages: input } = agentStart(userRequest, wrapTool);
   for (let step = 0; step < 5; step++) {
     const response = await client.responses.create({
       model: MODEL,

@@ -91,29 +91,26 @@ function reply(turn, created) {
   };
 }
 
-export async function startServer() {
+// serveScripted serves a scripted OpenAI API on a loopback port: a POST to
+// a URL ending in route is answered with respond(request) = [status, body]
+// as JSON, anything else with 404. requests keeps every request body.
+export async function serveScripted(route, respond) {
   const requests = [];
   const server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
-      if (req.method !== "POST" || !req.url.endsWith("/chat/completions")) {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
+      const send = (status, reply) => {
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(JSON.stringify(reply));
+      };
+      if (req.method !== "POST" || !req.url.endsWith(route)) {
+        send(404, { error: { message: `no route ${req.method} ${req.url}` } });
         return;
       }
       const request = JSON.parse(body);
       requests.push(request);
-      if (request.stream) {
-        res.writeHead(400, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: "streaming is not scripted" } }));
-        return;
-      }
-      const results = request.messages.filter((m) => m.role === "tool").length;
-      // parallel: one reply with both calls, then the text (turn 1)
-      const turn = PARALLEL ? Math.min(results, 1) : Math.min(results, TOOL_CALLS.length);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(reply(turn, 1795000000 + turn)));
+      send(...respond(request));
     });
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -123,4 +120,16 @@ export async function startServer() {
     requests,
     close: () => new Promise((resolve) => server.close(resolve)),
   };
+}
+
+export function startServer() {
+  return serveScripted("/chat/completions", (request) => {
+    if (request.stream) {
+      return [400, { error: { message: "streaming is not scripted" } }];
+    }
+    const results = request.messages.filter((m) => m.role === "tool").length;
+    // parallel: one reply with both calls, then the text (turn 1)
+    const turn = PARALLEL ? Math.min(results, 1) : Math.min(results, TOOL_CALLS.length);
+    return [200, reply(turn, 1795000000 + turn)];
+  });
 }

@@ -5,26 +5,18 @@
 // a CHAIN root (no AGENT kind anywhere) with the graph's plumbing chains
 // around the LLM and TOOL spans. LangGraph's ToolNode runs a turn's tool
 // calls in parallel.
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { resourceFromAttributes } from "@opentelemetry/resources";
+import { memoryTracing, writeRun } from "./tracing.mjs";
 import { LangChainInstrumentation } from "@arizeai/openinference-instrumentation-langchain";
 import * as CallbackManagerModule from "@langchain/core/callbacks/manager";
 import { tool } from "@langchain/core/tools";
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { createReactAgent } from "@langchain/langgraph/prebuilt";
-import { startServer, USER_REQUEST, FINAL_TEXT, MODEL, MODEL_CALLS } from "../lib/server.mjs";
+import { startServer, USER_REQUEST, FINAL_TEXT, MODEL } from "../lib/server.mjs";
 import { SYSTEM_PROMPT, TOOL_DEFINITIONS, TOOLS } from "../lib/agent.mjs";
-import { writeTraces } from "../lib/otlp.mjs";
-import { check, outFile, warm } from "./common.mjs";
+import { check, warm } from "./common.mjs";
 
-const exporter = new InMemorySpanExporter();
-const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ "service.name": "interop-langchain" }),
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-provider.register();
+const { exporter, provider } = memoryTracing("interop-langchain");
 const instrumentation = new LangChainInstrumentation({ tracerProvider: provider });
 instrumentation.manuallyInstrument(CallbackManagerModule);
 
@@ -51,10 +43,4 @@ const state = await warm(
 );
 const last = state.messages[state.messages.length - 1];
 check(last.content === FINAL_TEXT, `final text: ${JSON.stringify(last.content)}`);
-check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
-await server.close();
-await provider.forceFlush();
-const spans = exporter.getFinishedSpans();
-writeTraces(outFile("langchain"), spans);
-console.log(`langchain: ${spans.length} spans`);
-await provider.shutdown();
+await writeRun("langchain", server, provider, exporter);

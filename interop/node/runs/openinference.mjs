@@ -1,22 +1,14 @@
 // OpenInference: @arizeai/openinference-instrumentation-openai on openai 7,
 // AGENT and TOOL spans from @arizeai/openinference-core's traceAgent /
 // traceTool helpers.
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { resourceFromAttributes } from "@opentelemetry/resources";
+import { memoryTracing, writeRun } from "./tracing.mjs";
 import { OpenAIInstrumentation } from "@arizeai/openinference-instrumentation-openai";
 import { traceAgent, traceTool } from "@arizeai/openinference-core";
-import { startServer, USER_REQUEST, FINAL_TEXT, MODEL_CALLS } from "../lib/server.mjs";
+import { startServer, USER_REQUEST, FINAL_TEXT } from "../lib/server.mjs";
 import { runAgent } from "../lib/agent.mjs";
-import { writeTraces } from "../lib/otlp.mjs";
-import { require, check, outFile, warm } from "./common.mjs";
+import { require, check, warm } from "./common.mjs";
 
-const exporter = new InMemorySpanExporter();
-const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ "service.name": "interop-openinference" }),
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-provider.register();
+const { exporter, provider } = memoryTracing("interop-openinference");
 
 const instrumentation = new OpenAIInstrumentation({ tracerProvider: provider });
 const openaiModule = require("openai-v7"); // openai 7 under an npm alias
@@ -37,10 +29,4 @@ const agent = traceAgent(
 );
 const out = await warm(() => agent(USER_REQUEST), server, exporter);
 check(out === FINAL_TEXT, "final text");
-check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
-await server.close();
-await provider.forceFlush();
-const spans = exporter.getFinishedSpans();
-writeTraces(outFile("openinference"), spans);
-console.log(`openinference: ${spans.length} spans`);
-await provider.shutdown();
+await writeRun("openinference", server, provider, exporter);

@@ -14,17 +14,15 @@
 // / .result as JSON strings), as an application using this library would.
 process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = "true";
 
+import { memoryTracing } from "./tracing.mjs";
 import path from "node:path";
 import { SpanKind, SpanStatusCode, context, metrics, trace } from "@opentelemetry/api";
 import { logs } from "@opentelemetry/api-logs";
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import {
   LoggerProvider,
   InMemoryLogRecordExporter,
   SimpleLogRecordProcessor,
 } from "@opentelemetry/sdk-logs";
-import { resourceFromAttributes } from "@opentelemetry/resources";
 import { OpenAIInstrumentation } from "@opentelemetry/instrumentation-openai";
 import { startServer, USER_REQUEST, FINAL_TEXT, MODEL_CALLS } from "../lib/server.mjs";
 import { runAgent } from "../lib/agent.mjs";
@@ -34,13 +32,7 @@ import { require, check, outFile, warm } from "./common.mjs";
 
 const RESPONSES = process.env.INTEROP_OPENAI_API === "responses";
 const LIB = RESPONSES ? "otel-instrumentation-openai-responses" : "otel-instrumentation-openai";
-const resource = resourceFromAttributes({ "service.name": `interop-${LIB}` });
-const exporter = new InMemorySpanExporter();
-const provider = new NodeTracerProvider({
-  resource,
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-provider.register();
+const { exporter, provider, resource } = memoryTracing(`interop-${LIB}`);
 const logExporter = new InMemoryLogRecordExporter();
 const loggerProvider = new LoggerProvider({
   resource,

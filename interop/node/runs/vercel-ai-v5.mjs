@@ -3,22 +3,14 @@
 // (chat-completions API) against the same fake server. The SDK writes the
 // agent span (ai.generateText), one ai.generateText.doGenerate span per model
 // call and one ai.toolCall span per tool execution itself.
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { resourceFromAttributes } from "@opentelemetry/resources";
+import { memoryTracing, writeRun } from "./tracing.mjs";
 import { generateText, tool, jsonSchema, stepCountIs } from "ai-v5";
 import { createOpenAI } from "ai-sdk-openai-v2";
-import { startServer, USER_REQUEST, FINAL_TEXT, MODEL, MODEL_CALLS } from "../lib/server.mjs";
+import { startServer, USER_REQUEST, FINAL_TEXT, MODEL } from "../lib/server.mjs";
 import { SYSTEM_PROMPT, TOOL_DEFINITIONS, TOOLS } from "../lib/agent.mjs";
-import { writeTraces } from "../lib/otlp.mjs";
-import { check, outFile, warm } from "./common.mjs";
+import { check, warm } from "./common.mjs";
 
-const exporter = new InMemorySpanExporter();
-const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ "service.name": "interop-vercel-ai-v5" }),
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-provider.register();
+const { exporter, provider } = memoryTracing("interop-vercel-ai-v5");
 
 const server = await startServer();
 const openai = createOpenAI({ apiKey: "sk-interop", baseURL: server.baseURL });
@@ -43,10 +35,4 @@ const result = await warm(() => generateText({
   experimental_telemetry: { isEnabled: true, functionId: "travel-agent" },
 }), server, exporter);
 check(result.text === FINAL_TEXT, `final text: ${result.text}`);
-check(server.requests.length === MODEL_CALLS, `${MODEL_CALLS} chat completions`);
-await server.close();
-await provider.forceFlush();
-const spans = exporter.getFinishedSpans();
-writeTraces(outFile("vercel-ai-v5"), spans);
-console.log(`vercel-ai-v5: ${spans.length} spans`);
-await provider.shutdown();
+await writeRun("vercel-ai-v5", server, provider, exporter);

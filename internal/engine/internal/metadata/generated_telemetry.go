@@ -4,10 +4,11 @@ package metadata
 
 import (
 	"errors"
-	"sync"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/evalbridge/evalbridge/internal/telemetrydoc/telemetrygen"
 )
 
 // Meter returns the meter of the component's scope.
@@ -18,40 +19,24 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 // TelemetryBuilder holds the instruments declared in processor/evalprocessor/metadata.yaml with registered_by: internal/engine.
 type TelemetryBuilder struct {
 	meter                          metric.Meter
-	mu                             sync.Mutex
-	registrations                  []metric.Registration
+	registrations                  telemetrygen.Registrations
 	ProcessorEvalJudgeTasksPending metric.Int64UpDownCounter
 	ProcessorEvalJudgeTasksSkipped metric.Int64Counter
 	ProcessorEvalRedactions        metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to the default builder.
-type TelemetryBuilderOption interface {
-	apply(*TelemetryBuilder)
-}
-
-type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
-
-func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
-	tbof(mb)
-}
+type TelemetryBuilderOption = telemetrygen.Option[TelemetryBuilder]
 
 // Shutdown unregisters the callbacks of observable instruments.
 func (builder *TelemetryBuilder) Shutdown() {
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	for _, reg := range builder.registrations {
-		_ = reg.Unregister()
-	}
-	builder.registrations = nil
+	builder.registrations.Unregister()
 }
 
 // NewTelemetryBuilder registers every instrument of the builder.
 func NewTelemetryBuilder(settings component.TelemetrySettings, options ...TelemetryBuilderOption) (*TelemetryBuilder, error) {
 	builder := TelemetryBuilder{}
-	for _, op := range options {
-		op.apply(&builder)
-	}
+	telemetrygen.Apply(&builder, options)
 	builder.meter = Meter(settings)
 	var err, errs error
 	builder.ProcessorEvalJudgeTasksPending, err = builder.meter.Int64UpDownCounter(

@@ -3,13 +3,12 @@
 package metadata
 
 import (
-	"context"
 	"errors"
-	"sync"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/embedded"
+
+	"github.com/evalbridge/evalbridge/internal/telemetrydoc/telemetrygen"
 )
 
 // Meter returns the meter of the component's scope.
@@ -20,8 +19,7 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 // TelemetryBuilder holds the instruments declared in processor/evalprocessor/metadata.yaml with registered_by: internal/judge.
 type TelemetryBuilder struct {
 	meter                             metric.Meter
-	mu                                sync.Mutex
-	registrations                     []metric.Registration
+	registrations                     telemetrygen.Registrations
 	ProcessorEvalJudgeBudgetRemaining metric.Int64ObservableGauge
 	ProcessorEvalJudgeCacheHits       metric.Int64Counter
 	ProcessorEvalJudgeCost            metric.Float64ObservableCounter
@@ -33,94 +31,32 @@ type TelemetryBuilder struct {
 }
 
 // TelemetryBuilderOption applies changes to the default builder.
-type TelemetryBuilderOption interface {
-	apply(*TelemetryBuilder)
-}
-
-type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
-
-func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
-	tbof(mb)
-}
+type TelemetryBuilderOption = telemetrygen.Option[TelemetryBuilder]
 
 // RegisterProcessorEvalJudgeBudgetRemainingCallback sets a callback for the observable ProcessorEvalJudgeBudgetRemaining; Shutdown unregisters it.
 func (builder *TelemetryBuilder) RegisterProcessorEvalJudgeBudgetRemainingCallback(cb metric.Int64Callback) error {
-	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		return cb(ctx, &observerInt64{inst: builder.ProcessorEvalJudgeBudgetRemaining, obs: o})
-	}, builder.ProcessorEvalJudgeBudgetRemaining)
-	if err != nil {
-		return err
-	}
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	builder.registrations = append(builder.registrations, reg)
-	return nil
+	return builder.registrations.Int64(builder.meter, builder.ProcessorEvalJudgeBudgetRemaining, cb)
 }
 
 // RegisterProcessorEvalJudgeCostCallback sets a callback for the observable ProcessorEvalJudgeCost; Shutdown unregisters it.
 func (builder *TelemetryBuilder) RegisterProcessorEvalJudgeCostCallback(cb metric.Float64Callback) error {
-	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		return cb(ctx, &observerFloat64{inst: builder.ProcessorEvalJudgeCost, obs: o})
-	}, builder.ProcessorEvalJudgeCost)
-	if err != nil {
-		return err
-	}
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	builder.registrations = append(builder.registrations, reg)
-	return nil
+	return builder.registrations.Float64(builder.meter, builder.ProcessorEvalJudgeCost, cb)
 }
 
 // RegisterProcessorEvalJudgeCostEstimatedCallback sets a callback for the observable ProcessorEvalJudgeCostEstimated; Shutdown unregisters it.
 func (builder *TelemetryBuilder) RegisterProcessorEvalJudgeCostEstimatedCallback(cb metric.Float64Callback) error {
-	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		return cb(ctx, &observerFloat64{inst: builder.ProcessorEvalJudgeCostEstimated, obs: o})
-	}, builder.ProcessorEvalJudgeCostEstimated)
-	if err != nil {
-		return err
-	}
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	builder.registrations = append(builder.registrations, reg)
-	return nil
-}
-
-type observerInt64 struct {
-	embedded.Int64Observer
-	inst metric.Int64Observable
-	obs  metric.Observer
-}
-
-func (o *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
-	o.obs.ObserveInt64(o.inst, value, opts...)
-}
-
-type observerFloat64 struct {
-	embedded.Float64Observer
-	inst metric.Float64Observable
-	obs  metric.Observer
-}
-
-func (o *observerFloat64) Observe(value float64, opts ...metric.ObserveOption) {
-	o.obs.ObserveFloat64(o.inst, value, opts...)
+	return builder.registrations.Float64(builder.meter, builder.ProcessorEvalJudgeCostEstimated, cb)
 }
 
 // Shutdown unregisters the callbacks of observable instruments.
 func (builder *TelemetryBuilder) Shutdown() {
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	for _, reg := range builder.registrations {
-		_ = reg.Unregister()
-	}
-	builder.registrations = nil
+	builder.registrations.Unregister()
 }
 
 // NewTelemetryBuilder registers every instrument of the builder.
 func NewTelemetryBuilder(settings component.TelemetrySettings, options ...TelemetryBuilderOption) (*TelemetryBuilder, error) {
 	builder := TelemetryBuilder{}
-	for _, op := range options {
-		op.apply(&builder)
-	}
+	telemetrygen.Apply(&builder, options)
 	builder.meter = Meter(settings)
 	var err, errs error
 	builder.ProcessorEvalJudgeBudgetRemaining, err = builder.meter.Int64ObservableGauge(
