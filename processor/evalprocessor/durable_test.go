@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -459,20 +460,28 @@ func TestDurableRestoresEarlierFormatAndDropsBadValues(t *testing.T) {
 	var m ptrace.ProtoMarshaler
 	raw, err := m.MarshalTraces(b.td)
 	require.NoError(t, err)
-	legacy := chunkKey(keyTraces, tid(1), uint64(h1.clk.now().UnixNano()), 0)[:51]
+	b3 := newBatch()
+	agentTrace(b3, 3, false)
+	raw3, err := m.MarshalTraces(b3.td)
+	require.NoError(t, err)
+	// The layouts of earlier versions: trace id first, without and with a route.
+	stamp := fmt.Sprintf("%016x", h1.clk.now().UnixNano())
+	legacy := keyTraces + tid(1).String() + "/" + stamp
+	legacyRoute := keyTraces + tid(3).String() + "/" + stamp + "/00"
 	bad := chunkKey(keyTraces, tid(2), uint64(h1.clk.now().UnixNano()), 0)
-	require.NoError(t, h1.p.store.client.Batch(context.Background(),
-		storage.SetOperation(legacy, raw), storage.SetOperation(bad, []byte{formatS2, 0xff, 0xff, 0xff})))
+	require.NoError(t, h1.p.store.client.Batch(context.Background(), storage.SetOperation(legacy, raw),
+		storage.SetOperation(legacyRoute, raw3), storage.SetOperation(bad, []byte{formatS2, 0xff, 0xff, 0xff})))
 	h1.crash(st1)
 
 	h2 := startDurable(t, startFileStorage(t, dir), nil, time.Second)
-	assert.Equal(t, int64(1), h2.counter(metricRestoredTraces))
-	assert.Equal(t, int64(5), h2.counter(metricRestoredSpans))
+	assert.Equal(t, int64(2), h2.counter(metricRestoredTraces))
+	assert.Equal(t, int64(10), h2.counter(metricRestoredSpans))
 	assert.Equal(t, int64(1), h2.counter(metricStorageErrors, attrOperation, storageOpRead))
-	assert.Equal(t, []string{legacy}, h2.storedKeys(), "the bad value is deleted")
+	assert.ElementsMatch(t, []string{legacy, legacyRoute}, h2.storedKeys(), "the bad value is deleted")
 	h2.clk.advance(2 * time.Second)
-	h2.waitSpans(5)
+	h2.waitSpans(10)
 	assert.Equal(t, "failed", strAttr(spansOf(h2.sink, 1)[1], "eval.tool_error.status"))
+	assert.Equal(t, "passed", strAttr(spansOf(h2.sink, 3)[1], "eval.tool_error.status"))
 	require.Eventually(t, func() bool { return len(h2.storedKeys()) == 0 }, 10*time.Second, time.Millisecond)
 }
 
