@@ -51,8 +51,9 @@ import (
 // Batch (one transaction in file_storage), shared with the calls that
 // persist at the same time (group commit, holdStore.commit); deletes wait
 // for the next write's transaction (at most deleteDelay) instead of taking
-// one of their own; values are compressed into a reused buffer, so the
-// storage writes (and copies into its pages) a fraction of the bytes.
+// one of their own; values are compressed (into reused buffers with
+// file_storage), so the storage writes (and copies into its pages) a
+// fraction of the bytes.
 
 const (
 	keyTraces = "t/"
@@ -92,7 +93,12 @@ type holdStore struct {
 	flush   *time.Timer
 	closed  bool
 
-	bufs sync.Pool // *[]byte: encoding buffers, reused once a batch is written
+	// bufs are encoding buffers, reused once a batch is written when
+	// reuseBufs: only with file_storage, whose bbolt copies the values into
+	// its pages when the transaction commits (the storage API leaves open
+	// whether a client may keep a value's slice).
+	bufs      sync.Pool // *[]byte
+	reuseBufs bool
 }
 
 // commitReq is one call's operations waiting in a group commit.
@@ -122,7 +128,8 @@ func openStore(ctx context.Context, host component.Host, id, self component.ID, 
 			fmt.Errorf("storage: extension %q cannot list its keys (its client does not implement storage.Walker), which restoring needs; use file_storage", id),
 			client.Close(ctx))
 	}
-	return &holdStore{client: client, walker: w, now: now, logger: logger, tel: tel}, nil
+	return &holdStore{client: client, walker: w, now: now, logger: logger, tel: tel,
+		reuseBufs: id.Type().String() == "file_storage"}, nil
 }
 
 // stamp returns a unique, increasing stamp: the time in Unix ns, or one
@@ -229,11 +236,12 @@ func decodeValue(v []byte) ([]byte, error) {
 // persist writes chunks in one batch (shared with concurrent calls) and
 // gives each its key; it returns once they are written.
 func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
-	bp, _ := s.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
+	var buf []byte
+	if s.reuseBufs {
+		if bp, _ := s.bufs.Get().(*[]byte); bp != nil {
+			buf = (*bp)[:0]
+		}
 	}
-	buf := (*bp)[:0]
 	ops := make([]*storage.Operation, len(chunks))
 	opv := make([]storage.Operation, len(chunks))
 	for i, c := range chunks {
@@ -247,10 +255,10 @@ func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
 		ops[i] = &opv[i]
 	}
 	err := s.commit(ctx, ops)
-	if cap(buf) <= maxPooledBuf {
-		// Written (or not at all): the storage has copied the values.
-		*bp = buf[:0]
-		s.bufs.Put(bp)
+	if s.reuseBufs && cap(buf) <= maxPooledBuf {
+		// Written (or not at all): bbolt has copied the values.
+		buf = buf[:0]
+		s.bufs.Put(&buf)
 	}
 	if err != nil {
 		for _, c := range chunks {
