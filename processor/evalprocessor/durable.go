@@ -1,69 +1,115 @@
 package evalprocessor
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
-
-	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// Durable holding (docs/contract.md §12, `storage:`). Every chunk that is
-// held is written to the storage extension before ConsumeTraces or
-// ConsumeLogs returns, so a receiver that acknowledges (or, for Kafka,
-// commits its offset) after the call acknowledges only what is persisted.
-// A chunk's key is deleted once the next consumer has accepted the released
-// data it belongs to. On Start, what the storage holds is held again.
+// The durable hold store (docs/contract.md §12, `storage:`): one part with
+// one owner, holdStore. It owns the keys, the encoding, the I/O and the
+// recovery (durable_restore.go); the rest of the processor asks it to
+// persist the chunks of a call (persistChunks), to forget released ones
+// (removeKeys), and at Start for what it holds, which it hands to the
+// loop's normal ingest path chunk by chunk.
 //
-// Layout: one key per chunk, "t/<trace id hex>/<stamp>/<route>" (ptrace
-// proto) or "l/<trace id hex>/<stamp>/<route>" (plog proto), where stamp is
-// 16 hex digits of the persisting time in Unix ns, made unique and
-// increasing, and route 2 hex digits: the pipeline it came in through
-// (routes.go; keys without it, from earlier versions, are route 0). All chunks of
-// one ConsumeTraces/ConsumeLogs call go in one storage Batch (one
-// transaction in file_storage), and every key is self-describing, so there
-// is no index to keep in step: a crash at any point leaves whole chunks or
-// none, and Start finds them with storage.Walker (file_storage implements
-// it; a storage extension whose client does not fails Start).
+// Every chunk that is held is written to the storage extension before
+// ConsumeTraces or ConsumeLogs returns, so a receiver that acknowledges (or,
+// for Kafka, commits its offset) after the call acknowledges only what is
+// persisted. A chunk's key is deleted once the next consumer has accepted
+// the released data it belongs to.
+//
+// Layout: one key per chunk, "t/<stamp>/<trace id hex>/<route>" (spans) or
+// "l/<stamp>/<trace id hex>/<route>" (log records), where stamp is 16 hex
+// digits of the persisting time in Unix ns, made unique and increasing,
+// and route 2 hex digits: the pipeline it came in through (routes.go).
+// Keys of earlier versions ("t/<trace id hex>/<stamp>[/<route>]", route 0
+// without it) are read too (parseKey). A value is the chunk's
+// OTLP protobuf (ExportTraceServiceRequest or ExportLogsServiceRequest), as
+// earlier versions wrote it, or formatS2 followed by that protobuf
+// compressed as an S2 block (what this version writes). Every key is
+// self-describing, so there is no index to keep in step: a crash at any
+// point leaves whole chunks or none, and Start finds them with
+// storage.Walker (file_storage implements it; a storage extension whose
+// client does not fails Start).
+//
+// Cost (docs/performance.md): the chunks of one call go in one storage
+// Batch (one transaction in file_storage), shared with the calls that
+// persist at the same time (group commit, holdStore.commit); deletes wait
+// for the next write's transaction (at most deleteDelay) instead of taking
+// one of their own; values are compressed (into reused buffers with
+// file_storage), so the storage writes (and copies into its pages) a
+// fraction of the bytes.
 
 const (
 	keyTraces = "t/"
 	keyLogs   = "l/"
-	// restoreMaxAgeFactor: a restored trace whose newest chunk was
-	// persisted more than this many `wait`s ago (and at least
-	// restoreMinMaxAge) is forwarded unscored, reason too_old: the
-	// collector was down long enough that its scores would come late
-	// anyway, and holding it again would delay its spans further.
-	restoreMaxAgeFactor = 10
-	restoreMinMaxAge    = time.Minute
-	reasonTooOld        = "too_old"
+	// formatS2 starts a value that is an S2 block of the chunk's protobuf.
+	// An OTLP request's protobuf never starts with it (field number 0 is
+	// invalid), so values of earlier versions read as before.
+	formatS2 byte = 0x01
+	// deleteDelay bounds how long deletes of released chunks wait for a
+	// write to share its transaction with.
+	deleteDelay = 50 * time.Millisecond
+	// maxPooledBuf: encoding buffers above this size are not kept for reuse.
+	maxPooledBuf = 8 << 20
 )
 
-// durable is the processor's storage client with the key scheme.
-type durable struct {
+// holdStore is the processor's storage client with the key scheme, the
+// encoding, group commit and recovery.
+type holdStore struct {
 	client storage.Client
 	walker storage.Walker
 	now    func() time.Time
 	last   atomic.Uint64 // last stamp handed out
+	logger *zap.Logger
+	tel    *telemetry
+	// writeLogged: the first write failure of a run is logged as an error,
+	// the rest at debug level until a write succeeds.
+	writeLogged atomic.Bool
+
+	// Group commit. mu guards waiting (calls whose operations go in the
+	// next batch), writing (a call is writing a batch now), dels (keys of
+	// released chunks waiting for a batch) and flush (the timer that writes
+	// dels when no call does).
+	mu      sync.Mutex
+	waiting []*commitReq
+	writing bool
+	dels    []string
+	flush   *time.Timer
+	closed  bool
+
+	// bufs are encoding buffers, reused once a batch is written when
+	// reuseBufs: only with file_storage, whose bbolt copies the values into
+	// its pages when the transaction commits (the storage API leaves open
+	// whether a client may keep a value's slice).
+	bufs      sync.Pool // *[]byte
+	reuseBufs bool
 }
 
-// openDurable gets the storage client of extension id from host.
-func openDurable(ctx context.Context, host component.Host, id component.ID, self component.ID, now func() time.Time) (*durable, error) {
+// commitReq is one call's operations waiting in a group commit.
+type commitReq struct {
+	ops  []*storage.Operation
+	done chan error    // its result, once the batch holding it is written
+	lead chan struct{} // it is to write the next batch
+}
+
+// openStore gets the storage client of extension id from host.
+func openStore(ctx context.Context, host component.Host, id, self component.ID, now func() time.Time, logger *zap.Logger, tel *telemetry) (*holdStore, error) {
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
 		return nil, fmt.Errorf("storage: extension %q is not configured (list it under `extensions:` and `service.extensions`)", id)
@@ -82,37 +128,45 @@ func openDurable(ctx context.Context, host component.Host, id component.ID, self
 			fmt.Errorf("storage: extension %q cannot list its keys (its client does not implement storage.Walker), which restoring needs; use file_storage", id),
 			client.Close(ctx))
 	}
-	return &durable{client: client, walker: w, now: now}, nil
+	return &holdStore{client: client, walker: w, now: now, logger: logger, tel: tel,
+		reuseBufs: id.Type().String() == "file_storage"}, nil
 }
 
 // stamp returns a unique, increasing stamp: the time in Unix ns, or one
 // more than the last.
-func (d *durable) stamp() uint64 {
-	n := uint64(max(d.now().UnixNano(), 0))
+func (s *holdStore) stamp() uint64 {
+	n := uint64(max(s.now().UnixNano(), 0))
 	for {
-		old := d.last.Load()
+		old := s.last.Load()
 		v := max(n, old+1)
-		if d.last.CompareAndSwap(old, v) {
+		if s.last.CompareAndSwap(old, v) {
 			return v
 		}
 	}
 }
 
+// chunkKey is "<prefix><stamp, 16 hex digits>/<trace id hex>/<route, 2 hex
+// digits>". The stamp comes first so that the storage's B-tree (bbolt in
+// file_storage) takes writes at one end and deletes, mostly of the
+// oldest, at the other, touching few pages per transaction whatever the
+// trace ids (keys led by random trace ids cost 5-7 times as much a write).
 func chunkKey(prefix string, id pcommon.TraceID, stamp uint64, r route) string {
-	var b strings.Builder
-	b.Grow(2 + 32 + 1 + 16 + 3)
-	b.WriteString(prefix)
-	b.WriteString(hex.EncodeToString(id[:]))
-	b.WriteByte('/')
-	s := strconv.FormatUint(stamp, 16)
-	b.WriteString(strings.Repeat("0", 16-len(s)))
-	b.WriteString(s)
-	b.WriteByte('/')
-	b.WriteString(hex.EncodeToString([]byte{byte(r)}))
-	return b.String()
+	var b [2 + 16 + 1 + 32 + 1 + 2]byte
+	copy(b[:], prefix)
+	for i := 17; i > 1; i-- {
+		b[i] = "0123456789abcdef"[stamp&0xf]
+		stamp >>= 4
+	}
+	b[18] = '/'
+	hex.Encode(b[19:51], id[:])
+	b[51] = '/'
+	hex.Encode(b[52:], []byte{byte(r)})
+	return string(b[:])
 }
 
-// parseKey reads a chunk key; ok is false for keys of another kind.
+// parseKey reads a chunk key, in this version's layout or an earlier one's
+// ("<prefix><trace id hex>/<stamp>", with "/<route>" or without); ok is
+// false for keys of another kind.
 func parseKey(k string) (id pcommon.TraceID, isLogs bool, stamp uint64, r route, ok bool) {
 	switch {
 	case strings.HasPrefix(k, keyTraces):
@@ -122,330 +176,287 @@ func parseKey(k string) (id pcommon.TraceID, isLogs bool, stamp uint64, r route,
 		return id, false, 0, 0, false
 	}
 	rest := k[2:]
-	if len(rest) == 32+1+16+3 && rest[49] == '/' {
+	var idHex, stampHex, routeHex string
+	switch {
+	case len(rest) == 16+1+32+1+2 && rest[16] == '/' && rest[49] == '/':
+		stampHex, idHex, routeHex = rest[:16], rest[17:49], rest[50:]
+	case len(rest) == 32+1+16+1+2 && rest[32] == '/' && rest[49] == '/':
+		idHex, stampHex, routeHex = rest[:32], rest[33:49], rest[50:]
+	case len(rest) == 32+1+16 && rest[32] == '/':
+		idHex, stampHex = rest[:32], rest[33:]
+	default:
+		return id, false, 0, 0, false
+	}
+	if routeHex != "" {
 		var b [1]byte
-		if n, err := hex.Decode(b[:], []byte(rest[50:])); err != nil || n != 1 {
+		if n, err := hex.Decode(b[:], []byte(routeHex)); err != nil || n != 1 {
 			return id, false, 0, 0, false
 		}
 		r = route(b[0])
-		rest = rest[:49]
 	}
-	if len(rest) != 32+1+16 || rest[32] != '/' {
+	if n, err := hex.Decode(id[:], []byte(idHex)); err != nil || n != 16 {
 		return id, false, 0, 0, false
 	}
-	if n, err := hex.Decode(id[:], []byte(rest[:32])); err != nil || n != 16 {
-		return id, false, 0, 0, false
-	}
-	stamp, err := strconv.ParseUint(rest[33:], 16, 64)
+	stamp, err := strconv.ParseUint(stampHex, 16, 64)
 	return id, isLogs, stamp, r, err == nil
 }
 
-// persist writes chunks in one batch and gives each its key.
-func (d *durable) persist(ctx context.Context, chunks []*chunk) error {
+// encodeChunk appends c's value (formatS2 and the compressed protobuf) to
+// buf and returns the value and the grown buffer. When buf has no room, it
+// continues in a new one: values already handed out keep the old one.
+func encodeChunk(buf []byte, c *chunk) (val, grown []byte) {
+	var raw []byte
+	if c.isLogs {
+		var m plog.ProtoMarshaler
+		raw, _ = m.MarshalLogs(c.ld) // cannot fail: pdata marshals what it holds
+	} else {
+		var m ptrace.ProtoMarshaler
+		raw, _ = m.MarshalTraces(c.td)
+	}
+	need := 1 + s2.MaxEncodedLen(len(raw))
+	if cap(buf)-len(buf) < need {
+		buf = make([]byte, 0, max(2*cap(buf), need, 64<<10))
+	}
+	val = buf[len(buf) : len(buf)+need]
+	val[0] = formatS2
+	enc := s2.Encode(val[1:], raw) // within val: it is large enough
+	val = val[:1+len(enc)]
+	return val, buf[:len(buf)+len(val)]
+}
+
+// decodeValue returns the protobuf of a stored value (a new slice: v may be
+// valid only during a walk).
+func decodeValue(v []byte) ([]byte, error) {
+	if len(v) > 0 && v[0] == formatS2 {
+		return s2.Decode(nil, v[1:])
+	}
+	return append([]byte(nil), v...), nil
+}
+
+// persist writes chunks in one batch (shared with concurrent calls) and
+// gives each its key; it returns once they are written.
+func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
+	var buf []byte
+	if s.reuseBufs {
+		if bp, _ := s.bufs.Get().(*[]byte); bp != nil {
+			buf = (*bp)[:0]
+		}
+	}
 	ops := make([]*storage.Operation, len(chunks))
-	var tm ptrace.ProtoMarshaler
-	var lm plog.ProtoMarshaler
+	opv := make([]storage.Operation, len(chunks))
 	for i, c := range chunks {
-		var b []byte
-		var err error
 		prefix := keyTraces
 		if c.isLogs {
 			prefix = keyLogs
-			b, err = lm.MarshalLogs(c.ld)
-		} else {
-			b, err = tm.MarshalTraces(c.td)
 		}
-		if err != nil {
-			return err
-		}
-		c.key = chunkKey(prefix, c.id, d.stamp(), c.route)
-		ops[i] = storage.SetOperation(c.key, b)
+		c.key = chunkKey(prefix, c.id, s.stamp(), c.route)
+		opv[i] = storage.Operation{Type: storage.Set, Key: c.key}
+		opv[i].Value, buf = encodeChunk(buf, c)
+		ops[i] = &opv[i]
 	}
-	if err := d.client.Batch(ctx, ops...); err != nil {
+	err := s.commit(ctx, ops)
+	if s.reuseBufs && cap(buf) <= maxPooledBuf {
+		// Written (or not at all): bbolt has copied the values.
+		buf = buf[:0]
+		s.bufs.Put(&buf)
+	}
+	if err != nil {
 		for _, c := range chunks {
 			c.key = ""
 		}
-		return err
 	}
-	return nil
+	return err
 }
 
-// remove deletes keys in one batch.
-func (d *durable) remove(ctx context.Context, keys []string) error {
+// remove deletes keys of released chunks with the next write's batch, or
+// within deleteDelay when none comes. A failure is logged and counted: the
+// data stays in storage and is restored, so delivered again, after the
+// next start.
+func (s *holdStore) remove(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.deleteNow(keys)
+		return
+	}
+	s.dels = append(s.dels, keys...)
+	if s.flush == nil {
+		s.flush = time.AfterFunc(deleteDelay, s.flushDeletes)
+	}
+	s.mu.Unlock()
+}
+
+// flushDeletes writes the deletes still waiting (no write took them).
+func (s *holdStore) flushDeletes() {
+	s.mu.Lock()
+	pending := s.dels != nil && !s.writing
+	if !pending {
+		s.flush = nil // a write under way takes them, or none wait
+	}
+	s.mu.Unlock()
+	if pending {
+		_ = s.commit(context.Background(), nil)
+	}
+}
+
+// deleteNow deletes keys in a batch of their own.
+func (s *holdStore) deleteNow(keys []string) {
 	ops := make([]*storage.Operation, len(keys))
 	for i, k := range keys {
 		ops[i] = storage.DeleteOperation(k)
 	}
-	return d.client.Batch(ctx, ops...)
+	if err := s.client.Batch(context.Background(), ops...); err != nil {
+		s.tel.storageErrors.Add(context.Background(), 1, s.tel.storageOpOpts[storageOpDelete])
+		s.logger.Warn("could not delete released data from storage; it will be restored and forwarded again after a restart",
+			zap.Int("chunks", len(keys)), zap.Error(err))
+	}
 }
 
-// restoredChunk is one chunk read back, with its stamp.
-type restoredChunk struct {
-	*chunk
-	stamp uint64
+// commit writes ops (and the deletes waiting) in one storage transaction
+// and returns once they are written, or with the error that kept them
+// from it. Calls that come while another call's batch is being written
+// wait and then go together in one batch, written by the first of them
+// (group commit): one transaction for many requests, each still
+// acknowledged only after its own data is written. When a grouped batch
+// fails, each call's operations are tried alone, so each call gets its own
+// answer.
+func (s *holdStore) commit(ctx context.Context, ops []*storage.Operation) error {
+	c := &commitReq{ops: ops, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	s.mu.Lock()
+	s.waiting = append(s.waiting, c)
+	if s.writing {
+		s.mu.Unlock()
+		select {
+		case err := <-c.done:
+			return err
+		case <-c.lead:
+		}
+		s.mu.Lock()
+	}
+	s.writing = true
+	group, dels := s.waiting, s.dels
+	s.waiting, s.dels = nil, nil
+	if s.flush != nil {
+		s.flush.Stop()
+		s.flush = nil
+	}
+	s.mu.Unlock()
+
+	s.write(ctx, group, dels)
+
+	s.mu.Lock()
+	if len(s.waiting) > 0 {
+		s.waiting[0].lead <- struct{}{} // the next batch is its to write
+	} else {
+		s.writing = false
+		if s.dels != nil && s.flush == nil && !s.closed {
+			s.flush = time.AfterFunc(deleteDelay, s.flushDeletes)
+		}
+	}
+	s.mu.Unlock()
+	return <-c.done
 }
 
-// load reads every chunk the storage holds, by trace id, oldest first. A
-// value that does not decode is deleted (logged by the caller, counted).
-func (d *durable) load(ctx context.Context) (map[pcommon.TraceID][]restoredChunk, []string, error) {
-	byTrace := map[pcommon.TraceID][]restoredChunk{}
-	var bad []string
-	var tu ptrace.ProtoUnmarshaler
-	var lu plog.ProtoUnmarshaler
-	err := d.walker.Walk(ctx, func(k string, v []byte) ([]*storage.Operation, error) {
-		id, isLogs, stamp, rt, ok := parseKey(k)
-		if !ok {
-			return nil, nil // not ours
-		}
-		v = bytes.Clone(v) // valid only within the walk
-		var c *chunk
-		if isLogs {
-			ld, err := lu.UnmarshalLogs(v)
-			if err != nil {
-				bad = append(bad, k)
-				return []*storage.Operation{storage.DeleteOperation(k)}, nil
-			}
-			c = newLogChunk(id)
-			c.ld = ld
-			adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
-				c.count++
-				if adapter.IsGenAIEvent(lr) {
-					c.records = append(c.records, lr)
-				}
-			})
-		} else {
-			td, err := tu.UnmarshalTraces(v)
-			if err != nil {
-				bad = append(bad, k)
-				return []*storage.Operation{storage.DeleteOperation(k)}, nil
-			}
-			c = newChunk(id)
-			c.td = td
-			adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
-				c.spans++
-				c.refs = append(c.refs, ref)
-				if ref.Span.ParentSpanID().IsEmpty() {
-					c.root = true
-				}
-			})
-		}
-		c.key = k
-		c.route = rt
-		byTrace[id] = append(byTrace[id], restoredChunk{chunk: c, stamp: stamp})
-		if stamp > d.last.Load() {
-			d.last.Store(stamp)
-		}
-		return nil, nil
-	})
-	for _, cs := range byTrace {
-		sort.Slice(cs, func(i, j int) bool { return cs[i].stamp < cs[j].stamp })
+// write writes a group's operations and the deletes in one batch and
+// answers every call.
+func (s *holdStore) write(ctx context.Context, group []*commitReq, dels []string) {
+	n := len(dels)
+	for _, c := range group {
+		n += len(c.ops)
 	}
-	return byTrace, bad, err
-}
-
-// restore holds again what the storage holds (called by Start before the
-// loop runs). Each trace gets a fresh `wait`; one whose newest chunk is
-// older than the bound is queued for the loop to forward unscored. Spans
-// repeated across a trace's chunks (persisted twice) are held once.
-func (p *evalProcessor) restore(ctx context.Context) error {
-	byTrace, bad, err := p.store.load(ctx)
-	if err != nil {
-		return fmt.Errorf("storage: restoring held traces: %w", err)
+	all := make([]*storage.Operation, 0, n)
+	for _, c := range group {
+		all = append(all, c.ops...)
 	}
-	if len(bad) > 0 {
-		p.tel.storageErrors.Add(ctx, int64(len(bad)), p.tel.storageOpOpts[storageOpRead])
-		p.logger.Error("storage held chunks that do not decode; they are deleted", zap.Int("chunks", len(bad)), zap.Strings("keys", bad))
+	for _, k := range dels {
+		all = append(all, storage.DeleteOperation(k))
 	}
-	if len(byTrace) == 0 {
-		return nil
-	}
-	now := p.clk.now()
-	maxAge := max(restoreMaxAgeFactor*p.cfg.Wait, restoreMinMaxAge)
-	ids := make([]pcommon.TraceID, 0, len(byTrace))
-	for id := range byTrace {
-		ids = append(ids, id)
-	}
-	// Oldest first, so max_traces overflow and release order follow arrival.
-	newest := func(id pcommon.TraceID) uint64 { cs := byTrace[id]; return cs[len(cs)-1].stamp }
-	sort.Slice(ids, func(i, j int) bool { return newest(ids[i]) < newest(ids[j]) })
-	spans, records, redelivered, redeliveredRecords := 0, 0, 0, 0
-	// max_traces applies to what is restored too: beyond it the oldest go
-	// on unscored first thing (reason overflow), as they would live.
-	over := max(len(ids)-p.cfg.MaxTraces, 0)
-	for n, id := range ids {
-		t := &heldTrace{id: id, first: now, lastSeen: now, restored: map[pcommon.SpanID]struct{}{}, restoredLogs: map[recordKey]struct{}{}}
-		for _, c := range byTrace[id] {
-			if c.isLogs {
-				redeliveredRecords += t.dropRestoredLogs(c.chunk, true)
-				t.ingestLogs(c.chunk)
-				records += c.count
-				continue
-			}
-			redelivered += t.dropRestored(c.chunk, true)
-			t.addChunk(c.chunk)
-			spans += c.spans
-		}
-		p.traces[id] = t
-		p.dir[id] = stateHeld
-		p.lists[0].pushBack(t)
-		p.lists[2].pushBack(t)
-		if t.root && p.cfg.RootGrace > 0 {
-			p.lists[1].pushBack(t)
-		}
-		switch age := time.Duration(uint64(now.UnixNano()) - min(newest(id), uint64(now.UnixNano()))); {
-		case age > maxAge:
-			p.restoredOld = append(p.restoredOld, t)
-		case n < over:
-			p.restoredOverflow = append(p.restoredOverflow, t)
-		}
-	}
-	p.tel.tracesHeld.Add(ctx, int64(len(ids)))
-	p.tel.restoredTraces.Add(ctx, int64(len(ids)))
-	p.tel.restoredSpans.Add(ctx, int64(spans))
-	p.tel.restoredRecords.Add(ctx, int64(records))
-	if redelivered > 0 {
-		p.tel.spansRedelivered.Add(ctx, int64(redelivered))
-	}
-	if redeliveredRecords > 0 {
-		p.tel.recordsRedelivered.Add(ctx, int64(redeliveredRecords))
-	}
-	p.logger.Info("restored held traces from storage", zap.Int("traces", len(ids)), zap.Int("spans", spans),
-		zap.Int("log_records", records), zap.Int("too_old", len(p.restoredOld)), zap.Int("beyond_max_traces", len(p.restoredOverflow)), zap.Duration("max_age", maxAge))
-	return nil
-}
-
-// addChunk adds a span chunk to t.
-func (t *heldTrace) addChunk(c *chunk) {
-	if c.spans == 0 {
-		if c.key != "" {
-			t.parts = append(t.parts, tracePart{route: c.route, key: c.key})
+	// Not the writing call's cancellation: the batch is the others' too.
+	ctx = context.WithoutCancel(ctx)
+	if len(all) == 0 {
+		for _, c := range group {
+			c.done <- nil
 		}
 		return
 	}
-	t.parts = append(t.parts, tracePart{td: c.td, route: c.route, spans: c.spans, key: c.key})
-	if t.refs == nil {
-		t.refs = c.refs // the chunk is done with: no copy
-	} else {
-		t.refs = append(t.refs, c.refs...)
-	}
-	t.spans += c.spans
-	t.root = t.root || c.root
-}
-
-// dropRestored removes from c the spans t already holds from storage
-// (Kafka redelivers the records after the last committed offset). While t
-// is being restored (remember), c's spans join the set it checks against;
-// spans that arrive live do not, so outside the restored spans every span
-// received is forwarded, as without storage. It returns how many it removed.
-func (t *heldTrace) dropRestored(c *chunk, remember bool) int {
-	if t.restored == nil || c.spans == 0 {
-		return 0
-	}
-	var dups map[pcommon.SpanID]struct{}
-	for _, r := range c.refs {
-		if _, ok := t.restored[r.Span.SpanID()]; ok {
-			if dups == nil {
-				dups = map[pcommon.SpanID]struct{}{}
-			}
-			dups[r.Span.SpanID()] = struct{}{}
+	err := s.client.Batch(ctx, all...)
+	if err == nil {
+		for _, c := range group {
+			c.done <- nil
 		}
+		return
 	}
-	if remember {
-		for _, r := range c.refs {
-			t.restored[r.Span.SpanID()] = struct{}{}
+	if len(group) == 1 && len(dels) == 0 {
+		group[0].done <- err
+		return
+	}
+	for _, c := range group {
+		if len(c.ops) == 0 {
+			c.done <- nil
+			continue
 		}
+		c.done <- s.client.Batch(ctx, c.ops...)
 	}
-	if dups == nil {
-		return 0
+	if len(dels) > 0 {
+		s.deleteNow(dels)
 	}
-	refs := c.refs[:0]
-	c.root = false
-	for _, r := range c.refs {
-		if _, ok := dups[r.Span.SpanID()]; !ok {
-			refs = append(refs, r)
-			c.root = c.root || r.Span.ParentSpanID().IsEmpty()
+}
+
+// close writes the deletes still waiting and closes the client (what it
+// holds stays for the next start).
+func (s *holdStore) close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	if s.flush != nil {
+		s.flush.Stop()
+		s.flush = nil
+	}
+	s.mu.Unlock()
+	_ = s.commit(ctx, nil) // the deletes still waiting
+	err := s.client.Close(ctx)
+	if err != nil {
+		err = fmt.Errorf("storage: closing the client: %w", err)
+	}
+	return err
+}
+
+// The processor's side: what ConsumeTraces/ConsumeLogs and the forwarder
+// ask of the store.
+
+// persistChunks persists the chunks of one ConsumeTraces/ConsumeLogs call
+// when storage is configured. On failure nothing of the call is held or
+// forwarded: the caller gets a retryable error and sends it all again.
+func (p *evalProcessor) persistChunks(ctx context.Context, chunks []*chunk) error {
+	if p.store == nil {
+		return nil
+	}
+	return p.store.persistOrCount(ctx, chunks)
+}
+
+func (s *holdStore) persistOrCount(ctx context.Context, chunks []*chunk) error {
+	if err := s.persist(ctx, chunks); err != nil {
+		s.tel.storageErrors.Add(ctx, 1, s.tel.storageOpOpts[storageOpWrite])
+		if s.writeLogged.CompareAndSwap(false, true) {
+			s.logger.Error("could not persist held data; the batch is refused with a retryable error (further failures are logged at debug level)", zap.Error(err))
+		} else if ce := s.logger.Check(zap.DebugLevel, "could not persist held data"); ce != nil {
+			ce.Write(zap.Error(err))
 		}
+		return fmt.Errorf("eval processor: persisting held data: %w", err)
 	}
-	removed := 0
-	c.td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(s ptrace.Span) bool {
-				_, ok := dups[s.SpanID()]
-				if ok {
-					removed++
-				}
-				return ok
-			})
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
-	c.refs = refs
-	c.spans -= removed
-	return removed
+	s.writeLogged.Store(false)
+	return nil
 }
 
-// recordKey identifies a log record for redelivery: records have no id, so
-// it is the span id, the two timestamps and a hash of the attributes and
-// body. A redelivered record is byte-for-byte the record restored.
-type recordKey struct {
-	span    pcommon.SpanID
-	ts, obs pcommon.Timestamp
-	h       uint64
-}
-
-func keyOfRecord(lr plog.LogRecord) recordKey {
-	h := fnv.New64a()
-	lr.Attributes().Range(func(k string, v pcommon.Value) bool {
-		_, _ = h.Write([]byte(k))
-		_, _ = h.Write([]byte{0})
-		_, _ = h.Write([]byte(v.AsString()))
-		_, _ = h.Write([]byte{0})
-		return true
-	})
-	_, _ = h.Write([]byte(lr.Body().AsString()))
-	return recordKey{span: lr.SpanID(), ts: lr.Timestamp(), obs: lr.ObservedTimestamp(), h: h.Sum64()}
-}
-
-// dropRestoredLogs is dropRestored for a log chunk: records equal to one
-// restored with t are removed (a redelivery), so their content is read and
-// forwarded once.
-func (t *heldTrace) dropRestoredLogs(c *chunk, remember bool) int {
-	if t.restoredLogs == nil || c.count == 0 {
-		return 0
+// removeKeys forgets the keys of data the next consumer accepted (or
+// refused permanently); see holdStore.remove.
+func (p *evalProcessor) removeKeys(keys []string) {
+	if p.store == nil {
+		return
 	}
-	removed := 0
-	var fresh []recordKey
-	c.ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
-		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
-			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				k := keyOfRecord(lr)
-				if _, ok := t.restoredLogs[k]; ok {
-					removed++
-					return true
-				}
-				if remember {
-					fresh = append(fresh, k)
-				}
-				return false
-			})
-			return sl.LogRecords().Len() == 0
-		})
-		return rl.ScopeLogs().Len() == 0
-	})
-	for _, k := range fresh {
-		t.restoredLogs[k] = struct{}{}
-	}
-	if removed > 0 {
-		c.count -= removed
-		c.records = c.records[:0]
-		adapter.ForEachLogRecord(c.ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
-			if adapter.IsGenAIEvent(lr) {
-				c.records = append(c.records, lr)
-			}
-		})
-	}
-	return removed
+	p.store.remove(keys)
 }
 
 func keysOf(c *chunk) []string {
@@ -455,36 +466,11 @@ func keysOf(c *chunk) []string {
 	return []string{c.key}
 }
 
-// removeKeys deletes the keys of data the next consumer accepted (or
-// refused permanently). A failure is logged and counted: the data stays in
-// storage and is restored, so delivered again, after the next start.
-func (p *evalProcessor) removeKeys(keys []string) {
-	if p.store == nil || len(keys) == 0 {
-		return
-	}
-	if err := p.store.remove(context.Background(), keys); err != nil {
-		p.tel.storageErrors.Add(context.Background(), 1, p.tel.storageOpOpts[storageOpDelete])
-		p.logger.Warn("could not delete released data from storage; it will be restored and forwarded again after a restart",
-			zap.Int("chunks", len(keys)), zap.Error(err))
-	}
-}
-
-// persistChunks persists the chunks of one ConsumeTraces/ConsumeLogs call
-// when storage is configured. On failure nothing of the call is held or
-// forwarded: the caller gets a retryable error and sends it all again.
-func (p *evalProcessor) persistChunks(ctx context.Context, chunks []*chunk) error {
+// closeStore closes the storage client (what it holds stays for the next
+// start).
+func (p *evalProcessor) closeStore(ctx context.Context) error {
 	if p.store == nil {
 		return nil
 	}
-	if err := p.store.persist(ctx, chunks); err != nil {
-		p.tel.storageErrors.Add(ctx, 1, p.tel.storageOpOpts[storageOpWrite])
-		if p.storageLogged.CompareAndSwap(false, true) {
-			p.logger.Error("could not persist held data; the batch is refused with a retryable error (further failures are logged at debug level)", zap.Error(err))
-		} else if ce := p.logger.Check(zap.DebugLevel, "could not persist held data"); ce != nil {
-			ce.Write(zap.Error(err))
-		}
-		return fmt.Errorf("eval processor: persisting held data: %w", err)
-	}
-	p.storageLogged.Store(false)
-	return nil
+	return p.store.close(ctx)
 }

@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -33,6 +35,9 @@ type testStorage struct {
 	storage.Extension
 	failWrites, dead atomic.Bool
 	stop             func()
+	// onBatch, when set before the processor starts, sees every batch
+	// before it is written (and may hold it up).
+	onBatch func(ops []*storage.Operation)
 }
 
 type testClient struct {
@@ -42,6 +47,9 @@ type testClient struct {
 }
 
 func (c *testClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	if c.s.onBatch != nil {
+		c.s.onBatch(ops)
+	}
 	if c.s.dead.Load() {
 		return nil // the process is gone: nothing it does reaches the file
 	}
@@ -186,9 +194,7 @@ func TestDurableRestoreAfterCrash(t *testing.T) {
 
 	// Crash: from here on nothing reaches the file. Shutdown only cleans
 	// up the goroutines; what it forwards went nowhere in a real crash.
-	st1.dead.Store(true)
-	h1.shutdown(context.Background())
-	st1.stop()
+	h1.crash(st1)
 
 	// The new process: a new file_storage on the same directory, a second later.
 	h2 := startDurable(t, startFileStorage(t, dir), nil, time.Second)
@@ -277,9 +283,7 @@ func TestDurableRestoreTooOld(t *testing.T) {
 	b := newBatch()
 	agentTrace(b, 1, false)
 	h1.consume(b.td)
-	st.dead.Store(true)
-	h1.shutdown(context.Background())
-	st.stop()
+	h1.crash(st)
 
 	// The second process starts two minutes later: past 10 x wait and the
 	// one-minute floor.
@@ -331,9 +335,7 @@ func TestDurableRestoreAppliesMaxTraces(t *testing.T) {
 		agentTrace(b, tr, false)
 		h1.consume(b.td)
 	}
-	st1.dead.Store(true)
-	h1.shutdown(context.Background())
-	st1.stop()
+	h1.crash(st1)
 
 	h2 := startDurable(t, startFileStorage(t, dir), func(c *Config) { c.MaxTraces = 2 }, time.Second)
 	assert.Equal(t, int64(6), h2.counter(metricRestoredTraces))
@@ -342,4 +344,189 @@ func TestDurableRestoreAppliesMaxTraces(t *testing.T) {
 	assert.Equal(t, int64(2), h2.counter(metricTracesHeld))
 	got := traceIDsOf(h2.sink)
 	assert.Equal(t, map[byte]int{1: 5, 2: 5, 3: 5, 4: 5}, got, "the oldest four")
+}
+
+// crash ends a durable harness as a SIGKILL would: nothing it does from
+// now on reaches the file.
+func (h *durableHarness) crash(st *testStorage) {
+	st.dead.Store(true)
+	h.shutdown(context.Background())
+	st.stop()
+}
+
+// manyTraces is one span of each of traces 0..n-1 (trace ids tidN): the
+// root agent span when root is set, else a tool span under it.
+func manyTraces(n int, root bool) ptrace.Traces {
+	b := newBatch()
+	for i := 0; i < n; i++ {
+		var sp ptrace.Span
+		if root {
+			sp = b.agent(0)
+		} else {
+			sp = b.tool(0, 2, "search_flights", false)
+		}
+		sp.SetTraceID(tidN(i))
+	}
+	return b.td
+}
+
+func hasOp(ops []*storage.Operation, typ storage.OpType) bool {
+	for _, op := range ops {
+		if op.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// Restore streams: it reads what storage holds in bounded batches and hands
+// each trace to the normal ingest path as it goes, so max_traces applies
+// while the rest is still being read. The second batch of reads is held up
+// until the traces beyond max_traces from the first one have been
+// delivered (their keys deleted): that could not happen if everything were
+// read and decoded before anything was handed on. Every span still goes
+// on exactly once, the newest max_traces traces scored.
+func TestDurableRestoreStreams(t *testing.T) {
+	const traces, maxTraces = 300, 50
+	dir := t.TempDir()
+	st1 := startFileStorage(t, dir)
+	h1 := startDurable(t, st1, nil, 0)
+	h1.consume(manyTraces(traces, true))
+	h1.consume(manyTraces(traces, false)) // two chunks a trace: 600 keys
+	h1.crash(st1)
+
+	st2 := startFileStorage(t, dir)
+	var mu sync.Mutex
+	var gets []int
+	var deleted bool
+	st2.onBatch = func(ops []*storage.Operation) {
+		mu.Lock()
+		defer mu.Unlock()
+		if hasOp(ops, storage.Delete) {
+			deleted = true
+		}
+		if !hasOp(ops, storage.Get) {
+			return
+		}
+		gets = append(gets, len(ops))
+		if len(gets) != 2 {
+			return
+		}
+		for start := time.Now(); !deleted; {
+			if time.Since(start) > 10*time.Second {
+				t.Errorf("the traces beyond max_traces were not delivered before the second read")
+				return
+			}
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+		}
+	}
+	h2 := startDurable(t, st2, func(c *Config) { c.MaxTraces = maxTraces }, time.Second)
+	mu.Lock()
+	assert.Len(t, gets, 3, "600 keys, at most %d a batch", restoreBatchKeys)
+	for _, n := range gets {
+		assert.LessOrEqual(t, n, restoreBatchKeys)
+	}
+	mu.Unlock()
+	assert.Equal(t, int64(traces), h2.counter(metricRestoredTraces))
+	assert.Equal(t, int64(2*traces), h2.counter(metricRestoredSpans))
+	assert.LessOrEqual(t, len(h2.p.traces), maxTraces)
+
+	h2.clk.advance(2 * time.Second)
+	h2.waitSpans(2 * traces)
+	assert.Equal(t, int64(2*(traces-maxTraces)), h2.counter(metricSpansUnscored, attrReason, reasonOverflow))
+	assert.Equal(t, int64(maxTraces), h2.counter(metricTracesScored))
+	perTrace := map[pcommon.TraceID]int{}
+	for _, td := range h2.sink.AllTraces() {
+		adapter.ForEachSpan(td, func(r adapter.SpanRef) { perTrace[r.Span.TraceID()]++ })
+	}
+	assert.Len(t, perTrace, traces)
+	for id, n := range perTrace {
+		assert.Equal(t, 2, n, "trace %v", id)
+	}
+	require.Eventually(t, func() bool { return len(h2.storedKeys()) == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// What an earlier version wrote (uncompressed protobuf, keys without a
+// route) is restored; a value that does not decode is deleted, logged and
+// counted, and does not keep the rest from being restored.
+func TestDurableRestoresEarlierFormatAndDropsBadValues(t *testing.T) {
+	dir := t.TempDir()
+	st1 := startFileStorage(t, dir)
+	h1 := startDurable(t, st1, nil, 0)
+	b := newBatch()
+	agentTrace(b, 1, true)
+	var m ptrace.ProtoMarshaler
+	raw, err := m.MarshalTraces(b.td)
+	require.NoError(t, err)
+	b3 := newBatch()
+	agentTrace(b3, 3, false)
+	raw3, err := m.MarshalTraces(b3.td)
+	require.NoError(t, err)
+	// The layouts of earlier versions: trace id first, without and with a route.
+	stamp := fmt.Sprintf("%016x", h1.clk.now().UnixNano())
+	legacy := keyTraces + tid(1).String() + "/" + stamp
+	legacyRoute := keyTraces + tid(3).String() + "/" + stamp + "/00"
+	bad := chunkKey(keyTraces, tid(2), uint64(h1.clk.now().UnixNano()), 0)
+	require.NoError(t, h1.p.store.client.Batch(context.Background(), storage.SetOperation(legacy, raw),
+		storage.SetOperation(legacyRoute, raw3), storage.SetOperation(bad, []byte{formatS2, 0xff, 0xff, 0xff})))
+	h1.crash(st1)
+
+	h2 := startDurable(t, startFileStorage(t, dir), nil, time.Second)
+	assert.Equal(t, int64(2), h2.counter(metricRestoredTraces))
+	assert.Equal(t, int64(10), h2.counter(metricRestoredSpans))
+	assert.Equal(t, int64(1), h2.counter(metricStorageErrors, attrOperation, storageOpRead))
+	assert.ElementsMatch(t, []string{legacy, legacyRoute}, h2.storedKeys(), "the bad value is deleted")
+	h2.clk.advance(2 * time.Second)
+	h2.waitSpans(10)
+	assert.Equal(t, "failed", strAttr(spansOf(h2.sink, 1)[1], "eval.tool_error.status"))
+	assert.Equal(t, "passed", strAttr(spansOf(h2.sink, 3)[1], "eval.tool_error.status"))
+	require.Eventually(t, func() bool { return len(h2.storedKeys()) == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// Concurrent calls share one storage transaction (group commit), and each
+// returns only once its own chunks are written.
+func TestDurableGroupCommit(t *testing.T) {
+	const calls = 8
+	st := startFileStorage(t, t.TempDir())
+	release := make(chan struct{})
+	var writes atomic.Int32
+	var first sync.Once
+	st.onBatch = func(ops []*storage.Operation) {
+		if !hasOp(ops, storage.Set) {
+			return
+		}
+		writes.Add(1)
+		first.Do(func() { <-release }) // the first write is slow
+	}
+	h := startDurable(t, st, nil, 0)
+	errs := make(chan error, calls)
+	for i := 0; i < calls; i++ {
+		go func() {
+			b := newBatch()
+			agentTrace(b, byte(10+i), false)
+			errs <- h.p.ConsumeTraces(context.Background(), b.td)
+		}()
+	}
+	// One call writes (held up); the other seven wait for the next batch.
+	require.Eventually(t, func() bool {
+		h.p.store.mu.Lock()
+		defer h.p.store.mu.Unlock()
+		return len(h.p.store.waiting) == calls-1
+	}, 10*time.Second, time.Millisecond)
+	select {
+	case err := <-errs:
+		t.Fatalf("a call returned before its chunks were written: %v", err)
+	default:
+	}
+	close(release)
+	for i := 0; i < calls; i++ {
+		require.NoError(t, <-errs)
+	}
+	assert.Equal(t, int32(2), writes.Load(), "two transactions for eight calls")
+	assert.Len(t, h.storedKeys(), calls)
+	h.clk.advance(2 * time.Second)
+	h.waitSpans(5 * calls)
+	require.Eventually(t, func() bool { return len(h.storedKeys()) == 0 }, 10*time.Second, time.Millisecond)
 }

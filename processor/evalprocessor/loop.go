@@ -208,21 +208,6 @@ func (p *evalProcessor) loop(tick ticker) {
 	defer p.wg.Done()
 	defer close(p.jobs)
 	defer tick.Stop()
-	if old := p.restoredOld; len(old) > 0 {
-		// Restored from storage, but too old to hold again (durable.go).
-		p.restoredOld = nil
-		for _, t := range old {
-			p.unhold(t)
-		}
-		p.dispatch(old, p.clk.now(), false, reasonTooOld)
-	}
-	if over := p.restoredOverflow; len(over) > 0 {
-		p.restoredOverflow = nil
-		for _, t := range over {
-			p.unhold(t)
-		}
-		p.dispatch(over, p.clk.now(), false, reasonOverflow)
-	}
 	for {
 		select {
 		case m := <-p.in:
@@ -284,6 +269,9 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 				p.dirMu.Unlock()
 			}
 			t = &heldTrace{id: c.id, first: now}
+			if m.restored {
+				t.startRestore()
+			}
 			p.traces[c.id] = t
 			p.lists[0].pushBack(t)
 			p.lists[2].pushBack(t)
@@ -293,13 +281,13 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 		}
 		t.lastSeen = now
 		if c.isLogs {
-			if n := t.dropRestoredLogs(c, false); n > 0 {
+			if n := t.dropRestoredLogs(c, m.restored); n > 0 {
 				p.tel.recordsRedelivered.Add(context.Background(), int64(n))
 			}
 			t.ingestLogs(c)
 		} else {
 			if t.restored != nil {
-				if n := t.dropRestored(c, false); n > 0 {
+				if n := t.dropRestored(c, m.restored); n > 0 {
 					p.tel.spansRedelivered.Add(context.Background(), int64(n))
 				}
 			}
@@ -308,7 +296,7 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 				p.lists[1].moveToBack(t)
 			}
 		}
-		if t.size() >= p.cfg.MaxTraceSpans {
+		if t.size() >= p.cfg.MaxTraceSpans && m.unscored == "" {
 			// max_trace_spans: scored and released at once.
 			full = append(full, p.unhold(t))
 		}
@@ -316,6 +304,16 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 	if len(full) > 0 {
 		p.bounded(boundMaxTraceSpans, full)
 		p.dispatch(full, now, true, "")
+	}
+	if m.unscored != "" {
+		// Restored traces not to hold again (durable_restore.go).
+		var ts []*heldTrace
+		for _, c := range m.chunks {
+			if t := p.traces[c.id]; t != nil {
+				ts = append(ts, p.unhold(t))
+			}
+		}
+		p.dispatch(ts, now, false, m.unscored)
 	}
 	if len(p.traces) > p.cfg.MaxTraces {
 		var over []*heldTrace

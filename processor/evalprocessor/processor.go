@@ -3,7 +3,6 @@ package evalprocessor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,15 +109,8 @@ type evalProcessor struct {
 
 	// id is the component's id (the storage client is named after it).
 	id component.ID
-	// store persists held chunks (storage:, durable.go); nil without it.
-	store *durable
-	// restoredOld are restored traces too old to hold again; the loop
-	// forwards them unscored first thing.
-	restoredOld []*heldTrace
-	// restoredOverflow are restored traces beyond max_traces (the oldest);
-	// the loop forwards them unscored first thing.
-	restoredOverflow []*heldTrace
-	storageLogged    atomic.Bool
+	// store is the durable hold store (storage:, durable.go); nil without it.
+	store *holdStore
 
 	badInputLogged atomic.Bool
 	refusedLogged  atomic.Bool
@@ -135,6 +127,11 @@ type evalProcessor struct {
 type ingestMsg struct {
 	chunks []*chunk
 	undo   []pcommon.TraceID
+	// restored: the chunks were read back from storage (durable_restore.go);
+	// unscored, when set, forwards their traces at once, unscored, for
+	// that reason (too_old).
+	restored bool
+	unscored string
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk *clock) (*evalProcessor, error) {
@@ -172,7 +169,7 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	if p.cfg.Storage != nil {
-		if p.store, err = openDurable(ctx, host, *p.cfg.Storage, p.id, p.clk.now); err != nil {
+		if p.store, err = openStore(ctx, host, *p.cfg.Storage, p.id, p.clk.now, p.logger, p.tel); err != nil {
 			return err
 		}
 	}
@@ -195,8 +192,9 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	p.stop = make(chan struct{})
 	p.runCtx, p.cancel = context.WithCancel(context.Background())
 	p.lists[0].idx, p.lists[1].idx, p.lists[2].idx = 0, 1, 2
+	var stored []storedTrace // what the store holds (durable_restore.go)
 	if p.store != nil {
-		if err := p.restore(ctx); err != nil {
+		if stored, err = p.store.scan(ctx); err != nil {
 			return errors.Join(err, eng.Shutdown(ctx), p.closeStore(ctx))
 		}
 	}
@@ -211,10 +209,11 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	p.watchWG.Add(1)
 	go p.fwd.run()
 	go p.watch(p.watchStop)
-	go p.loop(tick)
 	for i := 0; i < p.cfg.Workers; i++ {
 		go p.worker()
 	}
+	p.restoreHeld(ctx, stored) // into ingest, before the loop runs
+	go p.loop(tick)
 	p.lifeMu.Lock()
 	p.running = true
 	p.lifeMu.Unlock()
@@ -252,19 +251,6 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	stopAfter()
 	p.cancel()
 	return errors.Join(err, p.closeStore(ctx))
-}
-
-// closeStore closes the storage client (what it holds stays for the next
-// start).
-func (p *evalProcessor) closeStore(ctx context.Context) error {
-	if p.store == nil {
-		return nil
-	}
-	err := p.store.client.Close(ctx)
-	if err != nil {
-		err = fmt.Errorf("storage: closing the client: %w", err)
-	}
-	return err
 }
 
 // ConsumeTraces routes spans that come in through route 0 (the factory

@@ -55,7 +55,7 @@ type diskScored struct {
 }
 
 type sessionDisk struct {
-	d      *durable
+	d      *holdStore
 	logger *zap.Logger
 	tel    *telemetry
 
@@ -110,7 +110,7 @@ func (sd *sessionDisk) recorded(r *sessions.Recorded, res pcommon.Resource, now 
 	for _, id := range r.DroppedTurns {
 		ops = append(ops, storage.DeleteOperation(turnKey(h, id)))
 	}
-	if err := sd.d.client.Batch(context.Background(), ops...); err != nil {
+	if err := sd.d.commit(context.Background(), ops); err != nil {
 		sd.failed(storageOpWrite, err)
 	}
 }
@@ -119,7 +119,7 @@ func (sd *sessionDisk) recorded(r *sessions.Recorded, res pcommon.Resource, now 
 // scored.
 func (sd *sessionDisk) markScored(k sessions.Key, through time.Time) {
 	b, _ := json.Marshal(diskScored{Through: through}) // cannot fail: a time
-	if err := sd.d.client.Batch(context.Background(), storage.SetOperation(scoredKey(sessionHash(k)), b)); err != nil {
+	if err := sd.d.commit(context.Background(), []*storage.Operation{storage.SetOperation(scoredKey(sessionHash(k)), b)}); err != nil {
 		sd.failed(storageOpWrite, err)
 	}
 }
@@ -132,7 +132,7 @@ func (sd *sessionDisk) removeSession(k sessions.Key, ids []sessions.TurnID) {
 		ops = append(ops, storage.DeleteOperation(turnKey(h, id)))
 	}
 	ops = append(ops, storage.DeleteOperation(scoredKey(h)))
-	if err := sd.d.client.Batch(context.Background(), ops...); err != nil {
+	if err := sd.d.commit(context.Background(), ops); err != nil {
 		sd.failed(storageOpDelete, err)
 	}
 }
