@@ -140,16 +140,15 @@ func (t *trace) quickMatch(calls []ToolCall, tools, srcs []int) []int {
 // agentToolDefinitions merges the tool definitions of the anchor, the LLM
 // calls and the tool spans.
 func (t *trace) agentToolDefinitions(a *spanData, run agentRun) []ToolDefinition {
-	defs := append([]ToolDefinition(nil), a.toolDefs...)
+	// the spans' lists are shared (read only) until a merge changes them:
+	// most often every LLM call offers the same cached list
+	shared := false
+	defs := mergeDefList(nil, &shared, a.toolDefs)
 	for _, j := range run.llms {
-		for _, def := range t.need(j, partDefs).toolDefs {
-			defs = mergeDef(defs, def)
-		}
+		defs = mergeDefList(defs, &shared, t.need(j, partDefs).toolDefs)
 	}
 	for _, j := range run.tools {
-		for _, def := range t.spans[j].toolDefs {
-			defs = mergeDef(defs, def)
-		}
+		defs = mergeDefList(defs, &shared, t.spans[j].toolDefs)
 	}
 	return defs
 }

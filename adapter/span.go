@@ -25,6 +25,9 @@ type spanData struct {
 	input, output []Message
 	system        string
 	toolDefs      []ToolDefinition
+	// defsShared: toolDefs is a cached list (read only), copied before a
+	// merge changes it.
+	defsShared bool
 	// own input and output text of agent spans
 	ownInput, ownOutput string
 	// tool spans
