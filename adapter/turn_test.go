@@ -31,6 +31,16 @@ func TestGeneratedSpansAreNeverCases(t *testing.T) {
 	if cases, _ := Adapt([]SpanRef{ref}); len(cases) != 0 {
 		t.Fatalf("got %d cases from a generated span", len(cases))
 	}
+	// the marker before the kind key, and a false marker
+	for _, generated := range []bool{true, false} {
+		sp, ref := agentSpan()
+		sp.Attributes().Clear()
+		sp.Attributes().PutBool(AttrGenerated, generated)
+		sp.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+		if cases, _ := Adapt([]SpanRef{ref}); (len(cases) == 0) != generated {
+			t.Fatalf("eval.generated %v: got %d cases", generated, len(cases))
+		}
+	}
 }
 
 func TestConversationIDKeys(t *testing.T) {

@@ -3,6 +3,7 @@ package evaluators
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -121,7 +122,7 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		}
 	}
 	d := len(distinct)
-	reason := fmt.Sprintf("%d of %d calls distinct (%d redundant)", d, n, n-d)
+	reason := strconv.Itoa(d) + " of " + strconv.Itoa(n) + " calls distinct (" + strconv.Itoa(n-d) + " redundant)"
 	if len(loops) > 0 {
 		reason += "; loop: " + strings.Join(loops, "; ")
 	}

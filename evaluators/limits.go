@@ -133,15 +133,15 @@ func (t *tokenUsage) Evaluate(_ context.Context, c *adapter.Case) Result {
 		}
 	}
 	type lim struct {
-		name  string
-		max   *int64
-		value int64
-		known bool
+		name, key string
+		max       *int64
+		value     int64
+		known     bool
 	}
-	lims := []lim{
-		{"input", t.o.MaxInput, u.InputTokens, u.HasInputTokens},
-		{"output", t.o.MaxOutput, u.OutputTokens, u.HasOutputTokens},
-		{"total", t.o.MaxTotal, total, hasTotal},
+	lims := [...]lim{
+		{"input", "input_tokens", t.o.MaxInput, u.InputTokens, u.HasInputTokens},
+		{"output", "output_tokens", t.o.MaxOutput, u.OutputTokens, u.HasOutputTokens},
+		{"total", "total_tokens", t.o.MaxTotal, total, hasTotal},
 	}
 	m := map[string]float64{}
 	var over, within, unknown []string
@@ -153,11 +153,11 @@ func (t *tokenUsage) Evaluate(_ context.Context, c *adapter.Case) Result {
 			unknown = append(unknown, l.name)
 			continue
 		}
-		m[l.name+"_tokens"] = float64(l.value)
+		m[l.key] = float64(l.value)
 		if l.value > *l.max {
-			over = append(over, fmt.Sprintf("%s tokens %d > %d", l.name, l.value, *l.max))
+			over = append(over, l.name+" tokens "+strconv.FormatInt(l.value, 10)+" > "+strconv.FormatInt(*l.max, 10))
 		} else {
-			within = append(within, fmt.Sprintf("%s tokens %d <= %d", l.name, l.value, *l.max))
+			within = append(within, l.name+" tokens "+strconv.FormatInt(l.value, 10)+" <= "+strconv.FormatInt(*l.max, 10))
 		}
 	}
 	if len(over)+len(within) == 0 {

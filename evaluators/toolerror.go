@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -97,7 +98,7 @@ func (t *toolError) Evaluate(_ context.Context, c *adapter.Case) Result {
 			}
 		}
 	}
-	reason := fmt.Sprintf("%d of %d tool calls succeeded", n-errs, n)
+	reason := strconv.Itoa(n-errs) + " of " + strconv.Itoa(n) + " tool calls succeeded"
 	if errs > 0 {
 		reason += "; failed: " + strings.Join(list, "; ")
 		if errs > len(list) {

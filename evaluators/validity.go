@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -317,7 +318,7 @@ func (v *toolCallValidity) Evaluate(ctx context.Context, c *adapter.Case) Result
 			problems = append(problems, fmt.Sprintf("call #%d %s: %s", i+1, tc.Name, why))
 		}
 	}
-	reason := fmt.Sprintf("%d of %d tool calls valid against their schema", valid, n)
+	reason := strconv.Itoa(valid) + " of " + strconv.Itoa(n) + " tool calls valid against their schema"
 	if len(problems) > 0 {
 		reason += "; " + strings.Join(problems, "; ")
 		if n-valid > len(problems) {
