@@ -490,15 +490,13 @@ func emailWindows(text string) [][2]int {
 var secretMarkers = []string{"earer", "EARER", "eyJ", "sk-", "k_live_", "k_test_", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "glpat-", "AIza", "-----BEGIN"}
 
 // secretMarkersByFirst are secretMarkers by their first byte;
-// secretSeconds, the second bytes of those.
-var secretMarkersByFirst, secretSeconds = func() (out [256][]string, seconds [256]string) {
+// secretPairs, the sets of their first two bytes (bit c2 of entry c1).
+var secretMarkersByFirst, secretPairs = func() (out [256][]string, pairs [256][4]uint64) {
 	for _, m := range secretMarkers {
 		out[m[0]] = append(out[m[0]], m)
-		if strings.IndexByte(seconds[m[0]], m[1]) < 0 {
-			seconds[m[0]] += m[1:2]
-		}
+		pairs[m[0]][m[1]>>6] |= 1 << (m[1] & 63)
 	}
-	return out, seconds
+	return out, pairs
 }()
 
 // textStats is what one pass over a text's bytes tells the built-in
@@ -578,7 +576,7 @@ func scan(text string) textStats {
 				st.iban = true
 			}
 		}
-		if !st.secret && i+1 < len(text) && strings.IndexByte(secretSeconds[c], text[i+1]) >= 0 {
+		if n := i + 1; !st.secret && n < len(text) && secretPairs[c][text[n]>>6]&(1<<(text[n]&63)) != 0 {
 			st.secret = hasMarker(text[i:])
 		}
 	}
