@@ -128,11 +128,16 @@ func (t *trace) quickMatch(calls []ToolCall, tools, srcs []int) []int {
 	for n > 0 && t.spans[srcs[n-1]].start > last {
 		n--
 	}
-	// as many requests as calls, most often: room for them at once
-	if req, ok := t.quickRequests(srcs[:n], make([]ToolCall, 0, len(calls))); ok {
-		if m := matchRequests(calls, req); allMatched(m) {
-			return m
-		}
+	// the requests go in t's scratch space (ids and names only)
+	req, ok := t.quickRequests(srcs[:n], t.reqs[:0])
+	if !ok {
+		return nil
+	}
+	m := matchRequests(calls, req)
+	clear(req)
+	t.reqs = req[:0]
+	if allMatched(m) {
+		return m
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ type trace struct {
 	buf            []int
 	members, stack []int
 	state          []uint8
+	reqs           []ToolCall // cleared after each use
 }
 
 // tracePool keeps traces between Adapt calls so that the per-span records
@@ -136,6 +137,7 @@ func (t *trace) release() {
 	}
 	clear(t.spans)
 	clear(t.byID)
+	clear(t.reqs[:cap(t.reqs)]) // a failed quickRequests leaves calls there
 	// the caches' maps are kept when small (clearing a map costs its
 	// size, however few entries it still holds)
 	cache := traceCache{json: t.cache.json, defs: t.cache.defs}
@@ -147,7 +149,7 @@ func (t *trace) release() {
 	}
 	clear(cache.json)
 	clear(cache.defs)
-	*t = trace{spans: t.spans[:0], byID: t.byID, buf: t.buf, members: t.members[:0], stack: t.stack[:0], state: t.state[:0], cache: cache}
+	*t = trace{spans: t.spans[:0], byID: t.byID, buf: t.buf, members: t.members[:0], stack: t.stack[:0], state: t.state[:0], cache: cache, reqs: t.reqs[:0]}
 	tracePool.Put(t)
 }
 

@@ -53,3 +53,25 @@ func TestConversationIDKeys(t *testing.T) {
 		}
 	}
 }
+
+// expectOf skips the expectation keys on spans without an "eval." key:
+// every expectation key has that prefix, and a span that has one and a
+// span that has none read as they should.
+func TestExpectationKeysShareThePrefix(t *testing.T) {
+	for _, k := range []string{AttrExpectedToolCalls, AttrExpectedOutput, AttrExpectedDocuments, AttrTasks,
+		AttrContext, AttrConstraints, AttrConversationGoal} {
+		sp, ref := agentSpan()
+		if cases, _ := Adapt([]SpanRef{ref}); len(cases) != 1 || cases[0].Expected.HasOutput || cases[0].Expected.Constraints != "" {
+			t.Fatalf("without eval.*: %+v", cases)
+		}
+		sp.Attributes().PutStr(k, `["x"]`)
+		if !hasEvalKey(sp.Attributes()) {
+			t.Fatalf("%s: not seen", k)
+		}
+		cases, _ := Adapt([]SpanRef{ref})
+		e := cases[0].Expected
+		if !(e.HasToolCalls || e.HasOutput || e.HasDocuments || e.HasTasks || e.HasContext || e.Constraints != "" || e.ConversationGoal != "") {
+			t.Fatalf("%s: not read: %+v", k, e)
+		}
+	}
+}
