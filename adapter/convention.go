@@ -117,7 +117,42 @@ func collectKeys() (keys [numFields][]key, names [numFields][]string) {
 
 // first is the first non-empty string of field f.
 func (d *spanData) first(attrs pcommon.Map, f attrField) string {
-	return d.c.firstString(attrs, fieldNames[f]...)
+	kf := d.keyFilter(attrs)
+	for _, k := range fieldNames[f] {
+		if !kf.mayHave(k) {
+			continue // not among the span's keys: no scan of them
+		}
+		if s := d.c.attrString(attrs, k); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// keyFilter is a 64-bit set of attribute keys, hashed by length and last
+// byte: a key whose bit is not set is not among them. A span's is made
+// once (attrs are the span's own attributes, unchanged while it is read),
+// so the many convention keys a span lacks are not looked up one by one.
+type keyFilter uint64
+
+func keyBit(k string) keyFilter {
+	if k == "" {
+		return 1
+	}
+	return 1 << ((uint(len(k))*7 + uint(k[len(k)-1])) & 63)
+}
+
+func (f keyFilter) mayHave(k string) bool { return f&keyBit(k) != 0 }
+
+// keyFilter returns the filter of the span's attributes attrs.
+func (d *spanData) keyFilter(attrs pcommon.Map) keyFilter {
+	if !d.keysRead {
+		for k := range attrs.All() {
+			d.keys |= keyBit(k)
+		}
+		d.keysRead = true
+	}
+	return d.keys
 }
 
 // derived is field f from the first convention that can derive it.

@@ -20,6 +20,9 @@ type spanData struct {
 	done   parts // parts read
 	c      spanCtx
 	expect *expectSet
+	// keys is the filter of the span's attribute keys, once keysRead.
+	keys     keyFilter
+	keysRead bool
 
 	// conversation (llm and agent spans)
 	input, output []Message

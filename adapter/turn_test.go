@@ -75,3 +75,19 @@ func TestExpectationKeysShareThePrefix(t *testing.T) {
 		}
 	}
 }
+
+// A span's key filter never hides a key it has: every convention key put
+// on a span alongside others is read through d.first as through a plain
+// lookup.
+func TestKeyFilterHidesNoKey(t *testing.T) {
+	for f, names := range fieldNames {
+		for _, k := range names {
+			sp, ref := agentSpan()
+			sp.Attributes().PutStr(k, "v")
+			d := spanData{ref: ref, c: newSpanCtx(ref)}
+			if got := d.first(sp.Attributes(), attrField(f)); got != d.c.firstString(sp.Attributes(), names...) || got == "" {
+				t.Fatalf("%s: first %q", k, got)
+			}
+		}
+	}
+}
