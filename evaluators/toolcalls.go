@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -356,7 +357,7 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		}
 		m := p.count()
 		score = ratio(m, longer)
-		head = fmt.Sprintf("%d of %d calls in expected order (LCS / longer length)", m, longer)
+		head = strconv.Itoa(m) + " of " + strconv.Itoa(longer) + " calls in expected order (LCS / longer length)"
 	default:
 		if p, err = maxMatching(ctx, len(exp), len(act), eq, classes); err != nil {
 			return stopped(ctx, err, what())
