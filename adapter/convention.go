@@ -10,10 +10,10 @@ import "go.opentelemetry.io/collector/pdata/pcommon"
 // flattened `prefix.N.…` keys also lists its prefixes in flatPrefixes,
 // span.go, which are collected in one pass over the attributes).
 type convention interface {
-	// keys returns the attributes that carry field f, best first. The
-	// readers try the keys of every convention, in conventions order,
+	// fields returns the attributes that carry each field, best first.
+	// The readers try the keys of every convention, in conventions order,
 	// then every convention's fallback keys.
-	keys(f attrField) (keys, fallback []key)
+	fields() (keys, fallback fieldTable)
 	// kindKeys returns the attributes whose value says what a span is
 	// (classify, IsGenAI), best first.
 	kindKeys() []kindKey
@@ -75,6 +75,9 @@ type kindKey struct {
 	kind func(v string) spanKind
 }
 
+// A fieldTable holds a convention's keys of each field.
+type fieldTable [numFields][]key
+
 // A key is an attribute that carries a field.
 type key struct {
 	name string
@@ -100,12 +103,15 @@ const (
 var fieldKeys, fieldNames = collectKeys()
 
 func collectKeys() (keys [numFields][]key, names [numFields][]string) {
+	tables := make([][2]fieldTable, len(conventions))
+	for i, cv := range conventions {
+		tables[i][0], tables[i][1] = cv.fields()
+	}
 	for f := range attrField(numFields) {
 		var fallback []key
-		for _, cv := range conventions {
-			k, fb := cv.keys(f)
-			keys[f] = append(keys[f], k...)
-			fallback = append(fallback, fb...)
+		for _, t := range tables {
+			keys[f] = append(keys[f], t[0][f]...)
+			fallback = append(fallback, t[1][f]...)
 		}
 		keys[f] = append(keys[f], fallback...)
 		for _, k := range keys[f] {
@@ -184,7 +190,7 @@ type (
 	noDocuments    struct{}
 )
 
-func (noKeys) keys(attrField) (keys, fallback []key)                              { return nil, nil }
+func (noKeys) fields() (keys, fallback fieldTable)                                { return }
 func (noKindKeys) kindKeys() []kindKey                                            { return nil }
 func (noFromSpan) fromSpan(*spanData, pcommon.Map, attrField) string              { return "" }
 func (noConversation) conversation(*spanData, pcommon.Map, flatTrees, bool, bool) {}
