@@ -317,15 +317,9 @@ func (c *spanCtx) badCount(key, why string) (int64, bool, string) {
 // textOf renders a plain Go value as text: strings as they are, anything
 // else as compact JSON.
 func textOf(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return t
-	case float64:
-		return strconv.FormatFloat(t, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(t)
+	switch v.(type) {
+	case nil, string, float64, bool:
+		return str(v)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
