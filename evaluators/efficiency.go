@@ -83,7 +83,7 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 			same, isRepeat = hashedSame(cls)
 		}
 	}
-	var distinct []int
+	distinct := make([]int, 0, n)
 	repeats := map[string]int{}
 	var repeatOrder []string
 	for i := range calls {
