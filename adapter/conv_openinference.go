@@ -88,13 +88,7 @@ func (openInference) fromSpan(d *spanData, attrs pcommon.Map, f attrField) strin
 }
 
 func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTrees, in, out bool) {
-	c := &d.c
-	if in && len(d.input) == 0 && trees[flatOIInput] != nil {
-		d.input = c.flatMessages(oiLLMInputMessages, trees[flatOIInput], "user")
-	}
-	if out && len(d.output) == 0 && trees[flatOIOutput] != nil {
-		d.output = c.flatMessages(oiLLMOutputMessages, trees[flatOIOutput], "assistant")
-	}
+	d.flatConversation(trees, in, out, flatOIInput, oiLLMInputMessages, flatOIOutput, oiLLMOutputMessages)
 	if d.kind == kindLLM && (trees[flatOIInput] != nil || trees[flatOIOutput] != nil) {
 		var p parts
 		if in {

@@ -51,13 +51,7 @@ func (openLLMetry) fromSpan(d *spanData, attrs pcommon.Map, f attrField) string 
 }
 
 func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees flatTrees, in, out bool) {
-	c := &d.c
-	if in && len(d.input) == 0 && trees[flatOLPrompt] != nil {
-		d.input = c.flatMessages(genAIPrompt, trees[flatOLPrompt], "user")
-	}
-	if out && len(d.output) == 0 && trees[flatOLCompletion] != nil {
-		d.output = c.flatMessages(genAICompletion, trees[flatOLCompletion], "assistant")
-	}
+	d.flatConversation(trees, in, out, flatOLPrompt, genAIPrompt, flatOLCompletion, genAICompletion)
 }
 
 func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {

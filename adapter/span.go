@@ -261,6 +261,18 @@ func normProvider(p string) string {
 	return p
 }
 
+// flatConversation fills the empty sides of the conversation asked for
+// (in, out) from the flattened messages trees[inTree] (attribute inAttr)
+// and trees[outTree] (outAttr).
+func (d *spanData) flatConversation(trees flatTrees, in, out bool, inTree int, inAttr string, outTree int, outAttr string) {
+	if in && len(d.input) == 0 && trees[inTree] != nil {
+		d.input = d.c.flatMessages(inAttr, trees[inTree], "user")
+	}
+	if out && len(d.output) == 0 && trees[outTree] != nil {
+		d.output = d.c.flatMessages(outAttr, trees[outTree], "assistant")
+	}
+}
+
 // flatMessages reads flattened messages: N.{message.}role/content/…
 func (c *spanCtx) flatMessages(attr string, tree map[string]any, defaultRole string) []Message {
 	var out []Message
