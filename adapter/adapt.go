@@ -73,7 +73,7 @@ func AdaptWith(spans []SpanRef, opts Options) (cases []Case, problems []string) 
 
 func (t *trace) build() {
 	hasAgent := false
-	var genai []int
+	genai := make([]int, 0, len(t.spans))
 	for i := range t.spans {
 		switch t.spans[i].kind {
 		case kindLLM:

@@ -128,11 +128,16 @@ func (t *trace) quickMatch(calls []ToolCall, tools, srcs []int) []int {
 	for n > 0 && t.spans[srcs[n-1]].start > last {
 		n--
 	}
-	// as many requests as calls, most often: room for them at once
-	if req, ok := t.quickRequests(srcs[:n], make([]ToolCall, 0, len(calls))); ok {
-		if m := matchRequests(calls, req); allMatched(m) {
-			return m
-		}
+	// the requests go in t's scratch space (ids and names only)
+	req, ok := t.quickRequests(srcs[:n], t.reqs[:0])
+	if !ok {
+		return nil
+	}
+	m := matchRequests(calls, req)
+	clear(req)
+	t.reqs = req[:0]
+	if allMatched(m) {
+		return m
 	}
 	return nil
 }
@@ -140,16 +145,15 @@ func (t *trace) quickMatch(calls []ToolCall, tools, srcs []int) []int {
 // agentToolDefinitions merges the tool definitions of the anchor, the LLM
 // calls and the tool spans.
 func (t *trace) agentToolDefinitions(a *spanData, run agentRun) []ToolDefinition {
-	defs := append([]ToolDefinition(nil), a.toolDefs...)
+	// the spans' lists are shared (read only) until a merge changes them:
+	// most often every LLM call offers the same cached list
+	shared := false
+	defs := mergeDefList(nil, &shared, a.toolDefs)
 	for _, j := range run.llms {
-		for _, def := range t.need(j, partDefs).toolDefs {
-			defs = mergeDef(defs, def)
-		}
+		defs = mergeDefList(defs, &shared, t.need(j, partDefs).toolDefs)
 	}
 	for _, j := range run.tools {
-		for _, def := range t.spans[j].toolDefs {
-			defs = mergeDef(defs, def)
-		}
+		defs = mergeDefList(defs, &shared, t.spans[j].toolDefs)
 	}
 	return defs
 }

@@ -41,11 +41,11 @@ type langfuse struct {
 	noDocuments
 }
 
-func (langfuse) keys(f attrField) (keys, fallback []key) {
-	if f == fieldConversationID {
-		return keysOf("langfuse.session.id"), nil
+func (langfuse) fields() (keys, fallback fieldTable) {
+	keys = fieldTable{
+		fieldConversationID: keysOf("langfuse.session.id"),
 	}
-	return nil, nil
+	return keys, fallback
 }
 
 // eventNames of the older OTel GenAI forms.

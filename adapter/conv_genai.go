@@ -45,36 +45,23 @@ const (
 // genAI reads the OTel GenAI semantic conventions' span attributes.
 type genAI struct{}
 
-func (genAI) keys(f attrField) (keys, fallback []key) {
-	switch f {
-	case fieldModel:
-		return keysOf(genAIResponseModel, genAIRequestModel), nil
-	case fieldProvider:
-		return keysOf(genAIProviderName, genAISystem), nil
-	case fieldResponseID:
-		return keysOf(genAIResponseID), nil
-	case fieldConversationID:
-		return keysOf(genAIConversationID), nil
-	case fieldAgentName:
-		return keysOf(genAIAgentName), nil
-	case fieldInputTokens:
-		return keysOf(genAIUsageInputTokens, genAIUsagePromptTokens), nil
-	case fieldOutputTokens:
-		return keysOf(genAIUsageOutputTokens, genAIUsageCompletionTokens), nil
-	case fieldTotalTokens:
-		return keysOf(genAIUsageTotalTokens), nil
-	case fieldToolName:
-		return keysOf(genAIToolName), nil
-	case fieldToolID:
-		return keysOf(genAIToolCallID), nil
-	case fieldToolArgs:
-		return keysOf(genAIToolCallArguments), nil
-	case fieldToolResult:
-		return keysOf(genAIToolCallResult), nil
-	case fieldToolDescription:
-		return keysOf(genAIToolDescription), nil
+func (genAI) fields() (keys, fallback fieldTable) {
+	keys = fieldTable{
+		fieldModel:           keysOf(genAIResponseModel, genAIRequestModel),
+		fieldProvider:        keysOf(genAIProviderName, genAISystem),
+		fieldResponseID:      keysOf(genAIResponseID),
+		fieldConversationID:  keysOf(genAIConversationID),
+		fieldAgentName:       keysOf(genAIAgentName),
+		fieldInputTokens:     keysOf(genAIUsageInputTokens, genAIUsagePromptTokens),
+		fieldOutputTokens:    keysOf(genAIUsageOutputTokens, genAIUsageCompletionTokens),
+		fieldTotalTokens:     keysOf(genAIUsageTotalTokens),
+		fieldToolName:        keysOf(genAIToolName),
+		fieldToolID:          keysOf(genAIToolCallID),
+		fieldToolArgs:        keysOf(genAIToolCallArguments),
+		fieldToolResult:      keysOf(genAIToolCallResult),
+		fieldToolDescription: keysOf(genAIToolDescription),
 	}
-	return nil, nil
+	return keys, fallback
 }
 
 // fromSpan: an agent span named "invoke_agent <name>".

@@ -46,40 +46,30 @@ const (
 // generic input.value / output.value.
 type openInference struct{}
 
-func (openInference) keys(f attrField) (keys, fallback []key) {
-	switch f {
-	case fieldModel:
-		return keysOf(oiLLMModelName), nil
-	case fieldProvider:
-		return keysOf(oiLLMProvider, oiLLMSystem), nil
-	case fieldConversationID:
-		return keysOf(oiSessionID), nil
-	case fieldAgentName:
-		return keysOf(oiAgentName), nil
-	case fieldInputTokens:
-		return keysOf(oiLLMTokenCountPrompt), nil
-	case fieldOutputTokens:
-		return keysOf(oiLLMTokenCountCompletion), nil
-	case fieldTotalTokens:
-		return keysOf(oiLLMTokenCountTotal), nil
-	case fieldOwnInput:
-		return keysOf(oiInputValue), nil
-	case fieldOwnOutput:
-		return keysOf(oiOutputValue), nil
-	case fieldToolName:
-		return keysOf(oiToolName), keysOf(oiToolCallFunctionName)
-	case fieldToolID:
-		return keysOf(oiToolCallID), keysOf(oiToolID)
-	case fieldToolArgs: // input.value is any span's input: after the others
-		return keysOf(oiToolCallFunctionArguments), keysOf(oiInputValue)
-	case fieldToolResult:
-		return nil, []key{{name: oiOutputValue, opt: optLangChain}}
-	case fieldToolDescription:
-		return keysOf(oiToolDescription), nil
-	case fieldToolParameters:
-		return keysOf(oiToolParameters), nil
+func (openInference) fields() (keys, fallback fieldTable) {
+	keys = fieldTable{
+		fieldModel:           keysOf(oiLLMModelName),
+		fieldProvider:        keysOf(oiLLMProvider, oiLLMSystem),
+		fieldConversationID:  keysOf(oiSessionID),
+		fieldAgentName:       keysOf(oiAgentName),
+		fieldInputTokens:     keysOf(oiLLMTokenCountPrompt),
+		fieldOutputTokens:    keysOf(oiLLMTokenCountCompletion),
+		fieldTotalTokens:     keysOf(oiLLMTokenCountTotal),
+		fieldOwnInput:        keysOf(oiInputValue),
+		fieldOwnOutput:       keysOf(oiOutputValue),
+		fieldToolName:        keysOf(oiToolName),
+		fieldToolID:          keysOf(oiToolCallID),
+		fieldToolArgs:        keysOf(oiToolCallFunctionArguments),
+		fieldToolDescription: keysOf(oiToolDescription),
+		fieldToolParameters:  keysOf(oiToolParameters),
 	}
-	return nil, nil
+	fallback = fieldTable{
+		fieldToolName:   keysOf(oiToolCallFunctionName),
+		fieldToolID:     keysOf(oiToolID),
+		fieldToolArgs:   keysOf(oiInputValue), // input.value is any span's input: after the others
+		fieldToolResult: []key{{name: oiOutputValue, opt: optLangChain}},
+	}
+	return keys, fallback
 }
 
 // fromSpan: LangChain's provider (ls_provider) of an LLM span; the agent's
@@ -98,13 +88,7 @@ func (openInference) fromSpan(d *spanData, attrs pcommon.Map, f attrField) strin
 }
 
 func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTrees, in, out bool) {
-	c := &d.c
-	if in && len(d.input) == 0 && trees[flatOIInput] != nil {
-		d.input = c.flatMessages(oiLLMInputMessages, trees[flatOIInput], "user")
-	}
-	if out && len(d.output) == 0 && trees[flatOIOutput] != nil {
-		d.output = c.flatMessages(oiLLMOutputMessages, trees[flatOIOutput], "assistant")
-	}
+	d.flatConversation(trees, in, out, flatOIInput, oiLLMInputMessages, flatOIOutput, oiLLMOutputMessages)
 	if d.kind == kindLLM && (trees[flatOIInput] != nil || trees[flatOIOutput] != nil) {
 		var p parts
 		if in {

@@ -29,24 +29,17 @@ type openLLMetry struct {
 	noDocuments
 }
 
-func (openLLMetry) keys(f attrField) (keys, fallback []key) {
-	switch f {
-	case fieldConversationID: // Traceloop's docs use all three
-		return keysOf(olAssociationSessionID, olAssociationConversationID, olAssociationChatID), nil
-	case fieldAgentNameOfAgent:
-		return keysOf(olEntityName), nil
-	case fieldTotalTokens:
-		return keysOf(olLLMUsageTotalTokens), nil
-	case fieldOwnInput:
-		return keysOf(olEntityInput), nil
-	case fieldOwnOutput:
-		return keysOf(olEntityOutput), nil
-	case fieldToolArgs:
-		return []key{{name: olEntityInput, opt: optKwargs}}, nil
-	case fieldToolResult:
-		return []key{{name: olEntityOutput, opt: optJSONString}}, nil
+func (openLLMetry) fields() (keys, fallback fieldTable) {
+	keys = fieldTable{
+		fieldConversationID:   keysOf(olAssociationSessionID, olAssociationConversationID, olAssociationChatID), // Traceloop's docs use all three
+		fieldAgentNameOfAgent: keysOf(olEntityName),
+		fieldTotalTokens:      keysOf(olLLMUsageTotalTokens),
+		fieldOwnInput:         keysOf(olEntityInput),
+		fieldOwnOutput:        keysOf(olEntityOutput),
+		fieldToolArgs:         []key{{name: olEntityInput, opt: optKwargs}},
+		fieldToolResult:       []key{{name: olEntityOutput, opt: optJSONString}},
 	}
-	return nil, nil
+	return keys, fallback
 }
 
 // fromSpan: a tool span's name is its entity name.
@@ -58,13 +51,7 @@ func (openLLMetry) fromSpan(d *spanData, attrs pcommon.Map, f attrField) string 
 }
 
 func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees flatTrees, in, out bool) {
-	c := &d.c
-	if in && len(d.input) == 0 && trees[flatOLPrompt] != nil {
-		d.input = c.flatMessages(genAIPrompt, trees[flatOLPrompt], "user")
-	}
-	if out && len(d.output) == 0 && trees[flatOLCompletion] != nil {
-		d.output = c.flatMessages(genAICompletion, trees[flatOLCompletion], "assistant")
-	}
+	d.flatConversation(trees, in, out, flatOLPrompt, genAIPrompt, flatOLCompletion, genAICompletion)
 }
 
 func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {

@@ -51,38 +51,24 @@ type vercelAI struct {
 	noDocuments
 }
 
-func (vercelAI) keys(f attrField) (keys, fallback []key) {
-	switch f {
-	case fieldModel:
-		return keysOf(aiResponseModel, aiModelID), nil
-	case fieldProvider:
-		return keysOf(aiModelProvider), nil
-	case fieldResponseID:
-		return keysOf(aiResponseID), nil
-	case fieldConversationID:
-		return keysOf(aiTelemetryMetadataSessionID), nil
-	case fieldAgentNameOfAgent:
-		return keysOf(aiTelemetryFunctionID), nil
-	case fieldInputTokens:
-		return keysOf(aiUsageInputTokens, aiUsagePromptTokens), nil
-	case fieldOutputTokens:
-		return keysOf(aiUsageOutputTokens, aiUsageCompletionTokens), nil
-	case fieldTotalTokens:
-		return keysOf(aiUsageTotalTokens), nil
-	case fieldOwnInput:
-		return keysOf(aiPrompt), nil
-	case fieldOwnOutput:
-		return keysOf(aiResponseText), nil
-	case fieldToolName:
-		return keysOf(aiToolCallName), nil
-	case fieldToolID:
-		return keysOf(aiToolCallID), nil
-	case fieldToolArgs:
-		return keysOf(aiToolCallArgs, aiToolCallInput), nil
-	case fieldToolResult:
-		return []key{{name: aiToolCallResult, opt: optJSONString}, {name: aiToolCallOutput, opt: optJSONString}}, nil
+func (vercelAI) fields() (keys, fallback fieldTable) {
+	keys = fieldTable{
+		fieldModel:            keysOf(aiResponseModel, aiModelID),
+		fieldProvider:         keysOf(aiModelProvider),
+		fieldResponseID:       keysOf(aiResponseID),
+		fieldConversationID:   keysOf(aiTelemetryMetadataSessionID),
+		fieldAgentNameOfAgent: keysOf(aiTelemetryFunctionID),
+		fieldInputTokens:      keysOf(aiUsageInputTokens, aiUsagePromptTokens),
+		fieldOutputTokens:     keysOf(aiUsageOutputTokens, aiUsageCompletionTokens),
+		fieldTotalTokens:      keysOf(aiUsageTotalTokens),
+		fieldOwnInput:         keysOf(aiPrompt),
+		fieldOwnOutput:        keysOf(aiResponseText),
+		fieldToolName:         keysOf(aiToolCallName),
+		fieldToolID:           keysOf(aiToolCallID),
+		fieldToolArgs:         keysOf(aiToolCallArgs, aiToolCallInput),
+		fieldToolResult:       []key{{name: aiToolCallResult, opt: optJSONString}, {name: aiToolCallOutput, opt: optJSONString}},
 	}
-	return nil, nil
+	return keys, fallback
 }
 
 func (vercelAI) conversation(d *spanData, attrs pcommon.Map, _ flatTrees, in, out bool) {

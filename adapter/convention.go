@@ -10,10 +10,10 @@ import "go.opentelemetry.io/collector/pdata/pcommon"
 // flattened `prefix.N.…` keys also lists its prefixes in flatPrefixes,
 // span.go, which are collected in one pass over the attributes).
 type convention interface {
-	// keys returns the attributes that carry field f, best first. The
-	// readers try the keys of every convention, in conventions order,
+	// fields returns the attributes that carry each field, best first.
+	// The readers try the keys of every convention, in conventions order,
 	// then every convention's fallback keys.
-	keys(f attrField) (keys, fallback []key)
+	fields() (keys, fallback fieldTable)
 	// kindKeys returns the attributes whose value says what a span is
 	// (classify, IsGenAI), best first.
 	kindKeys() []kindKey
@@ -75,6 +75,9 @@ type kindKey struct {
 	kind func(v string) spanKind
 }
 
+// A fieldTable holds a convention's keys of each field.
+type fieldTable [numFields][]key
+
 // A key is an attribute that carries a field.
 type key struct {
 	name string
@@ -100,12 +103,15 @@ const (
 var fieldKeys, fieldNames = collectKeys()
 
 func collectKeys() (keys [numFields][]key, names [numFields][]string) {
+	tables := make([][2]fieldTable, len(conventions))
+	for i, cv := range conventions {
+		tables[i][0], tables[i][1] = cv.fields()
+	}
 	for f := range attrField(numFields) {
 		var fallback []key
-		for _, cv := range conventions {
-			k, fb := cv.keys(f)
-			keys[f] = append(keys[f], k...)
-			fallback = append(fallback, fb...)
+		for _, t := range tables {
+			keys[f] = append(keys[f], t[0][f]...)
+			fallback = append(fallback, t[1][f]...)
 		}
 		keys[f] = append(keys[f], fallback...)
 		for _, k := range keys[f] {
@@ -117,7 +123,42 @@ func collectKeys() (keys [numFields][]key, names [numFields][]string) {
 
 // first is the first non-empty string of field f.
 func (d *spanData) first(attrs pcommon.Map, f attrField) string {
-	return d.c.firstString(attrs, fieldNames[f]...)
+	kf := d.keyFilter(attrs)
+	for _, k := range fieldNames[f] {
+		if !kf.mayHave(k) {
+			continue // not among the span's keys: no scan of them
+		}
+		if s := d.c.attrString(attrs, k); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// keyFilter is a 64-bit set of attribute keys, hashed by length and last
+// byte: a key whose bit is not set is not among them. A span's is made
+// once (attrs are the span's own attributes, unchanged while it is read),
+// so the many convention keys a span lacks are not looked up one by one.
+type keyFilter uint64
+
+func keyBit(k string) keyFilter {
+	if k == "" {
+		return 1
+	}
+	return 1 << ((uint(len(k))*7 + uint(k[len(k)-1])) & 63)
+}
+
+func (f keyFilter) mayHave(k string) bool { return f&keyBit(k) != 0 }
+
+// keyFilter returns the filter of the span's attributes attrs.
+func (d *spanData) keyFilter(attrs pcommon.Map) keyFilter {
+	if !d.keysRead {
+		for k := range attrs.All() {
+			d.keys |= keyBit(k)
+		}
+		d.keysRead = true
+	}
+	return d.keys
 }
 
 // derived is field f from the first convention that can derive it.
@@ -149,7 +190,7 @@ type (
 	noDocuments    struct{}
 )
 
-func (noKeys) keys(attrField) (keys, fallback []key)                              { return nil, nil }
+func (noKeys) fields() (keys, fallback fieldTable)                                { return }
 func (noKindKeys) kindKeys() []kindKey                                            { return nil }
 func (noFromSpan) fromSpan(*spanData, pcommon.Map, attrField) string              { return "" }
 func (noConversation) conversation(*spanData, pcommon.Map, flatTrees, bool, bool) {}

@@ -72,8 +72,13 @@ func TestTraceReleaseClears(t *testing.T) {
 		t.Fatal("no cases")
 	}
 	tr.release()
-	if len(tr.spans) != 0 || len(tr.byID) != 0 || tr.cases != nil || tr.anchors != nil || tr.cache.json != nil || tr.cache.defs != nil {
+	if len(tr.spans) != 0 || len(tr.byID) != 0 || tr.cases != nil || tr.anchors != nil || len(tr.cache.json) != 0 || len(tr.cache.defs) != 0 {
 		t.Fatalf("released trace keeps data: %d spans, %d ids", len(tr.spans), len(tr.byID))
+	}
+	for _, r := range tr.reqs[:cap(tr.reqs)] {
+		if !reflect.ValueOf(r).IsZero() {
+			t.Fatal("request scratch not cleared")
+		}
 	}
 	for i, d := range tr.spans[:cap(tr.spans)] {
 		if !reflect.ValueOf(d).IsZero() {

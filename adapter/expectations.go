@@ -92,9 +92,13 @@ func (t *trace) expectOf(i int) *expectSet {
 	if d.expect != nil {
 		return d.expect
 	}
+	attrs := d.ref.Span.Attributes()
+	if !hasEvalKey(attrs) {
+		d.expect = &noExpectations // most spans: one pass, nothing to read
+		return d.expect
+	}
 	es := &expectSet{}
 	d.expect = es
-	attrs := d.ref.Span.Attributes()
 	sc := &d.c
 	n0 := len(sc.problems)
 	e := &es.e
@@ -130,6 +134,22 @@ func (t *trace) expectOf(i int) *expectSet {
 	}
 	es.problems = sc.problems[n0:len(sc.problems):len(sc.problems)]
 	return es
+}
+
+// noExpectations is the expectSet of a span without eval.* attributes
+// (shared: read only).
+var noExpectations expectSet
+
+// hasEvalKey says whether attrs has a key with the prefix every
+// expectation key has.
+func hasEvalKey(attrs pcommon.Map) bool {
+	const prefix = "eval."
+	for k := range attrs.All() {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			return true
+		}
+	}
+	return false
 }
 
 // expectedCalls reads eval.expected.tool_calls; a blank string is an

@@ -27,9 +27,13 @@ type trace struct {
 	// built, so nearly everything is needed); otherwise spans are read
 	// part by part, as far as the cases need them.
 	full bool
-	// byID and buf are scratch space kept with t in tracePool.
-	byID map[pcommon.SpanID]int
-	buf  []int
+	// byID, buf, members, stack and state are scratch space kept with t
+	// in tracePool.
+	byID           map[pcommon.SpanID]int
+	buf            []int
+	members, stack []int
+	state          []uint8
+	reqs           []ToolCall // cleared after each use
 }
 
 // tracePool keeps traces between Adapt calls so that the per-span records
@@ -38,8 +42,12 @@ type trace struct {
 // keeps no span, no case data and no problem alive.
 var tracePool = sync.Pool{New: func() any { return new(trace) }}
 
-// maxPooledSpans bounds the traces kept in tracePool.
-const maxPooledSpans = 256
+// maxPooledSpans bounds the traces kept in tracePool; maxPooledCacheEntries,
+// the traceCache maps kept with them.
+const (
+	maxPooledSpans        = 256
+	maxPooledCacheEntries = 32
+)
 
 func newTrace(refs []SpanRef) *trace {
 	n := len(refs)
@@ -129,7 +137,19 @@ func (t *trace) release() {
 	}
 	clear(t.spans)
 	clear(t.byID)
-	*t = trace{spans: t.spans[:0], byID: t.byID, buf: t.buf}
+	clear(t.reqs[:cap(t.reqs)]) // a failed quickRequests leaves calls there
+	// the caches' maps are kept when small (clearing a map costs its
+	// size, however few entries it still holds)
+	cache := traceCache{json: t.cache.json, defs: t.cache.defs}
+	if len(cache.json) > maxPooledCacheEntries {
+		cache.json = nil
+	}
+	if len(cache.defs) > maxPooledCacheEntries {
+		cache.defs = nil
+	}
+	clear(cache.json)
+	clear(cache.defs)
+	*t = trace{spans: t.spans[:0], byID: t.byID, buf: t.buf, members: t.members[:0], stack: t.stack[:0], state: t.state[:0], cache: cache, reqs: t.reqs[:0]}
 	tracePool.Put(t)
 }
 
@@ -171,8 +191,10 @@ func (t *trace) children(i int) []int { return t.kids[t.first[i]:t.first[i+1]] }
 
 // breakCycles makes every span whose ancestry loops top-level.
 func (t *trace) breakCycles() {
-	state := make([]uint8, len(t.spans)) // 0 new, 1 on path, 2 done
-	var stack []int
+	state := grow(t.state, len(t.spans)) // 0 new, 1 on path, 2 done
+	clear(state)
+	stack := t.stack[:0]
+	defer func() { t.state, t.stack = state[:0], stack[:0] }()
 	for i := range t.spans {
 		stack = stack[:0]
 		j := i
@@ -243,17 +265,28 @@ func (t *trace) need(i int, p parts) *spanData {
 	return d
 }
 
-// descendants lists every span below i (iteratively; no recursion).
+// descendants lists every span below i (iteratively; no recursion). The
+// list is t's scratch space: valid until the next call.
 func (t *trace) descendants(i int) []int {
-	out := make([]int, 0, len(t.spans))
-	stack := append(make([]int, 0, len(t.spans)), t.children(i)...)
+	out := grow(t.members, len(t.spans))[:0]
+	stack := append(grow(t.stack, len(t.spans))[:0], t.children(i)...)
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		out = append(out, j)
 		stack = append(stack, t.children(j)...)
 	}
+	t.members, t.stack = out[:0], stack[:0]
 	return out
+}
+
+// grow returns s with length n, reallocated only when its capacity is
+// short (the contents are not kept).
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // ancestorAgent returns the nearest agent span above i, or -1.

@@ -128,12 +128,23 @@ func slotKind(slot int, v pcommon.Value) spanKind {
 // before its ai.operationId. isRoot makes an OpenInference CHAIN span an
 // agent.
 func classify(span ptrace.Span, isRoot bool) spanKind {
-	if IsGenerated(span) {
-		return kindOther // evalbridge's own output is never a case again
-	}
 	var kinds [8]spanKind
 	var seen uint8
+	// evalbridge's own output (IsGenerated: the first eval.generated is
+	// true) is never a case again; read in the same pass
+	genSeen := false
+	top := kindOther // slot 0's kind, the highest precedence, once known
 	for k, v := range span.Attributes().All() {
+		if k == AttrGenerated {
+			if !genSeen && v.Type() == pcommon.ValueTypeBool && v.Bool() {
+				return kindOther
+			}
+			genSeen = true
+			continue
+		}
+		if top != kindOther {
+			continue // only eval.generated can change the answer
+		}
 		slot := kindSlot(k)
 		if slot < 0 || seen&(1<<slot) != 0 {
 			continue
@@ -147,8 +158,11 @@ func classify(span ptrace.Span, isRoot bool) spanKind {
 			}
 		}
 		if slot == 0 && kinds[slot] != kindOther {
-			return kinds[slot] // highest precedence
+			top = kinds[slot]
 		}
+	}
+	if top != kindOther {
+		return top
 	}
 	nameKind := vercelKind(span.Name())
 	for slot, k := range kinds[:len(kindKeys)] {

@@ -31,7 +31,13 @@ func matchRequests(calls, requested []ToolCall) []int {
 	if len(requested) == 0 {
 		return match
 	}
-	used := make([]bool, len(requested))
+	var usedBuf [32]bool // on the stack for the usual few requests
+	used := usedBuf[:0]
+	if len(requested) <= len(usedBuf) {
+		used = usedBuf[:len(requested)]
+	} else {
+		used = make([]bool, len(requested))
+	}
 	// ids first, so that a span without an id cannot take the request of a
 	// later span that names it by id
 	for i := range calls {

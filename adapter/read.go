@@ -32,8 +32,12 @@ func (d *spanData) readMeta(attrs pcommon.Map) {
 func (d *spanData) readUsage(attrs pcommon.Map) {
 	c := &d.c
 	u := &d.usage
+	kf := d.keyFilter(attrs)
 	first := func(f attrField) (int64, bool) {
 		for _, k := range fieldNames[f] {
+			if !kf.mayHave(k) {
+				continue
+			}
 			if n, ok, bad := c.attrCount(attrs, k); ok {
 				if bad != "" && u.Invalid == "" {
 					u.Invalid = bad
@@ -101,14 +105,18 @@ func (d *spanData) readToolSpan(attrs pcommon.Map) {
 	call.ID = d.first(attrs, fieldToolID)
 
 	// arguments: the first key present
+	kf := d.keyFilter(attrs)
 	for _, k := range fieldKeys[fieldToolArgs] {
-		if has(attrs, k.name) {
+		if kf.mayHave(k.name) && has(attrs, k.name) {
 			d.toolArgs(attrs, &call, k.name, k.opt&optKwargs != 0)
 			break
 		}
 	}
 	// result
 	for _, k := range fieldKeys[fieldToolResult] {
+		if !kf.mayHave(k.name) {
+			continue
+		}
 		v, ok := attrs.Get(k.name)
 		if !ok {
 			continue
@@ -157,6 +165,9 @@ func (d *spanData) readToolSpan(attrs pcommon.Map) {
 	// the tool span's own description and schema
 	def := ToolDefinition{Name: call.Name, Description: d.first(attrs, fieldToolDescription)}
 	for _, k := range fieldNames[fieldToolParameters] {
+		if !kf.mayHave(k) {
+			continue
+		}
 		v, ok := attrs.Get(k)
 		if !ok {
 			continue

@@ -20,11 +20,17 @@ type spanData struct {
 	done   parts // parts read
 	c      spanCtx
 	expect *expectSet
+	// keys is the filter of the span's attribute keys, once keysRead.
+	keys     keyFilter
+	keysRead bool
 
 	// conversation (llm and agent spans)
 	input, output []Message
 	system        string
 	toolDefs      []ToolDefinition
+	// defsShared: toolDefs is a cached list (read only), copied before a
+	// merge changes it.
+	defsShared bool
 	// own input and output text of agent spans
 	ownInput, ownOutput string
 	// tool spans
@@ -253,6 +259,18 @@ func normProvider(p string) string {
 		}
 	}
 	return p
+}
+
+// flatConversation fills the empty sides of the conversation asked for
+// (in, out) from the flattened messages trees[inTree] (attribute inAttr)
+// and trees[outTree] (outAttr).
+func (d *spanData) flatConversation(trees flatTrees, in, out bool, inTree int, inAttr string, outTree int, outAttr string) {
+	if in && len(d.input) == 0 && trees[inTree] != nil {
+		d.input = d.c.flatMessages(inAttr, trees[inTree], "user")
+	}
+	if out && len(d.output) == 0 && trees[outTree] != nil {
+		d.output = d.c.flatMessages(outAttr, trees[outTree], "assistant")
+	}
 }
 
 // flatMessages reads flattened messages: N.{message.}role/content/…

@@ -47,7 +47,7 @@ func (d *spanData) addToolDef(attr string, v any, raw string) {
 		c.report(attr, "tool definition without a name")
 		return
 	}
-	d.toolDefs = mergeDef(d.toolDefs, def)
+	d.toolDefs = mergeDefShared(d.toolDefs, &d.defsShared, def)
 }
 
 // toolDefList reads the list of tool definitions in attribute attr (an
@@ -82,8 +82,8 @@ func (d *spanData) toolDefList(attrs pcommon.Map, attr string) {
 	}
 	// the list's definitions are merged among themselves, then into
 	// the span's (the same as one by one)
-	own := d.toolDefs
-	d.toolDefs = nil
+	own, ownShared := d.toolDefs, d.defsShared
+	d.toolDefs, d.defsShared = nil, false
 	n := len(c.problems)
 	switch t := val.(type) {
 	case []any:
@@ -106,12 +106,14 @@ func (d *spanData) toolDefList(attrs pcommon.Map, attr string) {
 		c.report(attr, "want an array of tool definitions, got %s", typeName(val))
 	}
 	defs := d.toolDefs
-	d.toolDefs = own
-	d.mergeDefs(defs)
+	d.toolDefs, d.defsShared = own, ownShared
 	if cacheable && len(c.problems) == n {
+		// full capacity: appending to a copy never writes into the array
+		defs = defs[:len(defs):len(defs)]
 		c.cache.putDefs(raw, defs)
 		sharedDefs.put(raw, defs)
 	}
+	d.mergeDefs(defs)
 }
 
 // rawOf is rawField of raw JSON text, "" when raw is.
@@ -132,15 +134,53 @@ func fieldKey(m map[string]any, keys ...string) (string, any) {
 	return "", nil
 }
 
-// mergeDefs merges copies of defs into the span's tool definitions.
+// mergeDefs merges defs into the span's tool definitions. defs, cached
+// and read only, are shared until a merge would change them.
 func (d *spanData) mergeDefs(defs []ToolDefinition) {
-	if len(d.toolDefs) == 0 {
-		d.toolDefs = append([]ToolDefinition(nil), defs...)
-		return
+	d.toolDefs = mergeDefList(d.toolDefs, &d.defsShared, defs)
+}
+
+// mergeDefList merges list into defs (shared says defs is read only; the
+// result may be list itself, then shared too). Merging a list into itself
+// changes nothing.
+func mergeDefList(defs []ToolDefinition, shared *bool, list []ToolDefinition) []ToolDefinition {
+	switch {
+	case len(list) == 0:
+		return defs
+	case len(defs) == 0:
+		*shared = true
+		return list[:len(list):len(list)]
+	case len(defs) == len(list) && &defs[0] == &list[0]:
+		return defs
 	}
-	for _, def := range defs {
-		d.toolDefs = mergeDef(d.toolDefs, def)
+	for _, def := range list {
+		defs = mergeDefShared(defs, shared, def)
 	}
+	return defs
+}
+
+// mergeDefShared is mergeDef on defs that may be shared (read only): they
+// are copied first when the merge changes them.
+func mergeDefShared(defs []ToolDefinition, shared *bool, def ToolDefinition) []ToolDefinition {
+	if *shared {
+		if !mergeChanges(defs, def) {
+			return defs
+		}
+		defs = append(make([]ToolDefinition, 0, len(defs)+1), defs...)
+		*shared = false
+	}
+	return mergeDef(defs, def)
+}
+
+// mergeChanges says whether mergeDef(defs, def) changes defs.
+func mergeChanges(defs []ToolDefinition, def ToolDefinition) bool {
+	for i := range defs {
+		if defs[i].Name == def.Name {
+			return defs[i].Description == "" && def.Description != "" ||
+				defs[i].Parameters == nil && (def.Parameters != nil || def.RawParameters != defs[i].RawParameters)
+		}
+	}
+	return true
 }
 
 // mergeDef adds def unless a tool of that name is known; a known one gets

@@ -317,15 +317,9 @@ func (c *spanCtx) badCount(key, why string) (int64, bool, string) {
 // textOf renders a plain Go value as text: strings as they are, anything
 // else as compact JSON.
 func textOf(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return t
-	case float64:
-		return strconv.FormatFloat(t, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(t)
+	switch v.(type) {
+	case nil, string, float64, bool:
+		return str(v)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -479,27 +473,19 @@ func smallIndex(k string) (int, bool) {
 // asObject returns v as a JSON object, decoding a JSON string; ok is false
 // when v is neither.
 func (c *spanCtx) asObject(attr string, v any) (map[string]any, bool) {
-	switch t := v.(type) {
-	case map[string]any:
-		return t, true
-	case string:
-		if !looksJSON(t) {
-			return nil, false
-		}
-		d, ok := c.decodeJSON(attr, t)
-		if !ok {
-			return nil, false
-		}
-		m, ok := d.(map[string]any)
-		return m, ok
-	}
-	return nil, false
+	return asDecoded[map[string]any](c, attr, v)
 }
 
 // asArray returns v as an array, decoding a JSON string.
 func (c *spanCtx) asArray(attr string, v any) ([]any, bool) {
+	return asDecoded[[]any](c, attr, v)
+}
+
+// asDecoded returns v as a T, decoding a JSON string; ok is false when v
+// is neither.
+func asDecoded[T map[string]any | []any](c *spanCtx, attr string, v any) (T, bool) {
 	switch t := v.(type) {
-	case []any:
+	case T:
 		return t, true
 	case string:
 		if !looksJSON(t) {
@@ -509,8 +495,8 @@ func (c *spanCtx) asArray(attr string, v any) ([]any, bool) {
 		if !ok {
 			return nil, false
 		}
-		a, ok := d.([]any)
-		return a, ok
+		x, ok := d.(T)
+		return x, ok
 	}
 	return nil, false
 }

@@ -215,16 +215,22 @@ func addFailed(attrs pcommon.Map, names []string) {
 	} else {
 		s = attrs.PutEmptySlice(AttrFailed)
 	}
-	have := make(map[string]bool, s.Len())
-	for i := 0; i < s.Len(); i++ {
-		have[s.At(i).AsString()] = true
-	}
 	for _, n := range names {
-		if !have[n] {
+		if !holds(s, n) {
 			s.AppendEmpty().SetStr(n)
-			have[n] = true
 		}
 	}
+}
+
+// holds says whether s has the name n (a linear search: a span has a few
+// names, and no set is allocated for them).
+func holds(s pcommon.Slice, n string) bool {
+	for i := 0; i < s.Len(); i++ {
+		if v := s.At(i); v.Type() == pcommon.ValueTypeStr && v.Str() == n || v.Type() != pcommon.ValueTypeStr && v.AsString() == n {
+			return true
+		}
+	}
+	return false
 }
 
 // truncate cuts s to at most max bytes without splitting a UTF-8 sequence.

@@ -259,8 +259,13 @@ func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
 		r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
 		return r
 	}
-	// Judge calls made for this instance are costed to it.
-	r = in.Evaluator.Evaluate(judge.WithEvaluator(ctx, in.Name), c)
+	// Judge calls made for this instance are costed to it (only an
+	// instance with a judge makes any: the others' contexts stay as they
+	// are, one allocation less per evaluation).
+	if in.Judge != "" {
+		ctx = judge.WithEvaluator(ctx, in.Name)
+	}
+	r = in.Evaluator.Evaluate(ctx, c)
 	r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
 	if r.Scored() {
 		if r.Score >= in.Threshold {

@@ -3,6 +3,7 @@ package evaluators
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -19,9 +20,10 @@ type efficiencyOptions struct {
 // name and matching arguments (matches(earlier, later)).
 type toolEfficiency struct {
 	m *argMatcher
+	metricsOff
 }
 
-func newToolEfficiency(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+func newToolEfficiency(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	var o efficiencyOptions
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
@@ -30,7 +32,7 @@ func newToolEfficiency(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &toolEfficiency{m: m}, nil
+	return &toolEfficiency{m: m, metricsOff: metricsOff(deps.NoMetrics)}, nil
 }
 
 func (t *toolEfficiency) same(a, b *adapter.ToolCall) bool {
@@ -82,7 +84,7 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 			same, isRepeat = hashedSame(cls)
 		}
 	}
-	var distinct []int
+	distinct := make([]int, 0, n)
 	repeats := map[string]int{}
 	var repeatOrder []string
 	for i := range calls {
@@ -121,7 +123,7 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		}
 	}
 	d := len(distinct)
-	reason := fmt.Sprintf("%d of %d calls distinct (%d redundant)", d, n, n-d)
+	reason := strconv.Itoa(d) + " of " + strconv.Itoa(n) + " calls distinct (" + strconv.Itoa(n-d) + " redundant)"
 	if len(loops) > 0 {
 		reason += "; loop: " + strings.Join(loops, "; ")
 	}
@@ -132,9 +134,13 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		}
 		reason += "; repeated: " + truncate(strings.Join(parts, ", "), 300)
 	}
-	return Scored(float64(d)/float64(n), reason, map[string]float64{
-		"distinct": float64(d), "calls": float64(n), "repeats": float64(n - d), "consecutive_repeats": float64(consecutive),
-	})
+	var m map[string]float64
+	if !t.metricsOff {
+		m = map[string]float64{
+			"distinct": float64(d), "calls": float64(n), "repeats": float64(n - d), "consecutive_repeats": float64(consecutive),
+		}
+	}
+	return Scored(float64(d)/float64(n), reason, m)
 }
 
 // hashedSame is same and isRepeat by class: O(1) each.

@@ -38,6 +38,18 @@ type Result struct {
 	Metrics map[string]float64
 }
 
+// metricsOff is embedded by evaluators that leave Result.Metrics nil when
+// built with Deps.NoMetrics.
+type metricsOff bool
+
+// counts is countMetrics, nil when metrics are off.
+func (off metricsOff) counts(matched, expected, actual int) map[string]float64 {
+	if off {
+		return nil
+	}
+	return countMetrics(matched, expected, actual)
+}
+
 // Scored reports whether the result carries a score.
 func (r Result) Scored() bool { return r.Status == StatusPassed || r.Status == StatusFailed }
 

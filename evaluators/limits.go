@@ -92,9 +92,12 @@ type tokenOptions struct {
 	MaxTotal  *int64 `mapstructure:"max_total"`
 }
 
-type tokenUsage struct{ o tokenOptions }
+type tokenUsage struct {
+	o tokenOptions
+	metricsOff
+}
 
-func newTokenUsage(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+func newTokenUsage(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	var o tokenOptions
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
@@ -113,7 +116,7 @@ func newTokenUsage(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 			return nil, fmt.Errorf("option `%s`: %d must be > 0", name, *v)
 		}
 	}
-	return &tokenUsage{o: o}, nil
+	return &tokenUsage{o: o, metricsOff: metricsOff(deps.NoMetrics)}, nil
 }
 
 // Evaluate checks every limit whose count is known; it skips only when no
@@ -133,17 +136,20 @@ func (t *tokenUsage) Evaluate(_ context.Context, c *adapter.Case) Result {
 		}
 	}
 	type lim struct {
-		name  string
-		max   *int64
-		value int64
-		known bool
+		name, key string
+		max       *int64
+		value     int64
+		known     bool
 	}
-	lims := []lim{
-		{"input", t.o.MaxInput, u.InputTokens, u.HasInputTokens},
-		{"output", t.o.MaxOutput, u.OutputTokens, u.HasOutputTokens},
-		{"total", t.o.MaxTotal, total, hasTotal},
+	lims := [...]lim{
+		{"input", "input_tokens", t.o.MaxInput, u.InputTokens, u.HasInputTokens},
+		{"output", "output_tokens", t.o.MaxOutput, u.OutputTokens, u.HasOutputTokens},
+		{"total", "total_tokens", t.o.MaxTotal, total, hasTotal},
 	}
-	m := map[string]float64{}
+	var m map[string]float64
+	if !t.metricsOff {
+		m = map[string]float64{}
+	}
 	var over, within, unknown []string
 	for _, l := range lims {
 		if l.max == nil {
@@ -153,11 +159,13 @@ func (t *tokenUsage) Evaluate(_ context.Context, c *adapter.Case) Result {
 			unknown = append(unknown, l.name)
 			continue
 		}
-		m[l.name+"_tokens"] = float64(l.value)
+		if m != nil {
+			m[l.key] = float64(l.value)
+		}
 		if l.value > *l.max {
-			over = append(over, fmt.Sprintf("%s tokens %d > %d", l.name, l.value, *l.max))
+			over = append(over, l.name+" tokens "+strconv.FormatInt(l.value, 10)+" > "+strconv.FormatInt(*l.max, 10))
 		} else {
-			within = append(within, fmt.Sprintf("%s tokens %d <= %d", l.name, l.value, *l.max))
+			within = append(within, l.name+" tokens "+strconv.FormatInt(l.value, 10)+" <= "+strconv.FormatInt(*l.max, 10))
 		}
 	}
 	if len(over)+len(within) == 0 {

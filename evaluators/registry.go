@@ -27,6 +27,11 @@ type Deps struct {
 	// body before it leaves the collector (`redaction:`, docs/redaction.md);
 	// the remote evaluator applies it to each JSON body it sends.
 	RedactBody func(body []byte) []byte
+	// NoMetrics says the caller reads no Result.Metrics (the engine, which
+	// writes results onto spans, where metrics do not go): the tool-call
+	// and token evaluators then leave it nil instead of building a map
+	// per result. Everything else in their results is the same.
+	NoMetrics bool
 }
 
 // factory creates evaluators of one type.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -295,14 +296,15 @@ func decodeModeOptions(opts *confmap.Conf, modes ...string) (string, *callCompar
 type toolTrajectory struct {
 	mode string
 	cc   *callComparer
+	metricsOff
 }
 
-func newToolTrajectory(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+func newToolTrajectory(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	mode, cc, err := decodeModeOptions(opts, trajInOrder, trajStrict, trajAnyOrder, trajSuperset, trajSubset, trajPrecision, trajRecall, trajF1)
 	if err != nil {
 		return nil, err
 	}
-	return &toolTrajectory{mode: mode, cc: cc}, nil
+	return &toolTrajectory{mode: mode, cc: cc, metricsOff: metricsOff(deps.NoMetrics)}, nil
 }
 
 func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
@@ -326,7 +328,7 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		m := p.count()
 		if len(exp) == len(act) && m == len(exp) {
 			return Scored(1, fmt.Sprintf("the %s match the expected trajectory position by position", plural(len(act), "call")),
-				countMetrics(m, len(exp), len(act)))
+				t.counts(m, len(exp), len(act)))
 		}
 		head = fmt.Sprintf("trajectory differs (strict): %d of %d positions match", m, longer)
 		if len(exp) != len(act) {
@@ -349,14 +351,14 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 			}
 			break
 		}
-		return Scored(0, head, countMetrics(m, len(exp), len(act)))
+		return Scored(0, head, t.counts(m, len(exp), len(act)))
 	case trajInOrder:
 		if p, err = lcs(ctx, len(exp), len(act), eq); err != nil {
 			return stopped(ctx, err, what())
 		}
 		m := p.count()
 		score = ratio(m, longer)
-		head = fmt.Sprintf("%d of %d calls in expected order (LCS / longer length)", m, longer)
+		head = strconv.Itoa(m) + " of " + strconv.Itoa(longer) + " calls in expected order (LCS / longer length)"
 	default:
 		if p, err = maxMatching(ctx, len(exp), len(act), eq, classes); err != nil {
 			return stopped(ctx, err, what())
@@ -384,7 +386,7 @@ func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
 		}
 	}
 	m := p.count()
-	return Scored(score, withDetail(head, t.cc.describe(exp, act, p)), countMetrics(m, len(exp), len(act)))
+	return Scored(score, withDetail(head, t.cc.describe(exp, act, p)), t.counts(m, len(exp), len(act)))
 }
 
 func b2f(b bool) float64 {
@@ -406,14 +408,15 @@ const (
 type toolCorrectness struct {
 	mode string
 	cc   *callComparer
+	metricsOff
 }
 
-func newToolCorrectness(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+func newToolCorrectness(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	mode, cc, err := decodeModeOptions(opts, corrNamesOnly, corrNamesAndOrder, corrNamesAndArgs)
 	if err != nil {
 		return nil, err
 	}
-	return &toolCorrectness{mode: mode, cc: cc}, nil
+	return &toolCorrectness{mode: mode, cc: cc, metricsOff: metricsOff(deps.NoMetrics)}, nil
 }
 
 func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result {
@@ -454,7 +457,7 @@ func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result 
 		if len(unexpected) > 0 {
 			reason += "; unexpected: " + truncate(strings.Join(unexpected, ", "), 300)
 		}
-		return Scored(score, reason, countMetrics(len(correct), len(es), len(as)))
+		return Scored(score, reason, t.counts(len(correct), len(es), len(as)))
 	case corrNamesAndOrder:
 		names := interner{}
 		en, an := make([]int32, len(exp)), make([]int32, len(act))
@@ -472,7 +475,7 @@ func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result 
 		m := p.count()
 		longer := max(len(exp), len(act))
 		head := fmt.Sprintf("%d of %d tool names in expected order (LCS / longer length)", m, longer)
-		return Scored(ratio(m, longer), withDetail(head, describeNames(exp, act, p)), countMetrics(m, len(exp), len(act)))
+		return Scored(ratio(m, longer), withDetail(head, describeNames(exp, act, p)), t.counts(m, len(exp), len(act)))
 	default:
 		eq, classes := t.cc.comparison(exp, act)
 		p, err := maxMatching(ctx, len(exp), len(act), eq, classes)
@@ -482,7 +485,7 @@ func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result 
 		}
 		m := p.count()
 		head := fmt.Sprintf("F1 of calls with arguments: %d matched, %d expected, %d made", m, len(exp), len(act))
-		return Scored(f1(m, len(act), len(exp)), withDetail(head, t.cc.describe(exp, act, p)), countMetrics(m, len(exp), len(act)))
+		return Scored(f1(m, len(act), len(exp)), withDetail(head, t.cc.describe(exp, act, p)), t.counts(m, len(exp), len(act)))
 	}
 }
 
@@ -506,14 +509,15 @@ type toolCallAccuracy struct {
 	o      accuracyOptions
 	cfg    []adapter.ExpectedCall
 	hasCfg bool
+	metricsOff
 }
 
-func newToolCallAccuracy(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+func newToolCallAccuracy(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	o, cfg, has, err := decodeWithExpected[[]adapter.ExpectedCall, accuracyOptions](opts)
 	if err != nil {
 		return nil, err
 	}
-	return &toolCallAccuracy{o: o, cfg: cfg, hasCfg: has}, nil
+	return &toolCallAccuracy{o: o, cfg: cfg, hasCfg: has, metricsOff: metricsOff(deps.NoMetrics)}, nil
 }
 
 func (t *toolCallAccuracy) Evaluate(_ context.Context, c *adapter.Case) Result {
@@ -619,5 +623,5 @@ func (t *toolCallAccuracy) Evaluate(_ context.Context, c *adapter.Case) Result {
 	if len(unexpected) > 0 {
 		parts = append(parts, "unexpected: "+truncate(strings.Join(unexpected, ", "), 300))
 	}
-	return Scored(ratio(matched, den), strings.Join(parts, "; "), countMetrics(matched, len(exp), len(act)))
+	return Scored(ratio(matched, den), strings.Join(parts, "; "), t.counts(matched, len(exp), len(act)))
 }

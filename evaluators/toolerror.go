@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -25,14 +26,15 @@ type toolErrorOptions struct {
 type toolError struct {
 	o       toolErrorOptions
 	pattern *regexp.Regexp
+	metricsOff
 }
 
-func newToolError(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+func newToolError(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	o := toolErrorOptions{TreatBlankAsError: true, DetectJSONErrorField: true, SpanStatus: true}
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
 	}
-	t := &toolError{o: o}
+	t := &toolError{o: o, metricsOff: metricsOff(deps.NoMetrics)}
 	if o.ErrorPattern != "" {
 		re, err := compileOptionRegex("error_pattern", o.ErrorPattern)
 		if err != nil {
@@ -97,12 +99,16 @@ func (t *toolError) Evaluate(_ context.Context, c *adapter.Case) Result {
 			}
 		}
 	}
-	reason := fmt.Sprintf("%d of %d tool calls succeeded", n-errs, n)
+	reason := strconv.Itoa(n-errs) + " of " + strconv.Itoa(n) + " tool calls succeeded"
 	if errs > 0 {
 		reason += "; failed: " + strings.Join(list, "; ")
 		if errs > len(list) {
 			reason += fmt.Sprintf("; and %d more", errs-len(list))
 		}
 	}
-	return Scored(float64(n-errs)/float64(n), reason, map[string]float64{"errors": float64(errs), "calls": float64(n)})
+	var m map[string]float64
+	if !t.metricsOff {
+		m = map[string]float64{"errors": float64(errs), "calls": float64(n)}
+	}
+	return Scored(float64(n-errs)/float64(n), reason, m)
 }

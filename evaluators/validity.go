@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -226,14 +227,15 @@ type toolCallValidity struct {
 	// configured definitions, compiled in New
 	tools    map[string]*compiledSchema
 	hasTools bool
+	metricsOff
 }
 
-func newToolCallValidity(opts *confmap.Conf, _ Deps) (Evaluator, error) {
+func newToolCallValidity(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	var o validityOptions
 	if err := decodeOptions(opts, &o); err != nil {
 		return nil, err
 	}
-	v := &toolCallValidity{strict: o.Strict}
+	v := &toolCallValidity{strict: o.Strict, metricsOff: metricsOff(deps.NoMetrics)}
 	tools, err := parseToolsOption(o.Tools)
 	if err != nil {
 		return nil, err
@@ -317,7 +319,7 @@ func (v *toolCallValidity) Evaluate(ctx context.Context, c *adapter.Case) Result
 			problems = append(problems, fmt.Sprintf("call #%d %s: %s", i+1, tc.Name, why))
 		}
 	}
-	reason := fmt.Sprintf("%d of %d tool calls valid against their schema", valid, n)
+	reason := strconv.Itoa(valid) + " of " + strconv.Itoa(n) + " tool calls valid against their schema"
 	if len(problems) > 0 {
 		reason += "; " + strings.Join(problems, "; ")
 		if n-valid > len(problems) {
@@ -327,7 +329,11 @@ func (v *toolCallValidity) Evaluate(ctx context.Context, c *adapter.Case) Result
 	if len(schemaTrouble) > 0 {
 		reason += "; not checked (the tool's schema does not compile): " + truncate(strings.Join(schemaTrouble, ", "), 200)
 	}
-	return Scored(float64(valid)/float64(n), reason, map[string]float64{"valid": float64(valid), "invalid": float64(n - valid), "calls": float64(n)})
+	var m map[string]float64
+	if !v.metricsOff {
+		m = map[string]float64{"valid": float64(valid), "invalid": float64(n - valid), "calls": float64(n)}
+	}
+	return Scored(float64(valid)/float64(n), reason, m)
 }
 
 func isJSONNull(s string) bool { return strings.TrimSpace(s) == "null" }

@@ -104,7 +104,9 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 	if cfg.LateResults == LateResultsDrop {
 		e.lateGrace = 0
 	}
-	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}, Telemetry: set}
+	// NoMetrics: the results are written onto spans and into reports,
+	// neither of which carries Result.Metrics (one map a result less).
+	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}, Telemetry: set, NoMetrics: true}
 	if e.redactor, err = newRedactor(cfg.Redaction, set); err != nil {
 		return nil, fmt.Errorf("redaction: %w", err)
 	}

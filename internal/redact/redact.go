@@ -84,8 +84,18 @@ func (r *Redactor) NewSession() *Session {
 	return &Session{r: r}
 }
 
-// Text redacts one text with a session of its own.
-func (r *Redactor) Text(s string) string { return r.NewSession().Text(s) }
+// Text redacts one text with a session of its own (none made when the
+// text holds nothing to replace, the common case).
+func (r *Redactor) Text(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	text, ms := r.matches(s)
+	if len(ms) == 0 {
+		return text
+	}
+	return r.NewSession().replace(text, ms)
+}
 
 // JSON redacts one JSON document with a session of its own.
 func (r *Redactor) JSON(b []byte) []byte { return r.NewSession().JSON(b) }
@@ -98,14 +108,24 @@ type match struct {
 // find returns the non-overlapping matches of every detector, earlier
 // detectors first where two claim the same characters, in text order.
 func (r *Redactor) find(text string) []match {
+	st := scan(text)
+	return r.findScanned(text, &st)
+}
+
+// findScanned is find with st = scan(text): detectors whose gate says
+// they can find nothing are skipped.
+func (r *Redactor) findScanned(text string, st *textStats) []match {
 	var out []match
 	for di := range r.dets {
 		d := &r.dets[di]
-		wins := [][2]int{{0, len(text)}}
-		if d.windows != nil {
-			wins = d.windows(text)
+		if !d.gate.open(st) {
+			continue
 		}
-		for _, w := range wins {
+		if d.windows == nil {
+			out = d.findIn(text, 0, len(text), di, out)
+			continue
+		}
+		for _, w := range d.windows(text) {
 			out = d.findIn(text, w[0], w[1], di, out)
 		}
 	}
@@ -193,11 +213,27 @@ func (s *Session) Text(text string) string {
 	if s == nil || text == "" {
 		return text
 	}
-	text = dropCutValues(text)
-	ms := s.r.find(text)
+	text, ms := s.r.matches(text)
 	if len(ms) == 0 {
 		return text
 	}
+	return s.replace(text, ms)
+}
+
+// matches drops the partial values before cut markers, then finds the
+// values to replace in what remains.
+func (r *Redactor) matches(text string) (string, []match) {
+	st := scan(text)
+	if st.cut {
+		if cut := dropCutValues(text); cut != text {
+			text, st = cut, scan(cut)
+		}
+	}
+	return text, r.findScanned(text, &st)
+}
+
+// replace writes text with ms replaced by their placeholders.
+func (s *Session) replace(text string, ms []match) string {
 	s.seed(text)
 	var b strings.Builder
 	b.Grow(len(text))
