@@ -55,7 +55,7 @@ func TestJudgeBacklogIsBounded(t *testing.T) {
 	var finished []Report
 	peak := 0
 	for i := 0; i < traces; i++ {
-		e.ScoreTraceAsync(context.Background(), load(), func(r Report) {
+		e.ScoreTraceAsync(context.Background(), load(), ScoreOptions{}, func(r Report) {
 			mu.Lock()
 			finished = append(finished, r)
 			mu.Unlock()
@@ -161,7 +161,7 @@ func TestShutdownFinishesQueuedJudgeTasks(t *testing.T) {
 	const traces = 10
 	done := make(chan Report, traces)
 	for i := 0; i < traces; i++ {
-		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), ScoreOptions{}, func(r Report) { done <- r })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

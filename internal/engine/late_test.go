@@ -21,7 +21,7 @@ type lateSink struct {
 	ch  chan struct{}
 }
 
-func (s *lateSink) consume(_ context.Context, td ptrace.Traces) {
+func (s *lateSink) consume(td ptrace.Traces, _ any) {
 	s.mu.Lock()
 	s.got = append(s.got, td)
 	s.mu.Unlock()
@@ -72,7 +72,7 @@ func TestLateJudgeResultBecomesLinkedSpan(t *testing.T) {
 	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	e.ScoreTraceAsync(ctx, spans, ScoreOptions{}, func(r Report) { done <- r })
 	// The trace's time is up before the judge answers.
 	cancel()
 	rep := <-done
@@ -151,7 +151,7 @@ func TestShutdownStopsLateJudgeCalls(t *testing.T) {
 	sink := startWithLateSink(t, e, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) { done <- r })
+	e.ScoreTraceAsync(ctx, loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), ScoreOptions{}, func(r Report) { done <- r })
 	cancel()
 	<-done
 	sctx, scancel := context.WithCancel(context.Background())
@@ -183,15 +183,15 @@ func TestLateTargetSharedByTheTasksOfOneCase(t *testing.T) {
 	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	var target *lateTarget
 	ref := spans[0]
-	t1 := e.newJudgeTask(context.Background(), &e.instances[0], &adapter.Case{}, ref, &target, new(evaluators.Result))
-	t2 := e.newJudgeTask(context.Background(), &e.instances[1], &adapter.Case{}, ref, &target, new(evaluators.Result))
+	t1 := e.newJudgeTask(&e.instances[0], &adapter.Case{}, ref, nil, &target, new(evaluators.Result))
+	t2 := e.newJudgeTask(&e.instances[1], &adapter.Case{}, ref, nil, &target, new(evaluators.Result))
 	if t1.target == nil || t1.target != t2.target {
 		t.Fatalf("targets not shared: %p %p", t1.target, t2.target)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	e.ScoreTraceAsync(ctx, spans, ScoreOptions{}, func(r Report) { done <- r })
 	cancel()
 	<-done
 	close(release)

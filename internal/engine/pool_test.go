@@ -58,7 +58,7 @@ func TestHangingJudgeDoesNotTakeAnotherJudgesWorkers(t *testing.T) {
 	var mu sync.Mutex
 	var finished []Report
 	for range traces {
-		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), func(r Report) {
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, "../../examples/traces/travel-agent-semconv.json"), ScoreOptions{}, func(r Report) {
 			mu.Lock()
 			finished = append(finished, r)
 			mu.Unlock()

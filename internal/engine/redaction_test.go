@@ -32,7 +32,7 @@ func TestLateResultIsRedacted(t *testing.T) {
 	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	e.ScoreTraceAsync(ctx, spans, ScoreOptions{}, func(r Report) { done <- r })
 	cancel()
 	require.Equal(t, evaluators.StatusTimeout, results(<-done)["helpful"].Status)
 	close(release)

@@ -110,7 +110,7 @@ func TestRemoteRunsInTheBackgroundWithLateResults(t *testing.T) {
 	spans := loadTrace(t, "../../examples/traces/travel-agent-semconv.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	e.ScoreTraceAsync(ctx, spans, ScoreOptions{}, func(r Report) { done <- r })
 	// The remote endpoint has not answered: the trace is not finished, and
 	// ScoreTraceAsync did not wait for it.
 	select {

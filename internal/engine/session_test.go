@@ -59,7 +59,7 @@ func turnTrace(n byte, conv, tool string, failed bool) []adapter.SpanRef {
 func scoreSession(t *testing.T, e *Engine, sn *sessions.Snapshot) SessionReport {
 	t.Helper()
 	ch := make(chan SessionReport, 1)
-	e.ScoreSessionAsync(context.Background(), sn, func(r SessionReport) { ch <- r })
+	e.ScoreSessionAsync(context.Background(), sn, nil, func(r SessionReport) { ch <- r })
 	select {
 	case r := <-ch:
 		return r

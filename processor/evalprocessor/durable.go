@@ -285,13 +285,7 @@ func (p *evalProcessor) restore(ctx context.Context) error {
 			t.addChunk(c.chunk)
 			spans += c.spans
 		}
-		p.traces[id] = t
-		p.dir[id] = stateHeld
-		p.lists[0].pushBack(t)
-		p.lists[2].pushBack(t)
-		if t.root && p.cfg.RootGrace > 0 {
-			p.lists[1].pushBack(t)
-		}
+		p.held.adopt(t)
 		switch age := time.Duration(uint64(now.UnixNano()) - min(newest(id), uint64(now.UnixNano()))); {
 		case age > maxAge:
 			p.restoredOld = append(p.restoredOld, t)

@@ -148,9 +148,9 @@ func TestLateJudgeResultGoesWhereItsSpanWent(t *testing.T) {
 	var second route
 	h := newHarnessWith(t, func(c *Config) { withJudge(srv)(c); c.Timeout = 50 * time.Millisecond }, nil, nil,
 		func(p *evalProcessor) {
-			p.tracesOut = []consumer.Traces{p.next}
+			p.routes.traces = []consumer.Traces{p.next}
 			var err error
-			second, err = p.addTracesRoute(other)
+			second, err = p.routes.addTraces(other)
 			require.NoError(t, err)
 		})
 	b := newBatch()

@@ -383,12 +383,12 @@ func newStuckScorer(t *testing.T) *stuckScorer {
 }
 
 func (s *stuckScorer) install(p *evalProcessor) {
-	p.scoreFn = func(ctx context.Context, refs []adapter.SpanRef, done func(engine.Report)) {
+	p.pool.score = func(ctx context.Context, refs []adapter.SpanRef, opts engine.ScoreOptions, done func(engine.Report)) {
 		s.exited.Add(1)
 		defer s.exited.Done()
 		s.started <- struct{}{}
 		<-s.unblock
-		p.eng.ScoreTraceAsync(ctx, refs, done)
+		p.eng.ScoreTraceAsync(ctx, refs, opts, done)
 	}
 }
 
@@ -396,7 +396,7 @@ func TestEvaluatorIgnoringDeadline(t *testing.T) {
 	s := newStuckScorer(t)
 	h := newHarnessWith(t, func(c *Config) { c.Timeout = 10 * time.Millisecond }, nil, nil, func(p *evalProcessor) {
 		s.install(p)
-		p.deadlineGrace = 0
+		p.pool.grace = 0
 	})
 	b := newBatch()
 	agentTrace(b, 1, false)

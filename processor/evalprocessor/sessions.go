@@ -116,7 +116,7 @@ func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef, origin 
 	if !r.OK {
 		return
 	}
-	if rt, ok := origin.(route); ok && len(p.tracesOut) > 1 {
+	if rt, ok := origin.(route); ok && len(p.routes.traces) > 1 {
 		s.routesMu.Lock()
 		if s.routes == nil {
 			s.routes = map[sessions.Key]route{}
@@ -241,8 +241,7 @@ func (p *evalProcessor) scoreSession(parent context.Context, sn sessions.Snapsho
 	s := p.sess
 	rt := s.takeRoute(sn.Key)
 	ctx, cancel := context.WithTimeout(parent, p.cfg.Timeout)
-	ctx = engine.WithSpanOrigin(ctx, func(adapter.SpanRef) any { return rt })
-	p.eng.ScoreSessionAsync(ctx, &sn, func(r engine.SessionReport) {
+	p.eng.ScoreSessionAsync(ctx, &sn, rt, func(r engine.SessionReport) {
 		defer func() {
 			cancel()
 			<-s.slots
@@ -272,7 +271,7 @@ func (p *evalProcessor) scoreSession(parent context.Context, sn sessions.Snapsho
 				p.fwd.pushLogs(0, ld, n, nil)
 			}
 		}
-		p.fwd.pushTraces(routedTraces{route: rt, td: r.Traces, spans: 1})
+		p.fwd.pushTraces(routedTraces{route: rt, data: r.Traces, n: 1})
 	})
 }
 

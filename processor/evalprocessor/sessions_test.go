@@ -276,9 +276,9 @@ func TestSessionSpanGoesWhereItsLastTurnWent(t *testing.T) {
 	p, err := newProcessor(set, cfg, nil, h.clk.clock())
 	require.NoError(t, err)
 	first, second := new(consumertest.TracesSink), new(consumertest.TracesSink)
-	_, err = p.addTracesRoute(first)
+	_, err = p.routes.addTraces(first)
 	require.NoError(t, err)
-	r2, err := p.addTracesRoute(second)
+	r2, err := p.routes.addTraces(second)
 	require.NoError(t, err)
 	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
 	h.start(p, componenttest.NewNopHost())
