@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -132,15 +131,8 @@ func TestSessionsShutdownWithoutTimeCountsTheRest(t *testing.T) {
 // the sessions were written at shutdown only, and the kill lost them).
 func TestSessionTurnsSurviveAKill(t *testing.T) {
 	dir := t.TempDir()
-	withStorage := func(c *Config) {
-		id := storageID
-		c.Storage = &id
-	}
-	onStorage := func(st *testStorage) component.Host {
-		return extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
-	}
 	st1 := startFileStorage(t, dir)
-	h1 := newSessionHarnessOn(t, withStorage, onStorage(st1))
+	h1 := newSessionHarnessStorage(t, st1)
 	h1.turn(1, "conv-a", false)
 	h1.turn(2, "conv-a", false)
 	h1.turn(4, "conv-b", false)
@@ -148,7 +140,7 @@ func TestSessionTurnsSurviveAKill(t *testing.T) {
 	h1.shutdown(context.Background())
 	st1.stop()
 
-	h2 := newSessionHarnessOn(t, withStorage, onStorage(startFileStorage(t, dir)))
+	h2 := newSessionHarnessStorage(t, startFileStorage(t, dir))
 	h2.turn(3, "conv-a", true)
 	h2.idleTick(2 * time.Minute)
 	require.Eventually(t, func() bool { return len(sessionSpans(h2.sink)) == 2 }, 5*time.Second, time.Millisecond)
@@ -168,7 +160,7 @@ func TestEvictedSessionsDoNotPileUp(t *testing.T) {
 	h := newSessionHarnessWith(t, func(c *Config) {
 		withSlowRemoteSession(remote)(c)
 		c.Sessions.MaxSessions = 1
-	}, componenttest.NewNopHost(), func(s *sessionState) { s.maxInFlight = 1 })
+	}, componenttest.NewNopHost(), func(p *evalProcessor) { p.sess.maxInFlight = 1 })
 	h.turn(1, "c1", false)
 	h.turn(2, "c2", false) // c1 evicted: scored at once, the remote holds it
 	require.Eventually(t, func() bool { return remote.inFlight() == 1 }, 5*time.Second, time.Millisecond)

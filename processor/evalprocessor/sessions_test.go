@@ -41,9 +41,19 @@ func newSessionHarnessOn(t *testing.T, mut func(*Config), host component.Host) *
 	return newSessionHarnessWith(t, mut, host, nil)
 }
 
+// newSessionHarnessStorage is newSessionHarness with `storage:` on st.
+func newSessionHarnessStorage(t *testing.T, st *testStorage) *sessionHarness {
+	t.Helper()
+	withStorage := func(c *Config) {
+		id := storageID
+		c.Storage = &id
+	}
+	return newSessionHarnessOn(t, withStorage, extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}})
+}
+
 // newSessionHarnessWith is newSessionHarnessOn with prep run on the
-// sessions side before the processor starts.
-func newSessionHarnessWith(t *testing.T, mut func(*Config), host component.Host, prep func(*sessionState)) *sessionHarness {
+// processor before it starts.
+func newSessionHarnessWith(t *testing.T, mut func(*Config), host component.Host, prep func(*evalProcessor)) *sessionHarness {
 	t.Helper()
 	h := &sessionHarness{sessTick: make(chan time.Time), logs: new(consumertest.LogsSink)}
 	cfg := createDefaultConfig()
@@ -68,7 +78,7 @@ func newSessionHarnessWith(t *testing.T, mut func(*Config), host component.Host,
 	p.nextLogs = h.logs
 	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
 	if prep != nil {
-		prep(p.sess)
+		prep(p)
 	}
 	h.start(p, host)
 	return h
@@ -234,15 +244,8 @@ func TestSessionsShutdownWithoutTimeDropsTurnRecords(t *testing.T) {
 // scored with the turns from before it.
 func TestSessionsKeptInStorageAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
-	withStorage := func(c *Config) {
-		id := storageID
-		c.Storage = &id
-	}
-	onStorage := func(st *testStorage) component.Host {
-		return extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
-	}
 	st1 := startFileStorage(t, dir)
-	h1 := newSessionHarnessOn(t, withStorage, onStorage(st1))
+	h1 := newSessionHarnessStorage(t, st1)
 	h1.turn(1, "conv-a", false)
 	h1.turn(2, "conv-a", false)
 	h1.idleTick(2 * time.Minute)
@@ -250,7 +253,7 @@ func TestSessionsKeptInStorageAcrossRestart(t *testing.T) {
 	h1.shutdown(context.Background())
 	st1.stop()
 
-	h2 := newSessionHarnessOn(t, withStorage, onStorage(startFileStorage(t, dir)))
+	h2 := newSessionHarnessStorage(t, startFileStorage(t, dir))
 	h2.turn(3, "conv-a", true)
 	h2.idleTick(2 * time.Minute)
 	require.Eventually(t, func() bool { return len(sessionSpans(h2.sink)) == 1 }, 5*time.Second, time.Millisecond)
@@ -264,24 +267,17 @@ func TestSessionsKeptInStorageAcrossRestart(t *testing.T) {
 // With eval in two traces pipelines, an evaluate_session span goes through
 // the pipeline of the session's last turn (contract §17).
 func TestSessionSpanGoesWhereItsLastTurnWent(t *testing.T) {
-	h := &sessionHarness{sessTick: make(chan time.Time), logs: new(consumertest.LogsSink)}
-	cfg := createDefaultConfig()
-	cfg.Wait = time.Second
-	cfg.Sessions.Idle = time.Minute
-	cfg.Evaluators = []evaluators.Config{{Type: "tool_error", Name: "session_errors", Case: adapter.LevelSession}}
-	require.NoError(t, cfg.Config.Validate())
-	h.harness = &harness{t: t, sink: new(consumertest.TracesSink), clk: newFakeClock(), tel: componenttest.NewTelemetry(), cfg: cfg}
-	set := processortest.NewNopSettings(Type)
-	set.TelemetrySettings = h.tel.NewTelemetrySettings()
-	p, err := newProcessor(set, cfg, nil, h.clk.clock())
-	require.NoError(t, err)
 	first, second := new(consumertest.TracesSink), new(consumertest.TracesSink)
-	_, err = p.routes.addTraces(first)
-	require.NoError(t, err)
-	r2, err := p.routes.addTraces(second)
-	require.NoError(t, err)
-	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
-	h.start(p, componenttest.NewNopHost())
+	var r2 route
+	h := newSessionHarnessWith(t, func(c *Config) {
+		c.Evaluators = []evaluators.Config{{Type: "tool_error", Name: "session_errors", Case: adapter.LevelSession}}
+	}, componenttest.NewNopHost(), func(p *evalProcessor) {
+		_, err := p.routes.addTraces(first)
+		require.NoError(t, err)
+		r2, err = p.routes.addTraces(second)
+		require.NoError(t, err)
+	})
+	p := h.p
 
 	send := func(tr byte, rt route) {
 		b := newBatch()
