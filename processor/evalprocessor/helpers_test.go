@@ -150,9 +150,27 @@ func (h *harness) consume(td ptrace.Traces) {
 // waitSpans waits until the sink has n spans (workers forward asynchronously).
 func (h *harness) waitSpans(n int) {
 	h.t.Helper()
-	require.Eventually(h.t, func() bool { return h.sink.SpanCount() >= n }, 30*time.Second, time.Millisecond,
-		"sink has %d spans, want %d", h.sink.SpanCount(), n)
-	require.Equal(h.t, n, h.sink.SpanCount())
+	waitCount(h.t, "spans", n, h.sink.SpanCount)
+}
+
+// waitCount waits until count() reaches n, and checks it is exactly n.
+func waitCount(t *testing.T, what string, n int, count func() int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return count() >= n }, 30*time.Second, time.Millisecond,
+		"the sink has %d %s, want %d", count(), what, n)
+	require.Equal(t, n, count())
+}
+
+// scoreAgentTrace sends agentTrace 1 (without a failed tool call),
+// releases it, waits for its five spans and returns its agent span.
+func (h *harness) scoreAgentTrace() ptrace.Span {
+	h.t.Helper()
+	b := newBatch()
+	agentTrace(b, 1, false)
+	h.consume(b.td)
+	h.clk.advance(time.Second)
+	h.waitSpans(5)
+	return spansOf(h.sink, 1)[1]
 }
 
 // counter sums an int64 sum metric over the data points whose attributes

@@ -48,9 +48,7 @@ func (h *logsHarness) consumeLogs(ld plog.Logs) {
 // waitRecords waits until the logs sink has n records.
 func (h *logsHarness) waitRecords(n int) {
 	h.t.Helper()
-	require.Eventually(h.t, func() bool { return h.logs.LogRecordCount() >= n }, 5*time.Second, time.Millisecond,
-		"sink has %d log records, want %d", h.logs.LogRecordCount(), n)
-	require.Equal(h.t, n, h.logs.LogRecordCount())
+	waitCount(h.t, "log records", n, h.logs.LogRecordCount)
 }
 
 // contentSpans is an agent run whose chat span carries no content (the

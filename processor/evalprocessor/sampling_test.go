@@ -19,7 +19,6 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/connector/evalmetricsconnector"
 	"github.com/evalbridge/evalbridge/internal/engine"
-	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 // sampledTraceID is the id of test trace i (not limited to 255 like tid).
@@ -206,11 +205,7 @@ func TestSamplingConfig(t *testing.T) {
 // Result records carry the case's agent (and model when the case has one),
 // the late judge answer's record too: evalmetrics cuts by them.
 func TestResultRecordsCarryAgentLateOnesToo(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.2, "reason": "unhelpful"}`}
-	})
+	srv, release := heldJudge(t, `{"score": 0.2, "reason": "unhelpful"}`)
 	logs := new(consumertest.LogsSink)
 	h := startHarness(t, func(c *Config) { withJudge(srv)(c); c.Timeout = 50 * time.Millisecond }, nil, nil, logs)
 	b := newBatch()

@@ -225,10 +225,8 @@ func TestReleaseRetryGivesUp(t *testing.T) {
 		bad := &refuser{bad: 1}
 		bad.on.Store(true)
 		h := newHarnessWith(t, nil, bad, zap.New(core), func(p *evalProcessor) {
+			retryGivesUpFast(p)
 			p.cfg.ReleaseRetry.Enabled = enabled
-			p.cfg.ReleaseRetry.InitialInterval = time.Millisecond
-			p.cfg.ReleaseRetry.MaxInterval = time.Millisecond
-			p.cfg.ReleaseRetry.MaxElapsedTime = 20 * time.Millisecond
 		})
 		b := newBatch()
 		agentTrace(b, 1, false)
@@ -274,6 +272,13 @@ func TestFailedCallKeepsNothing(t *testing.T) {
 	h.shutdown(context.Background())
 	assert.Equal(t, map[byte]int{1: 5, 7: 1}, traceIDsOf(&next.TracesSink), "each span once")
 	assert.Equal(t, 0, heldMarks(h.p))
+}
+
+// retryGivesUpFast makes release_retry give up after 20ms.
+func retryGivesUpFast(p *evalProcessor) {
+	p.cfg.ReleaseRetry.InitialInterval = time.Millisecond
+	p.cfg.ReleaseRetry.MaxInterval = time.Millisecond
+	p.cfg.ReleaseRetry.MaxElapsedTime = 20 * time.Millisecond
 }
 
 // heldMarks counts trace ids marked held in the processor's directory.
@@ -444,9 +449,7 @@ func TestReleaseRetryGivesUpOnLogRecords(t *testing.T) {
 	h := newHarnessWith(t, nil, nil, nil, func(p *evalProcessor) {
 		p.nextLogs = bad
 		p.cfg.ResultLogRecords = false
-		p.cfg.ReleaseRetry.InitialInterval = time.Millisecond
-		p.cfg.ReleaseRetry.MaxInterval = time.Millisecond
-		p.cfg.ReleaseRetry.MaxElapsedTime = 20 * time.Millisecond
+		retryGivesUpFast(p)
 	})
 	b := newBatch()
 	agentTrace(b, 1, false)
