@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.uber.org/zap"
@@ -142,9 +143,22 @@ func (h *harness) shutdown(ctx context.Context) {
 	require.NoError(h.t, h.p.Shutdown(ctx))
 }
 
+// shutdownNow shuts down with a context that has ended: no time for
+// anything.
+func (h *harness) shutdownNow() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.shutdown(ctx)
+}
+
 func (h *harness) consume(td ptrace.Traces) {
 	h.t.Helper()
 	require.NoError(h.t, h.p.ConsumeTraces(context.Background(), td))
+}
+
+func (h *harness) consumeLogs(ld plog.Logs) {
+	h.t.Helper()
+	require.NoError(h.t, h.p.ConsumeLogs(context.Background(), ld))
 }
 
 // waitSpans waits until the sink has n spans (workers forward asynchronously).

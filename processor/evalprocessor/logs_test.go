@@ -40,11 +40,6 @@ func newLogsHarness(t *testing.T, mut func(*Config)) *logsHarness {
 	return &logsHarness{harness: h, logs: logs}
 }
 
-func (h *logsHarness) consumeLogs(ld plog.Logs) {
-	h.t.Helper()
-	require.NoError(h.t, h.p.ConsumeLogs(context.Background(), ld))
-}
-
 // waitRecords waits until the logs sink has n records.
 func (h *logsHarness) waitRecords(n int) {
 	h.t.Helper()

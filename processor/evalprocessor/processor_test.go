@@ -304,9 +304,7 @@ func TestShutdownFlush(t *testing.T) {
 			agentTrace(b, tr, false)
 			h.consume(b.td)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		h.shutdown(ctx)
+		h.shutdownNow()
 		assert.Equal(t, 15, h.sink.SpanCount(), "nothing dropped")
 		assert.Empty(t, strAttr(spansOf(h.sink, 1)[1], "eval.tool_error.status"))
 		assert.Equal(t, int64(15), h.counter(metricSpansUnscored, "reason", "shutdown"))
