@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -121,6 +122,30 @@ func newHarnessWith(t *testing.T, mut func(*Config), next consumer.Traces, logge
 	}
 	h.start(p, componenttest.NewNopHost())
 	return h
+}
+
+// scoreOnce runs a processor of cfg whose telemetry goes to mp (and in a
+// logs pipeline too when logs is set) on td: it consumes td, releases it,
+// waits for spans to come out, shuts down and returns what came out.
+func scoreOnce(t *testing.T, cfg *Config, mp metric.MeterProvider, logs bool, td ptrace.Traces) *consumertest.TracesSink {
+	t.Helper()
+	require.NoError(t, cfg.Config.Validate())
+	set := processortest.NewNopSettings(Type)
+	set.TelemetrySettings.MeterProvider = mp
+	clk := newFakeClock()
+	sink := new(consumertest.TracesSink)
+	p, err := newProcessor(set, cfg, sink, clk.clock())
+	require.NoError(t, err)
+	if logs {
+		p.nextLogs = new(consumertest.LogsSink)
+	}
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	<-clk.got
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	clk.advance(2 * time.Second)
+	require.Eventually(t, func() bool { return sink.SpanCount() > 0 }, 30*time.Second, 5*time.Millisecond)
+	require.NoError(t, p.Shutdown(context.Background()))
+	return sink
 }
 
 // start starts p on host (waiting for its ticker) and shuts it down, if

@@ -112,15 +112,19 @@ func TestSessionsShutdownScoresWhatItsContextAllows(t *testing.T) {
 	assert.Zero(t, h.counter(metricSessionsUnscored, attrReason, reasonShutdown))
 }
 
-// Sessions the shutdown has no time for are counted, and with storage:
-// kept for the next start.
+// Sessions the shutdown has no time for are counted, and their turn
+// records dropped (with storage: kept for the next start); no span is.
 func TestSessionsShutdownWithoutTimeCountsTheRest(t *testing.T) {
 	h := newSessionHarness(t, nil)
 	h.turn(1, "c1", false)
-	h.turn(2, "c2", false)
+	h.turn(2, "c1", false)
+	h.turn(3, "c2", false)
+	spans := h.sink.SpanCount()
 	h.shutdownNow()
+	assert.Empty(t, sessionSpans(h.sink))
+	assert.Equal(t, spans, h.sink.SpanCount(), "no span is lost: only turn records go")
 	assert.Equal(t, int64(2), h.counter(metricSessionsUnscored, attrReason, reasonShutdown))
-	assert.Equal(t, int64(2), h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
+	assert.Equal(t, int64(3), h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
 }
 
 // With storage:, turns are written as they are recorded: a collector

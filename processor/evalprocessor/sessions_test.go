@@ -248,17 +248,6 @@ func TestSessionsOverflowAndShutdown(t *testing.T) {
 	assert.Zero(t, h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
 }
 
-func TestSessionsShutdownWithoutTimeDropsTurnRecords(t *testing.T) {
-	h := newSessionHarness(t, nil)
-	h.turn(1, "c1", false)
-	h.turn(2, "c1", false)
-	spans := h.sink.SpanCount()
-	h.shutdownNow()
-	assert.Empty(t, sessionSpans(h.sink))
-	assert.Equal(t, spans, h.sink.SpanCount(), "no span is lost: only turn records go")
-	assert.Equal(t, int64(2), h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
-}
-
 // With storage:, the sessions' turns outlive a restart: a turn after it is
 // scored with the turns from before it.
 func TestSessionsKeptInStorageAcrossRestart(t *testing.T) {
