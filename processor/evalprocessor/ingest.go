@@ -189,9 +189,9 @@ func (p *evalProcessor) takeBack(dec map[pcommon.TraceID]decision, persisted []*
 func (p *evalProcessor) refuse(ctx context.Context, refused metric.Int64Counter, n int) error {
 	add(ctx, refused, n)
 	if p.fwd.firstRefusal() {
-		p.logger.Warn("refusing new GenAI spans with a retryable error while released spans wait for the next consumer (back-pressure; further refusals are logged at debug level)",
+		p.logger.Warn("refusing new GenAI spans and log records with a retryable error while released data waits for the next consumer (back-pressure; further refusals are logged at debug level)",
 			zap.Int64("backlog_spans", p.fwd.backlog.Load()), zap.Int("limit_spans", maxBacklogSpans))
-	} else if ce := p.logger.Check(zap.DebugLevel, "refusing new GenAI spans (back-pressure)"); ce != nil {
+	} else if ce := p.logger.Check(zap.DebugLevel, "refusing new GenAI data (back-pressure)"); ce != nil {
 		ce.Write(zap.Int64("backlog_spans", p.fwd.backlog.Load()))
 	}
 	return errBackPressure
