@@ -108,7 +108,7 @@ func (p *evalProcessor) startSessions(ctx context.Context) error {
 }
 
 // recordTurn is the engine's turn sink; origin is the route of the turn's
-// span (see score).
+// span (heldTrace.origin, passed as engine.ScoreOptions.Origin).
 func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef, origin any) {
 	s := p.sess
 	now := p.clk.now()
