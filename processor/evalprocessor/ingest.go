@@ -20,13 +20,11 @@ import (
 // ingestPath: how to walk a request, what is GenAI, how to copy, where to
 // send, and what to count.
 
-// item is a span or a log record.
-type item interface{ TraceID() pcommon.TraceID }
-
 // ingestPath is one signal's side of the ingest path: B is its request
 // (ptrace.Traces, plog.Logs), I an item (ptrace.Span, plog.LogRecord).
-type ingestPath[B pdata, I item] struct {
-	each    func(B, func(I))
+type ingestPath[B pdata, I any] struct {
+	// each calls f on every item of a request, in order, with its trace id.
+	each    func(B, func(pcommon.TraceID, I))
 	isGenAI func(I) bool
 	// lateAll: every item of a released trace counts as late (spans);
 	// otherwise only its GenAI items (log records).
@@ -45,8 +43,8 @@ type ingestPath[B pdata, I item] struct {
 func newSpansPath(p *evalProcessor) *ingestPath[ptrace.Traces, ptrace.Span] {
 	tel := p.tel
 	return &ingestPath[ptrace.Traces, ptrace.Span]{
-		each: func(td ptrace.Traces, f func(ptrace.Span)) {
-			adapter.ForEachSpan(td, func(r adapter.SpanRef) { f(r.Span) })
+		each: func(td ptrace.Traces, f func(pcommon.TraceID, ptrace.Span)) {
+			adapter.ForEachSpan(td, func(r adapter.SpanRef) { f(r.Span.TraceID(), r.Span) })
 		},
 		isGenAI: adapter.IsGenAI,
 		lateAll: true,
@@ -65,8 +63,8 @@ func newSpansPath(p *evalProcessor) *ingestPath[ptrace.Traces, ptrace.Span] {
 func newLogsPath(p *evalProcessor) *ingestPath[plog.Logs, plog.LogRecord] {
 	tel := p.tel
 	return &ingestPath[plog.Logs, plog.LogRecord]{
-		each: func(ld plog.Logs, f func(plog.LogRecord)) {
-			adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) { f(lr) })
+		each: func(ld plog.Logs, f func(pcommon.TraceID, plog.LogRecord)) {
+			adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) { f(lr.TraceID(), lr) })
 		},
 		isGenAI: adapter.IsGenAIEvent,
 		count:   plog.Logs.LogRecordCount,
@@ -96,7 +94,7 @@ type ingestMsg struct {
 // held, those of traces already released go on as they are (late). All or
 // nothing: when it returns an error, nothing of b is held, persisted or
 // marked (the sender's retry is the only copy).
-func consume[B pdata, I item](ctx context.Context, p *evalProcessor, in *ingestPath[B, I], b B, rt route) error {
+func consume[B pdata, I any](ctx context.Context, p *evalProcessor, in *ingestPath[B, I], b B, rt route) error {
 	p.lifeMu.RLock()
 	if !p.running {
 		p.lifeMu.RUnlock()
@@ -199,16 +197,12 @@ func (p *evalProcessor) refuse(ctx context.Context, refused metric.Int64Counter,
 
 // wouldHold tells whether routeItems would hold any item of b: a GenAI
 // item of a trace not yet released, or an item of a held trace.
-func wouldHold[B pdata, I item](h *heldSet, in *ingestPath[B, I], b B) bool {
+func wouldHold[B pdata, I any](h *heldSet, in *ingestPath[B, I], b B) bool {
 	h.dirMu.RLock()
 	defer h.dirMu.RUnlock()
 	hold := false
-	in.each(b, func(it I) {
-		if hold {
-			return
-		}
-		id := it.TraceID()
-		if id.IsEmpty() {
+	in.each(b, func(id pcommon.TraceID, it I) {
+		if hold || id.IsEmpty() {
 			return
 		}
 		st := h.dir[id]
@@ -241,14 +235,13 @@ type routing struct {
 
 // routeItems decides, per trace id in b, where its items go. A trace is
 // held when it has a GenAI item in this request or is already held.
-func routeItems[B pdata, I item](h *heldSet, in *ingestPath[B, I], b B) routing {
+func routeItems[B pdata, I any](h *heldSet, in *ingestPath[B, I], b B) routing {
 	// Pass 1, lock-free: which traces have GenAI items here.
 	var genai map[pcommon.TraceID]struct{}
 	var lastGenAI pcommon.TraceID
 	hasGenAI := false
 	invalid := 0
-	in.each(b, func(it I) {
-		id := it.TraceID()
+	in.each(b, func(id pcommon.TraceID, it I) {
 		if hasGenAI && id == lastGenAI {
 			return
 		}
@@ -286,8 +279,7 @@ func routeItems[B pdata, I item](h *heldSet, in *ingestPath[B, I], b B) routing 
 	var lastID pcommon.TraceID
 	var last decision
 	first := true
-	in.each(b, func(it I) {
-		id := it.TraceID()
+	in.each(b, func(id pcommon.TraceID, it I) {
 		if first || id != lastID {
 			d, ok := r.dec[id]
 			if !ok {
