@@ -151,6 +151,26 @@ func TestLogsContentJoinedInEitherOrder(t *testing.T) {
 	}
 }
 
+// A record of a trace that comes before the trace's first GenAI event in
+// the same request is held with it, and counted as held (before: held but
+// not counted).
+func TestLogsRecordBeforeFirstEventHeldAndCounted(t *testing.T) {
+	h := newLogsHarness(t, nil)
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	app := lrs.AppendEmpty()
+	app.SetTraceID(tid(9))
+	app.SetSpanID(sid(3))
+	app.Body().SetStr("tool ran")
+	contentLogsFor(9, 2, 1).ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().MoveAndAppendTo(lrs)
+	h.consumeLogs(ld)
+	assert.Equal(t, 0, h.logs.LogRecordCount(), "both wait for their trace")
+	assert.Equal(t, int64(2), h.counter(metricLogRecordsHeld))
+	h.clk.advance(2 * time.Second)
+	h.waitRecords(2)
+	assert.Equal(t, int64(2), h.counter(metricLogRecordsReleased))
+}
+
 // A content record whose trace never shows up is forwarded after wait;
 // one arriving after its trace was released is forwarded as late.
 func TestLogsWithoutTraceAndLate(t *testing.T) {
