@@ -198,7 +198,7 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	close(p.stop)
 	<-p.loopDone
 	p.pool.stop()
-	p.stopSessions(ctx)
+	p.sess.shutdown(ctx)
 	// Traces still waiting for a judge are forwarded by the engine (with
 	// what finished) before its Shutdown returns.
 	err := p.eng.Shutdown(ctx)
