@@ -41,7 +41,7 @@ func scoreSessions(ctx context.Context, eng *engine.Engine, cfg *engine.Config, 
 		var wg sync.WaitGroup
 		wg.Add(1)
 		var rep engine.SessionReport
-		eng.ScoreSessionAsync(sctx, &sn, func(r engine.SessionReport) { rep = r; wg.Done() })
+		eng.ScoreSessionAsync(sctx, &sn, nil, func(r engine.SessionReport) { rep = r; wg.Done() })
 		wg.Wait()
 		cancel()
 		if !rep.Scored() {

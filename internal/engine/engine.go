@@ -16,7 +16,6 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/ottlfuncs"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -50,7 +49,7 @@ type Engine struct {
 	// deadline to deliver a late result.
 	lateGrace time.Duration
 	lateMu    sync.RWMutex
-	lateSink  func(context.Context, ptrace.Traces)
+	lateSink  LateSink
 
 	// levels are the case levels the instances need.
 	levels adapter.Options
@@ -247,8 +246,27 @@ func (e *Engine) Instances() []*evaluators.Instance {
 // reported as `timeout` and the trace still gets what finished.
 func (e *Engine) ScoreTrace(ctx context.Context, spans []adapter.SpanRef) Report {
 	ch := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { ch <- r })
+	e.ScoreTraceAsync(ctx, spans, ScoreOptions{}, func(r Report) { ch <- r })
 	return <-ch
+}
+
+// ScoreOptions are what a caller that owns a trace's spans tells
+// ScoreTraceAsync besides the spans; the zero value asks for nothing.
+type ScoreOptions struct {
+	// Progress, when set, lets the caller take the trace back before
+	// ScoreTraceAsync is done (Progress.TakeOver).
+	Progress *Progress
+	// Claim, when set, is called once, just before the results are written
+	// onto the spans. When it returns false (the caller no longer owns the
+	// spans, e.g. it forwarded them because an evaluator outran the
+	// deadline), nothing is written and done is called with no evaluations.
+	// It runs on the goroutine that finishes the trace.
+	Claim func() bool
+	// Origin, when set, is called on the span of each case that may give a
+	// late result, and of each turn, while the caller still owns the spans;
+	// the late-result sink and the turn sink get what it returned. The
+	// processor uses it to send those through the pipeline the span came.
+	Origin func(adapter.SpanRef) any
 }
 
 // ScoreTraceAsync is ScoreTrace without the wait: deterministic evaluators
@@ -259,17 +277,17 @@ func (e *Engine) ScoreTrace(ctx context.Context, spans []adapter.SpanRef) Report
 // called exactly once. A judge call still under way when ctx ends goes on
 // (for at most the config's `timeout` more) and, with `late_results: span`,
 // its result is emitted as a span of its own (see SetLateResults).
-func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, done func(Report)) {
+func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, opts ScoreOptions, done func(Report)) {
 	// Only the case levels some evaluator runs on are built: an agent-only
 	// config does not decode every LLM span's messages.
 	cases, problems := adapter.AdaptWith(spans, e.levels)
 	rep := Report{Problems: problems}
-	prog := progressFrom(ctx)
+	prog := opts.Progress
 	if !prog.begin(e, cases, spans) {
 		done(rep) // taken over while adapting: the spans are not ours any more
 		return
 	}
-	e.recordTurns(ctx, cases, spans)
+	e.recordTurns(cases, spans, opts.Origin)
 	if len(cases) == 0 {
 		done(rep)
 		return
@@ -338,7 +356,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 			done(rep)
 			return
 		}
-		caseTasks, ok := e.planCase(ctx, selected, sc, prog)
+		caseTasks, ok := e.planCase(ctx, selected, sc, prog, opts.Origin)
 		if !ok {
 			// Taken over while an evaluator ran: the spans are
 			// forwarded; read nothing of them any more.
@@ -352,7 +370,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		return
 	}
 	finish := func() {
-		if claim, ok := ctx.Value(annotateGuardKey{}).(func() bool); ok && !claim() {
+		if opts.Claim != nil && !opts.Claim() {
 			// The caller has given the spans up (forwarded them at its
 			// deadline): they must not be written any more.
 			done(rep)
@@ -374,17 +392,6 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, d
 		return
 	}
 	e.runJudgeTasks(ctx, tasks, finish)
-}
-
-type annotateGuardKey struct{}
-
-// WithAnnotateGuard returns ctx carrying claim: ScoreTraceAsync calls it
-// once, just before it writes results onto the spans. When it returns false
-// (the caller no longer owns the spans, e.g. it forwarded them because an
-// evaluator outran the deadline), nothing is written and done is called with
-// no evaluations. claim runs on the goroutine that finishes the trace.
-func WithAnnotateGuard(ctx context.Context, claim func() bool) context.Context {
-	return context.WithValue(ctx, annotateGuardKey{}, claim)
 }
 
 type scoredCase struct {

@@ -18,8 +18,7 @@ func TestAnnotateGuard(t *testing.T) {
 		spans := loadTrace(t, semconvTrace)
 		before := snapshot(spans)
 		claims := 0
-		ctx := WithAnnotateGuard(context.Background(), func() bool { claims++; return allow })
-		rep := e.ScoreTrace(ctx, spans)
+		rep := scoreWith(e, spans, ScoreOptions{Claim: func() bool { claims++; return allow }})
 		if claims != 1 {
 			t.Fatalf("allow=%v: claim called %d times, want once", allow, claims)
 		}
@@ -31,6 +30,13 @@ func TestAnnotateGuard(t *testing.T) {
 			t.Fatalf("claim refused: the spans were written (changed=%v) or results reported (%d)", changed, len(rep.Evaluations))
 		}
 	}
+}
+
+// scoreWith is ScoreTrace with options: it waits for done.
+func scoreWith(e *Engine, spans []adapter.SpanRef, opts ScoreOptions) Report {
+	ch := make(chan Report, 1)
+	e.ScoreTraceAsync(context.Background(), spans, opts, func(r Report) { ch <- r })
+	return <-ch
 }
 
 func snapshot(spans []adapter.SpanRef) string {

@@ -118,7 +118,7 @@ func findSpan(spans []adapter.SpanRef, name string) ptrace.Span {
 func scoreAsync(e *Engine, spans []adapter.SpanRef) (<-chan Report, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Report, 1)
-	e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	e.ScoreTraceAsync(ctx, spans, ScoreOptions{}, func(r Report) { done <- r })
 	return done, cancel
 }
 
@@ -136,7 +136,7 @@ type lateSink struct {
 	ch  chan struct{}
 }
 
-func (s *lateSink) consume(_ context.Context, td ptrace.Traces) {
+func (s *lateSink) consume(td ptrace.Traces, _ any) {
 	s.mu.Lock()
 	s.got = append(s.got, td)
 	s.mu.Unlock()
@@ -197,7 +197,7 @@ func recordTurns(e *Engine, cfg sessions.Config) *sessions.Store {
 func scoreSession(t *testing.T, e *Engine, sn *sessions.Snapshot) SessionReport {
 	t.Helper()
 	ch := make(chan SessionReport, 1)
-	e.ScoreSessionAsync(context.Background(), sn, func(r SessionReport) { ch <- r })
+	e.ScoreSessionAsync(context.Background(), sn, nil, func(r SessionReport) { ch <- r })
 	select {
 	case r := <-ch:
 		return r

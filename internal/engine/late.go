@@ -67,38 +67,27 @@ type lateTarget struct {
 	resource pcommon.Resource
 	// info is the case's agent and model, for the result events.
 	info annotator.CaseInfo
-	// origin is what the caller's WithSpanOrigin said of the evaluated
-	// span; the late sink gets it back (OriginFrom).
+	// origin is what the caller's ScoreOptions.Origin said of the
+	// evaluated span; the late sink gets it back.
 	origin any
 }
 
-type originFuncKey struct{}
-type originKey struct{}
-
-// WithSpanOrigin returns ctx carrying origin: ScoreTraceAsync calls it on
-// the span of each case that may give a late result (while the caller
-// still owns the spans), and the late-result sink's context carries what
-// it returned (OriginFrom). The processor uses it to send a late result
-// through the pipeline the evaluated span went.
-func WithSpanOrigin(ctx context.Context, origin func(adapter.SpanRef) any) context.Context {
-	return context.WithValue(ctx, originFuncKey{}, origin)
-}
-
-// OriginFrom is the origin of the evaluated span in a late-result sink's
-// context; nil when the caller set none.
-func OriginFrom(ctx context.Context) any { return ctx.Value(originKey{}) }
+// LateSink takes a batch holding one late-result span, and what the
+// scoring call's ScoreOptions.Origin said of the evaluated span (nil
+// without one).
+type LateSink func(td ptrace.Traces, origin any)
 
 // SetLateResults sets where late results go: a function that takes a batch
 // holding one late-result span. The processor forwards it to the next
 // consumer. Without a sink (evalctl), or with `late_results: drop`, a judge
 // that answers after its trace's timeout is not waited for.
-func (e *Engine) SetLateResults(sink func(context.Context, ptrace.Traces)) {
+func (e *Engine) SetLateResults(sink LateSink) {
 	e.lateMu.Lock()
 	e.lateSink = sink
 	e.lateMu.Unlock()
 }
 
-func (e *Engine) sink() func(context.Context, ptrace.Traces) {
+func (e *Engine) sink() LateSink {
 	e.lateMu.RLock()
 	defer e.lateMu.RUnlock()
 	if e.lateGrace <= 0 {
@@ -111,7 +100,7 @@ func (e *Engine) sink() func(context.Context, ptrace.Traces) {
 // the case's late target, shared by its tasks (only read once built): it is
 // built on the first task that needs it, so a case with many judge
 // evaluators copies its resource once.
-func (e *Engine) newJudgeTask(ctx context.Context, in *instance, c *adapter.Case, ref adapter.SpanRef, target **lateTarget, slot *evaluators.Result) *judgeTask {
+func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef, origin func(adapter.SpanRef) any, target **lateTarget, slot *evaluators.Result) *judgeTask {
 	t := &judgeTask{steps: []taskStep{{in: in, slot: slot}}, c: c}
 	if e.sink() != nil {
 		if *target == nil {
@@ -119,7 +108,7 @@ func (e *Engine) newJudgeTask(ctx context.Context, in *instance, c *adapter.Case
 			ref.Resource().CopyTo(res)
 			*target = &lateTarget{traceID: c.TraceID, spanID: c.SpanID, spanName: ref.Span.Name(), resource: res,
 				info: annotator.CaseInfo{AgentName: c.AgentName, Model: c.Model}}
-			if origin, ok := ctx.Value(originFuncKey{}).(func(adapter.SpanRef) any); ok {
+			if origin != nil {
 				(*target).origin = origin(ref)
 			}
 		}
@@ -330,7 +319,7 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	e.redactResults(results)
 	e.redactCopied(attrs, AttrTargetSpanName)
 	annotator.AnnotateCase(sp, results, pcommon.NewTimestampFromTime(now), t.target.info)
-	sink(context.WithValue(context.Background(), originKey{}, t.target.origin), td)
+	sink(td, t.target.origin)
 }
 
 // Attributes of a late-result span besides the eval.<name>.* results.

@@ -130,8 +130,8 @@ func TestLateTargetSharedByTheTasksOfOneCase(t *testing.T) {
 	spans := loadTrace(t, semconvTrace)
 	var target *lateTarget
 	ref := spans[0]
-	t1 := e.newJudgeTask(context.Background(), &e.instances[0], &adapter.Case{}, ref, &target, new(evaluators.Result))
-	t2 := e.newJudgeTask(context.Background(), &e.instances[1], &adapter.Case{}, ref, &target, new(evaluators.Result))
+	t1 := e.newJudgeTask(&e.instances[0], &adapter.Case{}, ref, nil, &target, new(evaluators.Result))
+	t2 := e.newJudgeTask(&e.instances[1], &adapter.Case{}, ref, nil, &target, new(evaluators.Result))
 	if t1.target == nil || t1.target != t2.target {
 		t.Fatalf("targets not shared: %p %p", t1.target, t2.target)
 	}

@@ -71,7 +71,7 @@ func TestJudgeBacklogIsBounded(t *testing.T) {
 	var finished reports
 	peak := 0
 	for i := 0; i < traces; i++ {
-		e.ScoreTraceAsync(context.Background(), load(), finished.add)
+		e.ScoreTraceAsync(context.Background(), load(), ScoreOptions{}, finished.add)
 		peak = max(peak, runtime.NumGoroutine())
 	}
 	// Workers, the judge's server and its connections: a constant, not one
@@ -163,7 +163,7 @@ func TestShutdownFinishesQueuedJudgeTasks(t *testing.T) {
 	const traces = 10
 	done := make(chan Report, traces)
 	for i := 0; i < traces; i++ {
-		e.ScoreTraceAsync(context.Background(), loadTrace(t, semconvTrace), func(r Report) { done <- r })
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, semconvTrace), ScoreOptions{}, func(r Report) { done <- r })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -210,7 +210,7 @@ func TestHangingJudgeDoesNotTakeAnotherJudgesWorkers(t *testing.T) {
 
 	var finished reports
 	for range traces {
-		e.ScoreTraceAsync(context.Background(), loadTrace(t, semconvTrace), finished.add)
+		e.ScoreTraceAsync(context.Background(), loadTrace(t, semconvTrace), ScoreOptions{}, finished.add)
 	}
 	// Every fast evaluation is made while the slow judge holds its calls:
 	// with one shared pool (3 workers) the slow tasks took every worker

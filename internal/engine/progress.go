@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"sync"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -12,7 +11,7 @@ import (
 // to take the trace back before ScoreTraceAsync is done: an evaluator that
 // ignores its context holds the goroutine past the trace's deadline
 // (docs/contract.md §5: the trace goes on "with what finished"). The
-// caller passes it with WithProgress; TakeOver returns the results that
+// caller passes it in ScoreOptions; TakeOver returns the results that
 // finished, the rest `timeout`, and from then on the engine neither
 // records results nor reads the trace's spans again.
 type Progress struct {
@@ -31,18 +30,6 @@ type Progress struct {
 
 // NewProgress returns an empty Progress.
 func NewProgress() *Progress { return &Progress{} }
-
-type progressKey struct{}
-
-// WithProgress returns ctx carrying p for ScoreTraceAsync.
-func WithProgress(ctx context.Context, p *Progress) context.Context {
-	return context.WithValue(ctx, progressKey{}, p)
-}
-
-func progressFrom(ctx context.Context) *Progress {
-	p, _ := ctx.Value(progressKey{}).(*Progress)
-	return p
-}
 
 // Partial is the results of one case when the trace was taken over.
 type Partial struct {

@@ -33,9 +33,8 @@ func TestTakeOverGivesWhatFinished(t *testing.T) {
 	}, sampleAll: true}}, e.instances[1:]...)...)
 	spans := loadTrace(t, "../../examples/traces/travel-agent-wrong-order.json")
 	prog := NewProgress()
-	ctx := WithProgress(context.Background(), prog)
 	done := make(chan Report, 1)
-	go e.ScoreTraceAsync(ctx, spans, func(r Report) { done <- r })
+	go e.ScoreTraceAsync(context.Background(), spans, ScoreOptions{Progress: prog}, func(r Report) { done <- r })
 	<-stuck.started
 	partial, ok := prog.TakeOver()
 	if !ok || len(partial) != 1 {
@@ -74,7 +73,7 @@ func TestTakeOverTooLate(t *testing.T) {
 	e := newEngine(t, map[string]any{"evaluators": []any{map[string]any{"type": "tool_error"}}})
 	spans := loadTrace(t, "../../examples/traces/travel-agent-wrong-order.json")
 	prog := NewProgress()
-	rep := e.ScoreTrace(WithProgress(context.Background(), prog), spans)
+	rep := scoreWith(e, spans, ScoreOptions{Progress: prog})
 	if len(rep.Evaluations) != 1 {
 		t.Fatalf("evaluations %d", len(rep.Evaluations))
 	}

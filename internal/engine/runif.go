@@ -24,7 +24,7 @@ import (
 // directly), and returns the tasks of the others. ok is false when prog
 // refused a result (the caller took the trace over): nothing more is run
 // then.
-func (e *Engine) planCase(ctx context.Context, selected []*instance, sc *scoredCase, prog *Progress) (tasks []*judgeTask, ok bool) {
+func (e *Engine) planCase(ctx context.Context, selected []*instance, sc *scoredCase, prog *Progress, origin func(adapter.SpanRef) any) (tasks []*judgeTask, ok bool) {
 	c, ref, results := sc.c, sc.ref, sc.results
 	// The common case, every instance inline and none with run_if, needs
 	// no plan: run them in order.
@@ -97,7 +97,7 @@ func (e *Engine) planCase(ctx context.Context, selected []*instance, sc *scoredC
 			t.steps = append(t.steps, taskStep{in: in, slot: &results[k]})
 			continue
 		}
-		t := e.newJudgeTask(ctx, in, c, ref, &target, &results[k])
+		t := e.newJudgeTask(in, c, ref, origin, &target, &results[k])
 		t.prior = seen // read-only from here on; a task with steps clones it
 		if byRoot == nil {
 			byRoot = map[int]*judgeTask{}

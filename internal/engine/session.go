@@ -20,8 +20,8 @@ import (
 // evalctl record them in a sessions.Store.
 type TurnSink func(c *adapter.Case, ref adapter.SpanRef)
 
-// TurnOriginSink is a TurnSink that also gets what the scoring context's
-// WithSpanOrigin said of the turn's span (nil without one).
+// TurnOriginSink is a TurnSink that also gets what the scoring call's
+// ScoreOptions.Origin said of the turn's span (nil without one).
 type TurnOriginSink func(c *adapter.Case, ref adapter.SpanRef, origin any)
 
 // SetTurnSink sets where turns go. Without one, or without `case: session`
@@ -50,7 +50,7 @@ func (e *Engine) MaxFieldBytes() int { return e.maxFieldBytes }
 
 // recordTurns hands the trace's turns to the sink, before any evaluator
 // runs: a turn is recorded however its trace's own scoring ends.
-func (e *Engine) recordTurns(ctx context.Context, cases []adapter.Case, spans []adapter.SpanRef) {
+func (e *Engine) recordTurns(cases []adapter.Case, spans []adapter.SpanRef, originOf func(adapter.SpanRef) any) {
 	if !e.hasSessions {
 		return
 	}
@@ -68,8 +68,8 @@ func (e *Engine) recordTurns(ctx context.Context, cases []adapter.Case, spans []
 		for k := len(spans) - 1; k >= 0; k-- {
 			if spans[k].Span.SpanID() == c.SpanID {
 				var origin any
-				if f, ok := ctx.Value(originFuncKey{}).(func(adapter.SpanRef) any); ok {
-					origin = f(spans[k])
+				if originOf != nil {
+					origin = originOf(spans[k])
 				}
 				sink(c, spans[k], origin)
 				break
@@ -98,8 +98,9 @@ func (r *SessionReport) Scored() bool { return len(r.Evaluations) > 0 }
 // eval.session.turns), sample_rate decides by conversation id (the same
 // choice on every collector), deterministic evaluators run before it
 // returns, judge and remote evaluators in the background. done is called exactly once,
-// with the span annotated.
-func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, done func(SessionReport)) {
+// with the span annotated. origin is what the late-result sink gets with a
+// late result of the session (nil: none).
+func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, origin any, done func(SessionReport)) {
 	start := time.Now()
 	td, ref := sn.NewSpan(start)
 	c := sn.Case(ref.Span.TraceID(), ref.Span.SpanID())
@@ -115,7 +116,11 @@ func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, d
 		return
 	}
 	results := make([]evaluators.Result, len(selected))
-	tasks, _ := e.planCase(ctx, selected, &scoredCase{c: c, ref: ref, results: results}, nil)
+	var originOf func(adapter.SpanRef) any
+	if origin != nil {
+		originOf = func(adapter.SpanRef) any { return origin }
+	}
+	tasks, _ := e.planCase(ctx, selected, &scoredCase{c: c, ref: ref, results: results}, nil, originOf)
 	finish := func() {
 		now := pcommon.NewTimestampFromTime(time.Now())
 		ref.Span.SetEndTimestamp(now)

@@ -154,7 +154,7 @@ func BenchmarkSessionRecordVsScore(b *testing.B) {
 		e.ScoreTrace(context.Background(), refs) // includes the record
 		score += time.Since(t)
 		t = time.Now()
-		e.ScoreSessionAsync(context.Background(), sn, func(SessionReport) {})
+		e.ScoreSessionAsync(context.Background(), sn, nil, func(SessionReport) {})
 		session += time.Since(t)
 	}
 	n := float64(b.N)

@@ -431,7 +431,7 @@ func TestDurableRestoreStreams(t *testing.T) {
 	mu.Unlock()
 	assert.Equal(t, int64(traces), h2.counter(metricRestoredTraces))
 	assert.Equal(t, int64(2*traces), h2.counter(metricRestoredSpans))
-	assert.LessOrEqual(t, len(h2.p.traces), maxTraces)
+	assert.LessOrEqual(t, len(h2.p.held.traces), maxTraces)
 
 	h2.clk.advance(2 * time.Second)
 	h2.waitSpans(2 * traces)

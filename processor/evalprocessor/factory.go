@@ -38,11 +38,7 @@ func NewFactory() processor.Factory {
 // (docs/contract.md §17). It does no work: the engine is built and every
 // goroutine started in Start.
 func createTraces(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	sp, err := instances.get(set, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	r, err := sp.addTracesRoute(next)
+	sp, r, err := join(set, cfg, func(rs *routes) (route, error) { return rs.addTraces(next) })
 	if err != nil {
 		return nil, err
 	}
@@ -51,15 +47,22 @@ func createTraces(_ context.Context, set processor.Settings, cfg component.Confi
 
 // createLogs builds (or shares) the processor for a logs pipeline.
 func createLogs(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	sp, err := instances.get(set, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	r, err := sp.addLogsRoute(next)
+	sp, r, err := join(set, cfg, func(rs *routes) (route, error) { return rs.addLogs(next) })
 	if err != nil {
 		return nil, err
 	}
 	return &logsPipeline{sharedProcessor: sp, route: r}, nil
+}
+
+// join builds (or shares) the processor of cfg and adds this pipeline's
+// route to it.
+func join(set processor.Settings, cfg component.Config, addRoute func(*routes) (route, error)) (*sharedProcessor, route, error) {
+	sp, err := instances.get(set, cfg.(*Config))
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := addRoute(sp.routes)
+	return sp, r, err
 }
 
 // tracesPipeline is the shared processor as one traces pipeline sees it.

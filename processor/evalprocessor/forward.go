@@ -51,6 +51,58 @@ type outItem struct {
 	keys []string
 }
 
+// group is the traces released together (one tick, one overflow, the
+// shutdown flush). Each trace joins it once forwarded; once all have (or
+// have left it to wait for a judge), they go on as one request per route,
+// cut at maxRequestSpans.
+type group struct {
+	f       *forwarder
+	mu      sync.Mutex
+	pending int
+	out     []routedTraces
+}
+
+// leave takes a trace out of the group: it goes on by itself later.
+func (g *group) leave() { g.add(nil) }
+
+// add gives the group one trace's spans, by route.
+func (g *group) add(rts []routedTraces) {
+	var flush []routedTraces
+	g.mu.Lock()
+	for _, rt := range rts {
+		if rt.n == 0 {
+			flush = append(flush, rt) // storage keys only
+			continue
+		}
+		i := 0
+		for i < len(g.out) && g.out[i].route != rt.route {
+			i++
+		}
+		if i == len(g.out) {
+			g.out = append(g.out, routedTraces{route: rt.route})
+		}
+		o := &g.out[i]
+		if o.n > 0 && o.n+rt.n > maxRequestSpans {
+			flush = append(flush, *o)
+			*o = routedTraces{route: rt.route}
+		}
+		o.merge(rt)
+	}
+	g.pending--
+	if g.pending == 0 {
+		for _, o := range g.out {
+			if o.n > 0 {
+				flush = append(flush, o)
+			}
+		}
+		g.out = nil
+	}
+	g.mu.Unlock()
+	for _, o := range flush {
+		g.f.pushTraces(o)
+	}
+}
+
 // retrying is a request the next consumer refused with a retryable error,
 // waiting for its next attempt. Only the forwarder's goroutine touches it.
 type retrying struct {
@@ -69,8 +121,13 @@ type retrying struct {
 // dropped only when release_retry gives up, when the next consumer refuses
 // it permanently, or when shutdown's time is up; each is logged and counted.
 type forwarder struct {
-	p     *evalProcessor
-	retry configretry.BackOffConfig
+	routes *routes
+	tel    *telemetry
+	logger *zap.Logger
+	retry  configretry.BackOffConfig
+	// removeKeys deletes the storage keys of data delivered (or dropped
+	// for good).
+	removeKeys func([]string)
 
 	mu      sync.Mutex
 	items   []outItem
@@ -79,6 +136,10 @@ type forwarder struct {
 	// outage is set from the first retryable refusal to the moment no
 	// request waits for a retry: one warning per outage.
 	outage atomic.Bool
+	// refusedLogged is set from the first refusal of new GenAI data
+	// (back-pressure) to the moment the backlog is empty: one warning per
+	// episode.
+	refusedLogged atomic.Bool
 
 	wake    chan struct{} // capacity 1
 	stop    chan struct{} // closed by finish
@@ -91,14 +152,15 @@ type forwarder struct {
 	waiting []*retrying
 }
 
-func newForwarder(p *evalProcessor, retry configretry.BackOffConfig) *forwarder {
-	return &forwarder{p: p, retry: retry, wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
+func newForwarder(rs *routes, tel *telemetry, logger *zap.Logger, retry configretry.BackOffConfig, removeKeys func([]string)) *forwarder {
+	return &forwarder{routes: rs, tel: tel, logger: logger, retry: retry, removeKeys: removeKeys,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
 }
 
 // pushTraces queues a released trace's spans for its route. It never
 // blocks. Without spans it only deletes the keys.
 func (f *forwarder) pushTraces(rt routedTraces) {
-	f.pushItem(outItem{route: rt.route, td: rt.td, n: rt.spans, keys: rt.keys})
+	f.pushItem(outItem{route: rt.route, td: rt.data, n: rt.n, keys: rt.keys})
 }
 
 // pushLogs queues released log records (held with their trace, and the
@@ -110,7 +172,7 @@ func (f *forwarder) pushLogs(r route, ld plog.Logs, records int, keys []string) 
 
 func (f *forwarder) pushItem(it outItem) {
 	if it.n == 0 {
-		f.p.removeKeys(it.keys) // nothing left to deliver
+		f.removeKeys(it.keys) // nothing left to deliver
 		return
 	}
 	f.mu.Lock()
@@ -136,17 +198,22 @@ func (f *forwarder) pushItem(it outItem) {
 
 func (f *forwarder) grow(n int) {
 	f.backlog.Add(int64(n))
-	f.p.tel.releaseBacklog.Add(context.Background(), int64(n))
+	f.tel.releaseBacklog.Add(context.Background(), int64(n))
 }
 
 func (f *forwarder) shrink(n int) {
 	if f.backlog.Add(-int64(n)) == 0 {
-		f.p.refusedLogged.Store(false) // warn again in the next episode
+		f.refusedLogged.Store(false) // warn again in the next episode
 	}
-	f.p.tel.releaseBacklog.Add(context.Background(), -int64(n))
+	f.tel.releaseBacklog.Add(context.Background(), -int64(n))
 }
 
+// full says whether new GenAI data is refused (back-pressure).
 func (f *forwarder) full() bool { return f.backlog.Load() > maxBacklogSpans }
+
+// firstRefusal says whether a refusal is the first since the backlog was
+// last empty (it is logged as a warning; the rest at debug level).
+func (f *forwarder) firstRefusal() bool { return f.refusedLogged.CompareAndSwap(false, true) }
 
 // run is the forwarder's goroutine.
 func (f *forwarder) run() {
@@ -266,16 +333,15 @@ func (f *forwarder) drain() {
 // refused it with a retryable error; otherwise the request is done with
 // (accepted, or dropped as refused permanently).
 func (f *forwarder) deliver(req outItem) (retry bool) {
-	p := f.p
 	err := f.consume(req)
 	if err == nil {
-		p.removeKeys(req.keys)
+		f.removeKeys(req.keys)
 		return false
 	}
-	p.tel.nextConsumerErrors.Add(context.Background(), 1)
+	f.tel.nextConsumerErrors.Add(context.Background(), 1)
 	if consumererror.IsPermanent(err) {
 		f.drop(req, reasonPermanent, 0, err)
-		p.removeKeys(req.keys) // restoring them would only be refused again
+		f.removeKeys(req.keys) // restoring them would only be refused again
 		return false
 	}
 	return true
@@ -286,7 +352,7 @@ func (f *forwarder) deliver(req outItem) (retry bool) {
 func (f *forwarder) refused(req outItem) {
 	if !f.retry.Enabled {
 		f.drop(req, reasonRefused, 0, errors.New("refused with a retryable error and release_retry is disabled"))
-		f.p.removeKeys(req.keys)
+		f.removeKeys(req.keys)
 		f.shrink(req.n)
 		return
 	}
@@ -295,7 +361,7 @@ func (f *forwarder) refused(req outItem) {
 	r.due = now.Add(f.jitter(r.delay))
 	f.waiting = append(f.waiting, r)
 	if f.outage.CompareAndSwap(false, true) {
-		f.p.logger.Warn("the next consumer refused released data; it is retried on its own (release_retry) while later releases go on (new GenAI spans are refused while the backlog is full)",
+		f.logger.Warn("the next consumer refused released data; it is retried on its own (release_retry) while later releases go on (new GenAI spans are refused while the backlog is full)",
 			zap.Int("items", req.n), zap.Bool("logs", req.isLogs), zap.Int64("backlog", f.backlog.Load()))
 	}
 }
@@ -313,14 +379,14 @@ func (f *forwarder) retryDue(now time.Time, final bool) {
 			continue
 		}
 		r.retries++
-		f.p.tel.releaseRetries.Add(context.Background(), 1)
+		f.tel.releaseRetries.Add(context.Background(), 1)
 		if !f.deliver(r.outItem) {
 			f.shrink(r.n)
 			continue
 		}
 		if !final && f.retry.MaxElapsedTime > 0 && now.Sub(r.first) >= f.retry.MaxElapsedTime {
 			f.drop(r.outItem, reasonRefused, r.retries, errors.New("still refused after release_retry.max_elapsed_time"))
-			f.p.removeKeys(r.keys)
+			f.removeKeys(r.keys)
 			f.shrink(r.n)
 			continue
 		}
@@ -331,7 +397,7 @@ func (f *forwarder) retryDue(now time.Time, final bool) {
 	clear(f.waiting[len(kept):])
 	f.waiting = kept
 	if len(f.waiting) == 0 && f.outage.CompareAndSwap(true, false) {
-		f.p.logger.Info("the next consumer accepts released data again; no refused release is waiting")
+		f.logger.Info("the next consumer accepts released data again; no refused release is waiting")
 	}
 }
 
@@ -362,7 +428,7 @@ func (f *forwarder) jitter(d time.Duration) time.Duration {
 // drop logs (at error level) and counts released data that is not
 // delivered.
 func (f *forwarder) drop(req outItem, reason string, retries int, err error) {
-	f.p.tel.dropped(context.Background(), reason, req.isLogs, req.n)
+	f.tel.dropped(context.Background(), reason, req.isLogs, req.n)
 	what := "spans"
 	if req.isLogs {
 		what = "log records"
@@ -376,7 +442,7 @@ func (f *forwarder) drop(req outItem, reason string, retries int, err error) {
 	default:
 		msg += "the next consumer still refused them when shutdown's time was up (with storage: they stay in it and are restored on the next start)"
 	}
-	f.p.logger.Error(msg, zap.Int("items", req.n), zap.Int("retries", retries),
+	f.logger.Error(msg, zap.Int("items", req.n), zap.Int("retries", retries),
 		zap.String("reason", reason), zap.Error(err))
 }
 
@@ -393,13 +459,13 @@ func (f *forwarder) consume(req outItem) (err error) {
 					}
 				}
 			}
-			f.p.logger.Error("next consumer panicked on released spans", zap.String("trace_id", first),
+			f.logger.Error("next consumer panicked on released spans", zap.String("trace_id", first),
 				zap.Int("spans", req.n), zap.Any("panic", r), zap.Stack("stack"))
 			err = consumererror.NewPermanent(fmt.Errorf("next consumer panicked: %v", r))
 		}
 	}()
 	if req.isLogs {
-		return f.p.sendLogs(context.Background(), req.route, req.ld)
+		return f.routes.sendLogs(context.Background(), req.route, req.ld)
 	}
-	return f.p.sendTraces(context.Background(), req.route, req.td)
+	return f.routes.sendTraces(context.Background(), req.route, req.td)
 }

@@ -13,8 +13,10 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -122,6 +124,30 @@ func newHarnessWith(t *testing.T, mut func(*Config), next consumer.Traces, logge
 	return h
 }
 
+// scoreOnce runs a processor of cfg whose telemetry goes to mp (and in a
+// logs pipeline too when logs is set) on td: it consumes td, releases it,
+// waits for spans to come out, shuts down and returns what came out.
+func scoreOnce(t *testing.T, cfg *Config, mp metric.MeterProvider, logs bool, td ptrace.Traces) *consumertest.TracesSink {
+	t.Helper()
+	require.NoError(t, cfg.Config.Validate())
+	set := processortest.NewNopSettings(Type)
+	set.TelemetrySettings.MeterProvider = mp
+	clk := newFakeClock()
+	sink := new(consumertest.TracesSink)
+	p, err := newProcessor(set, cfg, sink, clk.clock())
+	require.NoError(t, err)
+	if logs {
+		p.nextLogs = new(consumertest.LogsSink)
+	}
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	<-clk.got
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	clk.advance(2 * time.Second)
+	require.Eventually(t, func() bool { return sink.SpanCount() > 0 }, 30*time.Second, 5*time.Millisecond)
+	require.NoError(t, p.Shutdown(context.Background()))
+	return sink
+}
+
 // start starts p on host (waiting for its ticker) and shuts it down, if
 // the test has not, at cleanup.
 func (h *harness) start(p *evalProcessor, host component.Host) {
@@ -142,17 +168,48 @@ func (h *harness) shutdown(ctx context.Context) {
 	require.NoError(h.t, h.p.Shutdown(ctx))
 }
 
+// shutdownNow shuts down with a context that has ended: no time for
+// anything.
+func (h *harness) shutdownNow() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.shutdown(ctx)
+}
+
 func (h *harness) consume(td ptrace.Traces) {
 	h.t.Helper()
 	require.NoError(h.t, h.p.ConsumeTraces(context.Background(), td))
 }
 
+func (h *harness) consumeLogs(ld plog.Logs) {
+	h.t.Helper()
+	require.NoError(h.t, h.p.ConsumeLogs(context.Background(), ld))
+}
+
 // waitSpans waits until the sink has n spans (workers forward asynchronously).
 func (h *harness) waitSpans(n int) {
 	h.t.Helper()
-	require.Eventually(h.t, func() bool { return h.sink.SpanCount() >= n }, 30*time.Second, time.Millisecond,
-		"sink has %d spans, want %d", h.sink.SpanCount(), n)
-	require.Equal(h.t, n, h.sink.SpanCount())
+	waitCount(h.t, "spans", n, h.sink.SpanCount)
+}
+
+// waitCount waits until count() reaches n, and checks it is exactly n.
+func waitCount(t *testing.T, what string, n int, count func() int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return count() >= n }, 30*time.Second, time.Millisecond,
+		"the sink has %d %s, want %d", count(), what, n)
+	require.Equal(t, n, count())
+}
+
+// scoreAgentTrace sends agentTrace 1 (without a failed tool call),
+// releases it, waits for its five spans and returns its agent span.
+func (h *harness) scoreAgentTrace() ptrace.Span {
+	h.t.Helper()
+	b := newBatch()
+	agentTrace(b, 1, false)
+	h.consume(b.td)
+	h.clk.advance(time.Second)
+	h.waitSpans(5)
+	return spansOf(h.sink, 1)[1]
 }
 
 // counter sums an int64 sum metric over the data points whose attributes

@@ -19,6 +19,15 @@ import (
 
 // withJudge configures a judge on srv and an llm_judge that runs only on
 // agents named slow_agent, next to tool_error on every agent.
+// heldJudge is a judge that answers content once release is closed.
+func heldJudge(t *testing.T, content string) (*judgetest.Server, chan struct{}) {
+	release := make(chan struct{})
+	return judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
+		<-release
+		return judgetest.Reply{Content: content}
+	}), release
+}
+
 func withJudge(srv *judgetest.Server) func(*Config) {
 	return func(c *Config) {
 		jc := judge.NewDefaultConfig()
@@ -49,11 +58,7 @@ func slowAgentTrace(b *batch, tr byte) {
 // A trace waiting for a judge does not hold up a trace that needs none, even
 // with a single worker.
 func TestJudgedTraceDoesNotBlockOthers(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.9, "reason": "fine"}`}
-	})
+	srv, release := heldJudge(t, `{"score": 0.9, "reason": "fine"}`)
 	h := newHarness(t, func(c *Config) { withJudge(srv)(c); c.Workers = 1 }, nil, nil)
 
 	b := newBatch()
@@ -81,11 +86,7 @@ func TestJudgedTraceDoesNotBlockOthers(t *testing.T) {
 // A judge that answers after the trace's timeout: the trace goes on with
 // `timeout`, and the answer follows as a span linked to the agent span.
 func TestLateJudgeResultIsForwarded(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.2, "reason": "unhelpful"}`}
-	})
+	srv, release := heldJudge(t, `{"score": 0.2, "reason": "unhelpful"}`)
 	h := newHarness(t, func(c *Config) { withJudge(srv)(c); c.Timeout = 50 * time.Millisecond }, nil, nil)
 	b := newBatch()
 	slowAgentTrace(b, 1)
@@ -139,18 +140,14 @@ func TestShutdownWithPendingJudge(t *testing.T) {
 // With eval in two traces pipelines, a late judge result goes through the
 // pipeline its evaluated span went (contract §17), not the first one.
 func TestLateJudgeResultGoesWhereItsSpanWent(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.2, "reason": "unhelpful"}`}
-	})
+	srv, release := heldJudge(t, `{"score": 0.2, "reason": "unhelpful"}`)
 	other := new(consumertest.TracesSink)
 	var second route
 	h := newHarnessWith(t, func(c *Config) { withJudge(srv)(c); c.Timeout = 50 * time.Millisecond }, nil, nil,
 		func(p *evalProcessor) {
-			p.tracesOut = []consumer.Traces{p.next}
+			p.routes.traces = []consumer.Traces{p.next}
 			var err error
-			second, err = p.addTracesRoute(other)
+			second, err = p.routes.addTraces(other)
 			require.NoError(t, err)
 		})
 	b := newBatch()

@@ -40,17 +40,10 @@ func newLogsHarness(t *testing.T, mut func(*Config)) *logsHarness {
 	return &logsHarness{harness: h, logs: logs}
 }
 
-func (h *logsHarness) consumeLogs(ld plog.Logs) {
-	h.t.Helper()
-	require.NoError(h.t, h.p.ConsumeLogs(context.Background(), ld))
-}
-
 // waitRecords waits until the logs sink has n records.
 func (h *logsHarness) waitRecords(n int) {
 	h.t.Helper()
-	require.Eventually(h.t, func() bool { return h.logs.LogRecordCount() >= n }, 5*time.Second, time.Millisecond,
-		"sink has %d log records, want %d", h.logs.LogRecordCount(), n)
-	require.Equal(h.t, n, h.logs.LogRecordCount())
+	waitCount(h.t, "log records", n, h.logs.LogRecordCount)
 }
 
 // contentSpans is an agent run whose chat span carries no content (the
@@ -156,6 +149,26 @@ func TestLogsContentJoinedInEitherOrder(t *testing.T) {
 		assert.Equal(t, int64(3), h.counter(metricLogRecordsHeld))
 		assert.Equal(t, int64(3), h.counter(metricLogRecordsReleased))
 	}
+}
+
+// A record of a trace that comes before the trace's first GenAI event in
+// the same request is held with it, and counted as held (before: held but
+// not counted).
+func TestLogsRecordBeforeFirstEventHeldAndCounted(t *testing.T) {
+	h := newLogsHarness(t, nil)
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	app := lrs.AppendEmpty()
+	app.SetTraceID(tid(9))
+	app.SetSpanID(sid(3))
+	app.Body().SetStr("tool ran")
+	contentLogsFor(9, 2, 1).ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().MoveAndAppendTo(lrs)
+	h.consumeLogs(ld)
+	assert.Equal(t, 0, h.logs.LogRecordCount(), "both wait for their trace")
+	assert.Equal(t, int64(2), h.counter(metricLogRecordsHeld))
+	h.clk.advance(2 * time.Second)
+	h.waitRecords(2)
+	assert.Equal(t, int64(2), h.counter(metricLogRecordsReleased))
 }
 
 // A content record whose trace never shows up is forwarded after wait;

@@ -45,10 +45,10 @@ type doneBucket struct {
 	ids   []pcommon.TraceID
 }
 
-// decisions remembers released trace ids by time. It lives in the
-// processor's dir map (one lookup per span run in ConsumeTraces); the
+// decisions remembers released trace ids by time. It lives in the held
+// set's dir map (one lookup per run of items in a consume call); the
 // buckets only say when each id is forgotten. Only the loop writes it, under
-// dirMu.
+// heldSet.dirMu.
 type decisions struct {
 	retention time.Duration
 	width     time.Duration

@@ -3,10 +3,11 @@ package evalprocessor
 import (
 	"context"
 	"errors"
-	"go.opentelemetry.io/collector/config/configretry"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -273,12 +274,7 @@ func TestOverflowForwardsOldestUnscored(t *testing.T) {
 
 func TestTimeout(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Timeout = time.Nanosecond }, nil, nil)
-	b := newBatch()
-	agentTrace(b, 1, false)
-	h.consume(b.td)
-	h.clk.advance(time.Second)
-	h.waitSpans(5)
-	assert.Equal(t, "timeout", strAttr(spansOf(h.sink, 1)[1], "eval.tool_error.status"))
+	assert.Equal(t, "timeout", strAttr(h.scoreAgentTrace(), "eval.tool_error.status"))
 	assert.Equal(t, int64(1), h.counter(metricEvaluations, "evaluator", "tool_error", "status", "timeout"))
 }
 
@@ -308,9 +304,7 @@ func TestShutdownFlush(t *testing.T) {
 			agentTrace(b, tr, false)
 			h.consume(b.td)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		h.shutdown(ctx)
+		h.shutdownNow()
 		assert.Equal(t, 15, h.sink.SpanCount(), "nothing dropped")
 		assert.Empty(t, strAttr(spansOf(h.sink, 1)[1], "eval.tool_error.status"))
 		assert.Equal(t, int64(15), h.counter(metricSpansUnscored, "reason", "shutdown"))
@@ -401,12 +395,7 @@ func TestSampleRateAndWhen(t *testing.T) {
 			{Type: "tool_error", Name: "other_agent", When: []string{`attributes["gen_ai.agent.name"] == "other"`}},
 		}
 	}, nil, nil)
-	b := newBatch()
-	agentTrace(b, 1, false)
-	h.consume(b.td)
-	h.clk.advance(time.Second)
-	h.waitSpans(5)
-	root := spansOf(h.sink, 1)[1]
+	root := h.scoreAgentTrace()
 	assert.Empty(t, strAttr(root, "eval.never_sampled.status"))
 	assert.Equal(t, "passed", strAttr(root, "eval.always_sampled.status"))
 	assert.Equal(t, "passed", strAttr(root, "eval.travel_only.status"))

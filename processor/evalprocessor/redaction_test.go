@@ -7,9 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/processor/processortest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -41,22 +38,10 @@ func TestRedactionsCountedByDetector(t *testing.T) {
 			cfg.Redaction.Detectors = tc.detectors
 			cfg.Evaluators = []evaluators.Config{{Type: "cel", Name: "echo", Case: "llm",
 				Options: map[string]any{"expression": `{"score": 1.0, "reason": "input: " + case.input}`}}}
-			require.NoError(t, cfg.Config.Validate())
-			set := processortest.NewNopSettings(Type)
-			set.TelemetrySettings.MeterProvider = mp
-			clk := newFakeClock()
-			sink := new(consumertest.TracesSink)
-			p, err := newProcessor(set, cfg, sink, clk.clock())
-			require.NoError(t, err)
-			require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
-			<-clk.got
 			b := newBatch()
 			b.agent(1)
 			b.llm(1, 2, input)
-			require.NoError(t, p.ConsumeTraces(context.Background(), b.td))
-			clk.advance(2 * time.Second)
-			require.Eventually(t, func() bool { return sink.SpanCount() > 0 }, 10*time.Second, 5*time.Millisecond)
-			require.NoError(t, p.Shutdown(context.Background()))
+			sink := scoreOnce(t, cfg, mp, false, b.td)
 
 			llm := spansOf(sink, 1)[2]
 			v, _ := llm.Attributes().Get("eval.echo.reason")

@@ -46,6 +46,14 @@ type gate struct {
 	refused  atomic.Int64
 }
 
+// refusingHarness is a harness (with fastRetry) whose next consumer is a
+// gate refusing with msg; logger may be nil.
+func refusingHarness(t *testing.T, msg string, logger *zap.Logger) (*harness, *gate) {
+	g := &gate{err: errors.New(msg)}
+	g.refusing.Store(true)
+	return newHarnessWith(t, nil, g, logger, fastRetry), g
+}
+
 func (g *gate) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
 
 func (g *gate) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
@@ -122,9 +130,7 @@ func TestReleasedTracesGoInOneRequest(t *testing.T) {
 
 func TestRetryableRefusalKeepsSpans(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	g := &gate{err: errors.New("sending queue is full")}
-	g.refusing.Store(true)
-	h := newHarnessWith(t, nil, g, zap.New(core), fastRetry)
+	h, g := refusingHarness(t, "sending queue is full", zap.New(core))
 	b := newBatch()
 	agentTrace(b, 1, true)
 	h.consume(b.td)
@@ -145,9 +151,7 @@ func TestRetryableRefusalKeepsSpans(t *testing.T) {
 // fillBacklog starts a processor whose next consumer refuses GenAI spans,
 // and releases one trace larger than the backlog bound into it.
 func fillBacklog(t *testing.T) (*harness, *gate) {
-	g := &gate{err: errors.New("backend unavailable")}
-	g.refusing.Store(true)
-	h := newHarnessWith(t, nil, g, nil, fastRetry)
+	h, g := refusingHarness(t, "backend unavailable", nil)
 	b := newBatch()
 	bigTrace(b, 1, maxBacklogSpans) // one more span than the bound, with the agent
 	h.consume(b.td)
@@ -189,9 +193,7 @@ func TestBackPressureRefusesNewGenAIData(t *testing.T) {
 
 func TestShutdownFlushesBacklog(t *testing.T) {
 	t.Run("delivered when the next consumer recovers in time", func(t *testing.T) {
-		g := &gate{err: errors.New("unavailable")}
-		g.refusing.Store(true)
-		h := newHarnessWith(t, nil, g, nil, fastRetry)
+		h, g := refusingHarness(t, "unavailable", nil)
 		b := newBatch()
 		agentTrace(b, 1, false)
 		h.consume(b.td)
@@ -204,16 +206,12 @@ func TestShutdownFlushesBacklog(t *testing.T) {
 	})
 	t.Run("counted and logged when shutdown's time is up", func(t *testing.T) {
 		core, logs := observer.New(zapcore.InfoLevel)
-		g := &gate{err: errors.New("unavailable")}
-		g.refusing.Store(true)
-		h := newHarnessWith(t, nil, g, zap.New(core), fastRetry)
+		h, g := refusingHarness(t, "unavailable", zap.New(core))
 		b := newBatch()
 		agentTrace(b, 1, false)
 		agentTrace(b, 2, false)
 		h.consume(b.td)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		h.shutdown(ctx) // returns although the next consumer never accepts
+		h.shutdownNow() // returns although the next consumer never accepts
 		assert.Equal(t, 0, g.sink.SpanCount())
 		assert.Equal(t, int64(10), h.counter(metricSpansDropped, "reason", "shutdown"))
 		assert.Equal(t, 1, logs.FilterMessageSnippet("when shutdown's time was up").Len())
@@ -383,12 +381,12 @@ func newStuckScorer(t *testing.T) *stuckScorer {
 }
 
 func (s *stuckScorer) install(p *evalProcessor) {
-	p.scoreFn = func(ctx context.Context, refs []adapter.SpanRef, done func(engine.Report)) {
+	p.pool.score = func(ctx context.Context, refs []adapter.SpanRef, opts engine.ScoreOptions, done func(engine.Report)) {
 		s.exited.Add(1)
 		defer s.exited.Done()
 		s.started <- struct{}{}
 		<-s.unblock
-		p.eng.ScoreTraceAsync(ctx, refs, done)
+		p.eng.ScoreTraceAsync(ctx, refs, opts, done)
 	}
 }
 
@@ -396,7 +394,7 @@ func TestEvaluatorIgnoringDeadline(t *testing.T) {
 	s := newStuckScorer(t)
 	h := newHarnessWith(t, func(c *Config) { c.Timeout = 10 * time.Millisecond }, nil, nil, func(p *evalProcessor) {
 		s.install(p)
-		p.deadlineGrace = 0
+		p.pool.grace = 0
 	})
 	b := newBatch()
 	agentTrace(b, 1, false)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,12 +48,7 @@ func TestFailingRemoteEvaluatorsLetSpansThrough(t *testing.T) {
 			remote("fails"), remote("garbage"), remote("hangs", "timeout", "100ms"),
 		}
 	}, nil, nil)
-	b := newBatch()
-	agentTrace(b, 1, false)
-	h.consume(b.td)
-	h.clk.advance(time.Second)
-	h.waitSpans(5)
-	agent := spansOf(h.sink, 1)[1]
+	agent := h.scoreAgentTrace()
 	require.Equal(t, "invoke_agent travel_agent", agent.Name())
 	assert.Equal(t, "passed", strAttr(agent, "eval.tool_error.status"))
 	assert.Equal(t, "passed", strAttr(agent, "eval.few_llm_calls.status"))

@@ -3,7 +3,9 @@ package evalprocessor
 import (
 	"context"
 	"fmt"
+	"sync"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -15,8 +17,8 @@ import (
 // held traces), and each node its own route: the index of its pipeline's
 // next consumer. Every chunk held remembers the route it came in through,
 // and goes on through it when its trace is released, so a span never
-// changes pipeline. Routes are per signal: traces routes index tracesOut,
-// logs routes logsOut.
+// changes pipeline. Routes are per signal: traces routes index traces,
+// logs routes logs.
 
 // route is the index of a pipeline's next consumer among those of its
 // signal.
@@ -25,100 +27,94 @@ type route uint8
 // maxRoutes bounds the pipelines of one signal that list one `eval`.
 const maxRoutes = 256
 
-// addTracesRoute registers the next consumer of one more traces pipeline.
-func (p *evalProcessor) addTracesRoute(next consumer.Traces) (route, error) {
-	p.routesMu.Lock()
-	defer p.routesMu.Unlock()
-	if len(p.tracesOut) >= maxRoutes {
-		return 0, fmt.Errorf("eval processor %q: listed in more than %d traces pipelines", p.id, maxRoutes)
-	}
-	p.tracesOut = append(p.tracesOut, next)
-	return route(len(p.tracesOut) - 1), nil
+// routes are the next consumers of the pipelines that list the processor.
+// They are added while the collector builds its pipelines and fixed at
+// Start; from then on they are only read.
+type routes struct {
+	id     component.ID
+	mu     sync.Mutex
+	traces []consumer.Traces
+	logs   []consumer.Logs
 }
 
-// addLogsRoute registers the next consumer of one more logs pipeline.
-func (p *evalProcessor) addLogsRoute(next consumer.Logs) (route, error) {
-	p.routesMu.Lock()
-	defer p.routesMu.Unlock()
-	if len(p.logsOut) >= maxRoutes {
-		return 0, fmt.Errorf("eval processor %q: listed in more than %d logs pipelines", p.id, maxRoutes)
+// addRoute registers the next consumer of one more pipeline of a signal.
+func addRoute[C any](rs *routes, list *[]C, next C, signal string) (route, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(*list) >= maxRoutes {
+		return 0, fmt.Errorf("eval processor %q: listed in more than %d %s pipelines", rs.id, maxRoutes, signal)
 	}
-	p.logsOut = append(p.logsOut, next)
-	return route(len(p.logsOut) - 1), nil
+	*list = append(*list, next)
+	return route(len(*list) - 1), nil
 }
 
-// fixRoutes, at Start, takes the single next consumers a test (or an
-// embedder) set directly as route 0. After Start the routes do not change.
-func (p *evalProcessor) fixRoutes() {
-	p.routesMu.Lock()
-	defer p.routesMu.Unlock()
-	if len(p.tracesOut) == 0 && p.next != nil {
-		p.tracesOut = []consumer.Traces{p.next}
+// addTraces and addLogs register the next consumer of one more traces
+// (logs) pipeline.
+func (rs *routes) addTraces(next consumer.Traces) (route, error) {
+	return addRoute(rs, &rs.traces, next, "traces")
+}
+
+func (rs *routes) addLogs(next consumer.Logs) (route, error) {
+	return addRoute(rs, &rs.logs, next, "logs")
+}
+
+// fix, at Start, takes the single next consumers a test (or an embedder)
+// set directly as route 0. After Start the routes do not change.
+func (rs *routes) fix(next consumer.Traces, nextLogs consumer.Logs) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.traces) == 0 && next != nil {
+		rs.traces = []consumer.Traces{next}
 	}
-	if len(p.logsOut) == 0 && p.nextLogs != nil {
-		p.logsOut = []consumer.Logs{p.nextLogs}
+	if len(rs.logs) == 0 && nextLogs != nil {
+		rs.logs = []consumer.Logs{nextLogs}
 	}
 }
 
-// tracesTo is route r's next traces consumer; nil when eval is in no
-// traces pipeline (only in a logs one).
-func (p *evalProcessor) tracesTo(r route) consumer.Traces {
-	if int(r) < len(p.tracesOut) {
-		return p.tracesOut[r]
+// pick is route r's next consumer; a route restored from storage that no
+// longer exists is route 0; ok is false when eval is in no pipeline of
+// that signal.
+func pick[C any](list []C, r route) (next C, ok bool) {
+	switch {
+	case int(r) < len(list):
+		return list[r], true
+	case len(list) > 0:
+		return list[0], true
 	}
-	if len(p.tracesOut) > 0 {
-		return p.tracesOut[0] // a route restored from storage that no longer exists
-	}
-	return nil
-}
-
-// logsTo is route r's next logs consumer; nil when eval is in no logs
-// pipeline.
-func (p *evalProcessor) logsTo(r route) consumer.Logs {
-	if int(r) < len(p.logsOut) {
-		return p.logsOut[r]
-	}
-	if len(p.logsOut) > 0 {
-		return p.logsOut[0]
-	}
-	return nil
+	return next, false
 }
 
 // errNoPipeline is what sending to a signal eval is in no pipeline of
 // returns (late results of a logs-only eval, say): dropped and counted.
 var errNoPipeline = fmt.Errorf("eval processor: no pipeline of this signal lists it")
 
-func (p *evalProcessor) sendTraces(ctx context.Context, r route, td ptrace.Traces) error {
-	next := p.tracesTo(r)
-	if next == nil {
+func (rs *routes) sendTraces(ctx context.Context, r route, td ptrace.Traces) error {
+	next, ok := pick(rs.traces, r)
+	if !ok {
 		return errNoPipeline
 	}
 	return next.ConsumeTraces(ctx, td)
 }
 
-func (p *evalProcessor) sendLogs(ctx context.Context, r route, ld plog.Logs) error {
-	next := p.logsTo(r)
-	if next == nil {
+func (rs *routes) sendLogs(ctx context.Context, r route, ld plog.Logs) error {
+	next, ok := pick(rs.logs, r)
+	if !ok {
 		return errNoPipeline
 	}
 	return next.ConsumeLogs(ctx, ld)
 }
 
-// routedTraces and routedLogs are the released data of one trace for one
-// route, with the storage keys of the chunks in it.
-type routedTraces struct {
+// routed is the released data of one trace (or group of traces) for one
+// route: spans (ptrace.Traces) or log records (plog.Logs), how many, and
+// the storage keys of the chunks in it.
+type routed[D pdata] struct {
 	route route
-	td    ptrace.Traces
-	spans int
+	data  D
+	n     int
 	keys  []string
 }
 
-type routedLogs struct {
-	route route
-	ld    plog.Logs
-	count int
-	keys  []string
-}
+type routedTraces = routed[ptrace.Traces]
 
 // tracePart is one held chunk of spans: the copy, the route it came
 // through, and its storage key.
@@ -137,53 +133,63 @@ type logPartHeld struct {
 	key   string
 }
 
-// byRoute merges a released trace's span chunks into one batch per route
-// (nearly always one). Chunks without spans (emptied by a redelivery
-// check) give only their keys.
-func byRoute(parts []tracePart) []routedTraces {
-	var out []routedTraces
-	for _, pt := range parts {
-		i := 0
-		for i < len(out) && out[i].route != pt.route {
-			i++
-		}
-		if i == len(out) {
-			out = append(out, routedTraces{route: pt.route})
-		}
-		o := &out[i]
-		if pt.key != "" {
-			o.keys = append(o.keys, pt.key)
-		}
-		if pt.spans == 0 {
-			continue
-		}
-		if o.spans == 0 {
-			o.td = pt.td
-		} else {
-			pt.td.ResourceSpans().MoveAndAppendTo(o.td.ResourceSpans())
-		}
-		o.spans += pt.spans
-	}
-	return out
+func (p tracePart) routed() routed[ptrace.Traces] {
+	return routed[ptrace.Traces]{route: p.route, data: p.td, n: p.spans, keys: keysOfKey(p.key)}
 }
 
-// logsByRoute is byRoute for log chunks.
-func logsByRoute(parts []logPartHeld) []routedLogs {
-	var out []routedLogs
+func (p logPartHeld) routed() routed[plog.Logs] {
+	return routed[plog.Logs]{route: p.route, data: p.ld, n: p.count, keys: keysOfKey(p.key)}
+}
+
+func keysOfKey(k string) []string {
+	if k == "" {
+		return nil
+	}
+	return []string{k}
+}
+
+// pdata is the data of either signal the release path moves.
+type pdata interface{ ptrace.Traces | plog.Logs }
+
+// moveAll appends src's resources to dst's (src is left empty).
+func moveAll[D pdata](dst, src D) {
+	switch d := any(dst).(type) {
+	case ptrace.Traces:
+		any(src).(ptrace.Traces).ResourceSpans().MoveAndAppendTo(d.ResourceSpans())
+	case plog.Logs:
+		any(src).(plog.Logs).ResourceLogs().MoveAndAppendTo(d.ResourceLogs())
+	}
+}
+
+// merge adds src to o (of the same route): its keys, and its data unless
+// it has none (a chunk emptied by a redelivery check gives only its key).
+func (o *routed[D]) merge(src routed[D]) {
+	o.keys = append(o.keys, src.keys...)
+	if src.n == 0 {
+		return
+	}
+	if o.n == 0 {
+		o.data = src.data
+	} else {
+		moveAll(o.data, src.data)
+	}
+	o.n += src.n
+}
+
+// byRoute merges a released trace's chunks into one batch per route
+// (nearly always one).
+func byRoute[D pdata, P interface{ routed() routed[D] }](parts []P) []routed[D] {
+	var out []routed[D]
 	for _, pt := range parts {
+		r := pt.routed()
 		i := 0
-		for i < len(out) && out[i].route != pt.route {
+		for i < len(out) && out[i].route != r.route {
 			i++
 		}
 		if i == len(out) {
-			out = append(out, routedLogs{route: pt.route, ld: plog.NewLogs()})
+			out = append(out, routed[D]{route: r.route})
 		}
-		o := &out[i]
-		if pt.key != "" {
-			o.keys = append(o.keys, pt.key)
-		}
-		pt.ld.ResourceLogs().MoveAndAppendTo(o.ld.ResourceLogs())
-		o.count += pt.count
+		out[i].merge(r)
 	}
 	return out
 }

@@ -208,7 +208,7 @@ func (p *evalProcessor) sampledOut(t *heldTrace, g *group) bool {
 	p.removeKeys(keys)
 	t.parts, t.refs = nil, nil
 	if g != nil {
-		g.add(p.fwd, nil)
+		g.leave()
 	}
 	return true
 }

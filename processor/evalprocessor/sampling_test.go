@@ -19,7 +19,6 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/connector/evalmetricsconnector"
 	"github.com/evalbridge/evalbridge/internal/engine"
-	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
 
 // sampledTraceID is the id of test trace i (not limited to 255 like tid).
@@ -33,10 +32,16 @@ func sampledTraceID(i int) pcommon.TraceID {
 // samplingBatch is n agent traces of 5 spans; the first failing of them
 // fail tool_error.
 func samplingBatch(n, failing int) ptrace.Traces {
+	return perTrace(n, func(b *batch, i int) { agentTrace(b, 1, i < failing) })
+}
+
+// perTrace is what build puts in a batch for trace 1, for each of the n
+// traces (trace 1 becoming sampledTraceID(i)).
+func perTrace(n int, build func(b *batch, i int)) ptrace.Traces {
 	out := ptrace.NewTraces()
 	for i := 0; i < n; i++ {
 		b := newBatch()
-		agentTrace(b, 1, i < failing)
+		build(b, i)
 		id := sampledTraceID(i)
 		adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { r.Span.SetTraceID(id) })
 		b.td.ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
@@ -75,15 +80,7 @@ func recordsByTrace(sink *consumertest.LogsSink, event string) map[pcommon.Trace
 
 // lateSpans is one more (non-GenAI) span for each of the n traces.
 func lateSpans(n int) ptrace.Traces {
-	out := ptrace.NewTraces()
-	spans := out.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
-	for i := 0; i < n; i++ {
-		s := spans.AppendEmpty()
-		s.SetTraceID(sampledTraceID(i))
-		s.SetSpanID(sid(9))
-		s.SetName("late")
-	}
-	return out
+	return perTrace(n, func(b *batch, _ int) { b.plain(1, 9, 0).SetName("late") })
 }
 
 // spansByTrace counts the spans the sink got, by trace id.
@@ -206,11 +203,7 @@ func TestSamplingConfig(t *testing.T) {
 // Result records carry the case's agent (and model when the case has one),
 // the late judge answer's record too: evalmetrics cuts by them.
 func TestResultRecordsCarryAgentLateOnesToo(t *testing.T) {
-	release := make(chan struct{})
-	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
-		<-release
-		return judgetest.Reply{Content: `{"score": 0.2, "reason": "unhelpful"}`}
-	})
+	srv, release := heldJudge(t, `{"score": 0.2, "reason": "unhelpful"}`)
 	logs := new(consumertest.LogsSink)
 	h := startHarness(t, func(c *Config) { withJudge(srv)(c); c.Timeout = 50 * time.Millisecond }, nil, nil, logs)
 	b := newBatch()

@@ -39,11 +39,26 @@ const (
 	maxSessionsInFlight = 64
 )
 
-// sessionState is the processor's sessions side; nil fields mean sessions
-// are off (no `case: session` evaluator).
+// sessionState is the processor's sessions side, started only when some
+// evaluator has `case: session`. It records the turns the engine reports,
+// scores idle and evicted sessions on its own goroutine and hands their
+// spans and records to the forwarder.
 type sessionState struct {
 	// newTicker drives the idle checks; tests replace it (nil: real).
 	newTicker func(time.Duration) ticker
+
+	// What it needs of the processor, set at start.
+	eng        *engine.Engine
+	fwd        *forwarder
+	tel        *telemetry
+	logger     *zap.Logger
+	now        func() time.Time
+	timeout    time.Duration
+	resultLogs bool
+	// multiRoute: eval is in several traces pipelines (keep routes).
+	multiRoute bool
+	// ctx ends when Shutdown's time is up.
+	ctx context.Context
 
 	store *sessions.Store
 	disk  *sessionDisk // nil without storage:
@@ -71,8 +86,8 @@ type sessionState struct {
 	unscored     metric.Int64Counter // sessions never scored, by reason: shutdown, backlog
 }
 
-// startSessions sets the store up and starts the idle checks, when some
-// evaluator has `case: session`.
+// startSessions sets the sessions side up and starts its idle checks, when
+// some evaluator has `case: session`.
 func (p *evalProcessor) startSessions(ctx context.Context) error {
 	if !p.eng.HasSessions() {
 		return nil
@@ -84,6 +99,8 @@ func (p *evalProcessor) startSessions(ctx context.Context) error {
 	if s.newTicker == nil {
 		s.newTicker = realClock.newTicker
 	}
+	s.eng, s.fwd, s.tel, s.logger, s.now = p.eng, p.fwd, p.tel, p.logger, p.clk.now
+	s.timeout, s.resultLogs, s.multiRoute, s.ctx = p.cfg.Timeout, p.resultLogsOn(), len(p.routes.traces) > 1, p.runCtx
 	s.scored = p.tel.tb.ProcessorEvalSessionsScored
 	s.turns = p.tel.tb.ProcessorEvalSessionTurns
 	s.turnsDropped = p.tel.tb.ProcessorEvalSessionTurnsDropped
@@ -101,22 +118,20 @@ func (p *evalProcessor) startSessions(ctx context.Context) error {
 	s.wake = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.ended = make(chan struct{})
-	p.eng.SetTurnOriginSink(p.recordTurn)
-	tick := s.newTicker(p.cfg.Sessions.TickInterval())
-	go p.runSessions(tick)
+	p.eng.SetTurnOriginSink(s.recordTurn)
+	go s.run(s.newTicker(p.cfg.Sessions.TickInterval()))
 	return nil
 }
 
 // recordTurn is the engine's turn sink; origin is the route of the turn's
-// span (see score).
-func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef, origin any) {
-	s := p.sess
-	now := p.clk.now()
+// span (heldTrace.origin, passed as engine.ScoreOptions.Origin).
+func (s *sessionState) recordTurn(c *adapter.Case, ref adapter.SpanRef, origin any) {
+	now := s.now()
 	r := s.store.Record(now, c, ref.Span.StartTimestamp().AsTime(), ref.Resource())
 	if !r.OK {
 		return
 	}
-	if rt, ok := origin.(route); ok && len(p.tracesOut) > 1 {
+	if rt, ok := origin.(route); ok && s.multiRoute {
 		s.routesMu.Lock()
 		if s.routes == nil {
 			s.routes = map[sessions.Key]route{}
@@ -150,7 +165,7 @@ func (p *evalProcessor) recordTurn(c *adapter.Case, ref adapter.SpanRef, origin 
 	if lost != nil {
 		s.unscored.Add(context.Background(), 1, metric.WithAttributes(attribute.String(attrReason, reasonBacklog)))
 		s.turnsDropped.Add(context.Background(), int64(len(lost.Turns)), metric.WithAttributes(attribute.String(attrReason, reasonBacklog)))
-		p.logger.Warn("a session evicted beyond max_sessions is dropped unscored: max_sessions evicted sessions already wait to be scored (otelcol_processor_eval_sessions_unscored)",
+		s.logger.Warn("a session evicted beyond max_sessions is dropped unscored: max_sessions evicted sessions already wait to be scored (otelcol_processor_eval_sessions_unscored)",
 			zap.Int("turns", len(lost.Turns)))
 		if s.disk != nil {
 			s.disk.removeSession(lost.Key, turnIDs(lost.Turns))
@@ -180,8 +195,7 @@ func (s *sessionState) takeEarly() []sessions.Snapshot {
 
 // next is the next session to score: an evicted one first, else one that
 // has been idle long enough.
-func (p *evalProcessor) nextSession() (sessions.Snapshot, string, bool) {
-	s := p.sess
+func (s *sessionState) next() (sessions.Snapshot, string, bool) {
 	s.mu.Lock()
 	if len(s.early) > 0 {
 		sn := s.early[0]
@@ -191,7 +205,7 @@ func (p *evalProcessor) nextSession() (sessions.Snapshot, string, bool) {
 		return sn, reasonOverflow, true
 	}
 	s.mu.Unlock()
-	if due := s.store.DueN(p.clk.now(), 1); len(due) == 1 {
+	if due := s.store.DueN(s.now(), 1); len(due) == 1 {
 		return due[0], reasonIdle, true
 	}
 	return sessions.Snapshot{}, "", false
@@ -200,8 +214,7 @@ func (p *evalProcessor) nextSession() (sessions.Snapshot, string, bool) {
 // runSessions scores idle sessions on ticks, and sessions evicted beyond
 // max_sessions as soon as they are, while a slot is free; a session that
 // finishes frees its slot and wakes the loop.
-func (p *evalProcessor) runSessions(tick ticker) {
-	s := p.sess
+func (s *sessionState) run(tick ticker) {
 	defer close(s.ended)
 	defer tick.Stop()
 	for {
@@ -211,38 +224,35 @@ func (p *evalProcessor) runSessions(tick ticker) {
 		case <-s.stop:
 			return
 		}
-		p.dispatchSessions()
+		s.dispatch()
 	}
 }
 
-// dispatchSessions starts scoring sessions while a slot is free and one is
+// dispatch starts scoring sessions while a slot is free and one is
 // ready.
-func (p *evalProcessor) dispatchSessions() {
-	s := p.sess
+func (s *sessionState) dispatch() {
 	for {
 		select {
 		case s.slots <- struct{}{}:
 		default:
 			return // every slot busy: a finishing session wakes the loop
 		}
-		sn, reason, ok := p.nextSession()
+		sn, reason, ok := s.next()
 		if !ok {
 			<-s.slots
 			return
 		}
-		p.scoreSession(p.runCtx, sn, reason)
+		s.score(s.ctx, sn, reason)
 	}
 }
 
-// scoreSession scores one session within the trace timeout (and parent)
+// score scores one session within the trace timeout (and parent)
 // and forwards its evaluate_session span and result log records. The
 // caller holds a slot; it is given back when the session is done.
-func (p *evalProcessor) scoreSession(parent context.Context, sn sessions.Snapshot, reason string) {
-	s := p.sess
+func (s *sessionState) score(parent context.Context, sn sessions.Snapshot, reason string) {
 	rt := s.takeRoute(sn.Key)
-	ctx, cancel := context.WithTimeout(parent, p.cfg.Timeout)
-	ctx = engine.WithSpanOrigin(ctx, func(adapter.SpanRef) any { return rt })
-	p.eng.ScoreSessionAsync(ctx, &sn, func(r engine.SessionReport) {
+	ctx, cancel := context.WithTimeout(parent, s.timeout)
+	s.eng.ScoreSessionAsync(ctx, &sn, rt, func(r engine.SessionReport) {
 		defer func() {
 			cancel()
 			<-s.slots
@@ -263,16 +273,16 @@ func (p *evalProcessor) scoreSession(parent context.Context, sn sessions.Snapsho
 		}
 		s.scored.Add(context.Background(), 1, metric.WithAttributes(attribute.String(attrReason, reason)))
 		for i := range r.Evaluations[0].Results {
-			p.tel.evaluation(context.Background(), &r.Evaluations[0].Results[i])
+			s.tel.evaluation(context.Background(), &r.Evaluations[0].Results[i])
 		}
-		if p.resultLogsOn() {
+		if s.resultLogs {
 			ld, n := resultRecords(r.Report, []adapter.SpanRef{r.Ref}, r.Ref.Span.EndTimestamp())
 			if n > 0 {
-				p.tel.resultRecords.Add(context.Background(), int64(n))
-				p.fwd.pushLogs(0, ld, n, nil)
+				s.tel.resultRecords.Add(context.Background(), int64(n))
+				s.fwd.pushLogs(0, ld, n, nil)
 			}
 		}
-		p.fwd.pushTraces(routedTraces{route: rt, td: r.Traces, spans: 1})
+		s.fwd.pushTraces(routedTraces{route: rt, data: r.Traces, n: 1})
 	})
 }
 
@@ -286,7 +296,7 @@ func (s *sessionState) takeRoute(k sessions.Key) route {
 	return rt
 }
 
-// stopSessions, at shutdown once no trace is scored any more, starts
+// shutdown, at shutdown once no trace is scored any more, starts
 // scoring every session with unscored turns while ctx allows, at most
 // maxSessionsInFlight at once (the engine's Shutdown then waits for their
 // judges). Those it has no time for are counted
@@ -294,8 +304,7 @@ func (s *sessionState) takeRoute(k sessions.Key) route {
 // storage: their turns stay there and they are scored after the next
 // start, without it their turn records are dropped (their spans went on
 // long ago), counted and logged.
-func (p *evalProcessor) stopSessions(ctx context.Context) {
-	s := p.sess
+func (s *sessionState) shutdown(ctx context.Context) {
 	if s == nil || s.store == nil {
 		return
 	}
@@ -307,7 +316,7 @@ func (p *evalProcessor) stopSessions(ctx context.Context) {
 		select {
 		case s.slots <- struct{}{}:
 			if ctx.Err() == nil {
-				p.scoreSession(ctx, sn, reasonShutdown)
+				s.score(ctx, sn, reasonShutdown)
 				continue
 			}
 			<-s.slots
@@ -325,11 +334,11 @@ func (p *evalProcessor) stopSessions(ctx context.Context) {
 	}
 	s.unscored.Add(context.Background(), int64(len(rest)), metric.WithAttributes(attribute.String(attrReason, reasonShutdown)))
 	if s.disk != nil {
-		p.logger.Warn("shutdown's time was up before every session was scored; their turns are kept in storage and they are scored after the next start",
+		s.logger.Warn("shutdown's time was up before every session was scored; their turns are kept in storage and they are scored after the next start",
 			zap.Int("sessions", len(rest)), zap.Int("turns", turns))
 		return
 	}
 	s.turnsDropped.Add(context.Background(), int64(turns), metric.WithAttributes(attribute.String(attrReason, reasonShutdown)))
-	p.logger.Warn("shutdown's time was up before every session was scored; their turn records are dropped (their spans were forwarded already)",
+	s.logger.Warn("shutdown's time was up before every session was scored; their turn records are dropped (their spans were forwarded already)",
 		zap.Int("sessions", len(rest)), zap.Int("turns", turns))
 }

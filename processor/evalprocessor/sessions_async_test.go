@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -82,7 +81,7 @@ func TestSlowRemoteSessionEvaluatorDoesNotBlockTheLoop(t *testing.T) {
 	require.Eventually(t, func() bool { return remote.inFlight() == 3 }, 10*time.Second, time.Millisecond,
 		"the three sessions are scored in parallel")
 	remote.open()
-	require.Eventually(t, func() bool { return len(sessionSpans(h.sink)) == 3 }, 10*time.Second, time.Millisecond)
+	h.waitSessionSpans(3)
 	for _, sp := range sessionSpans(h.sink) {
 		assert.Equal(t, "passed", strAttr(sp, "eval.session_remote.status"))
 	}
@@ -113,17 +112,19 @@ func TestSessionsShutdownScoresWhatItsContextAllows(t *testing.T) {
 	assert.Zero(t, h.counter(metricSessionsUnscored, attrReason, reasonShutdown))
 }
 
-// Sessions the shutdown has no time for are counted, and with storage:
-// kept for the next start.
+// Sessions the shutdown has no time for are counted, and their turn
+// records dropped (with storage: kept for the next start); no span is.
 func TestSessionsShutdownWithoutTimeCountsTheRest(t *testing.T) {
 	h := newSessionHarness(t, nil)
 	h.turn(1, "c1", false)
-	h.turn(2, "c2", false)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	h.shutdown(ctx)
+	h.turn(2, "c1", false)
+	h.turn(3, "c2", false)
+	spans := h.sink.SpanCount()
+	h.shutdownNow()
+	assert.Empty(t, sessionSpans(h.sink))
+	assert.Equal(t, spans, h.sink.SpanCount(), "no span is lost: only turn records go")
 	assert.Equal(t, int64(2), h.counter(metricSessionsUnscored, attrReason, reasonShutdown))
-	assert.Equal(t, int64(2), h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
+	assert.Equal(t, int64(3), h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
 }
 
 // With storage:, turns are written as they are recorded: a collector
@@ -131,27 +132,15 @@ func TestSessionsShutdownWithoutTimeCountsTheRest(t *testing.T) {
 // a turn after the restart is scored with the turns from before (before:
 // the sessions were written at shutdown only, and the kill lost them).
 func TestSessionTurnsSurviveAKill(t *testing.T) {
-	dir := t.TempDir()
-	withStorage := func(c *Config) {
-		id := storageID
-		c.Storage = &id
-	}
-	onStorage := func(st *testStorage) component.Host {
-		return extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
-	}
-	st1 := startFileStorage(t, dir)
-	h1 := newSessionHarnessOn(t, withStorage, onStorage(st1))
+	h1 := newSessionHarnessStorage(t, t.TempDir())
 	h1.turn(1, "conv-a", false)
 	h1.turn(2, "conv-a", false)
 	h1.turn(4, "conv-b", false)
-	st1.dead.Store(true) // SIGKILL: from here on nothing reaches the file
-	h1.shutdown(context.Background())
-	st1.stop()
-
-	h2 := newSessionHarnessOn(t, withStorage, onStorage(startFileStorage(t, dir)))
+	h1.storage.dead.Store(true) // SIGKILL: from here on nothing reaches the file
+	h2 := h1.restart()
 	h2.turn(3, "conv-a", true)
 	h2.idleTick(2 * time.Minute)
-	require.Eventually(t, func() bool { return len(sessionSpans(h2.sink)) == 2 }, 5*time.Second, time.Millisecond)
+	h2.waitSessionSpans(2)
 	byConv := map[string]string{}
 	for _, sp := range sessionSpans(h2.sink) {
 		byConv[strAttr(sp, "gen_ai.conversation.id")] = strAttr(sp, "eval.session.turns")
@@ -168,7 +157,7 @@ func TestEvictedSessionsDoNotPileUp(t *testing.T) {
 	h := newSessionHarnessWith(t, func(c *Config) {
 		withSlowRemoteSession(remote)(c)
 		c.Sessions.MaxSessions = 1
-	}, componenttest.NewNopHost(), func(s *sessionState) { s.maxInFlight = 1 })
+	}, componenttest.NewNopHost(), func(p *evalProcessor) { p.sess.maxInFlight = 1 })
 	h.turn(1, "c1", false)
 	h.turn(2, "c2", false) // c1 evicted: scored at once, the remote holds it
 	require.Eventually(t, func() bool { return remote.inFlight() == 1 }, 5*time.Second, time.Millisecond)
@@ -177,7 +166,7 @@ func TestEvictedSessionsDoNotPileUp(t *testing.T) {
 	assert.Equal(t, int64(1), h.counter(metricSessionsUnscored, attrReason, reasonBacklog))
 	assert.Equal(t, int64(1), h.counter(metricSessionTurnsDropped, attrReason, reasonBacklog))
 	remote.open()
-	require.Eventually(t, func() bool { return len(sessionSpans(h.sink)) == 2 }, 5*time.Second, time.Millisecond)
+	h.waitSessionSpans(2)
 	got := map[string]bool{}
 	for _, sp := range sessionSpans(h.sink) {
 		got[strAttr(sp, "gen_ai.conversation.id")] = true

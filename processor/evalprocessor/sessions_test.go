@@ -27,6 +27,9 @@ type sessionHarness struct {
 	*harness
 	sessTick chan time.Time
 	logs     *consumertest.LogsSink
+	// storage and dir: with newSessionHarnessStorage.
+	storage *testStorage
+	dir     string
 }
 
 func newSessionHarness(t *testing.T, mut func(*Config)) *sessionHarness {
@@ -41,9 +44,23 @@ func newSessionHarnessOn(t *testing.T, mut func(*Config), host component.Host) *
 	return newSessionHarnessWith(t, mut, host, nil)
 }
 
+// newSessionHarnessStorage is newSessionHarness with `storage:` on a
+// file storage in dir (h.storage).
+func newSessionHarnessStorage(t *testing.T, dir string) *sessionHarness {
+	t.Helper()
+	withStorage := func(c *Config) {
+		id := storageID
+		c.Storage = &id
+	}
+	st := startFileStorage(t, dir)
+	h := newSessionHarnessOn(t, withStorage, extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}})
+	h.storage, h.dir = st, dir
+	return h
+}
+
 // newSessionHarnessWith is newSessionHarnessOn with prep run on the
-// sessions side before the processor starts.
-func newSessionHarnessWith(t *testing.T, mut func(*Config), host component.Host, prep func(*sessionState)) *sessionHarness {
+// processor before it starts.
+func newSessionHarnessWith(t *testing.T, mut func(*Config), host component.Host, prep func(*evalProcessor)) *sessionHarness {
 	t.Helper()
 	h := &sessionHarness{sessTick: make(chan time.Time), logs: new(consumertest.LogsSink)}
 	cfg := createDefaultConfig()
@@ -68,7 +85,7 @@ func newSessionHarnessWith(t *testing.T, mut func(*Config), host component.Host,
 	p.nextLogs = h.logs
 	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
 	if prep != nil {
-		prep(p.sess)
+		prep(p)
 	}
 	h.start(p, host)
 	return h
@@ -94,6 +111,20 @@ func (h *sessionHarness) turn(tr byte, conv string, failed bool) {
 }
 
 // sessionSpans are the evaluate_session spans forwarded so far.
+// waitSessionSpans waits until the sink has n evaluate_session spans.
+func (h *sessionHarness) waitSessionSpans(n int) {
+	h.t.Helper()
+	waitCount(h.t, "evaluate_session spans", n, func() int { return len(sessionSpans(h.sink)) })
+}
+
+// restart shuts h down, stops its storage and starts a new harness on a
+// new storage of the same directory.
+func (h *sessionHarness) restart() *sessionHarness {
+	h.shutdown(context.Background())
+	h.storage.stop()
+	return newSessionHarnessStorage(h.t, h.dir)
+}
+
 func sessionSpans(sink *consumertest.TracesSink) []ptrace.Span {
 	var out []ptrace.Span
 	for _, td := range sink.AllTraces() {
@@ -123,7 +154,7 @@ func TestSessionScoredWhenIdleAndAgainAfterGrowth(t *testing.T) {
 
 	// conv-b went idle first (its last turn is older), then conv-a.
 	h.idleTick(time.Minute)
-	require.Eventually(t, func() bool { return len(sessionSpans(h.sink)) == 2 }, 5*time.Second, time.Millisecond)
+	h.waitSessionSpans(2)
 	byConv := map[string]ptrace.Span{}
 	for _, sp := range sessionSpans(h.sink) {
 		byConv[strAttr(sp, "gen_ai.conversation.id")] = sp
@@ -157,7 +188,7 @@ func TestSessionScoredWhenIdleAndAgainAfterGrowth(t *testing.T) {
 	h.idleTick(30 * time.Second)
 	assert.Len(t, sessionSpans(h.sink), 2)
 	h.idleTick(31 * time.Second)
-	require.Eventually(t, func() bool { return len(sessionSpans(h.sink)) == 3 }, 5*time.Second, time.Millisecond)
+	h.waitSessionSpans(3)
 	again := sessionSpans(h.sink)[2]
 	assert.Equal(t, "conv-a", strAttr(again, "gen_ai.conversation.id"))
 	assert.Equal(t, "4", strAttr(again, "eval.session.turns"))
@@ -204,7 +235,7 @@ func TestSessionsOverflowAndShutdown(t *testing.T) {
 	assert.Equal(t, int64(1), h.counter(metricSessionTurnsDropped, attrReason, "max_turns"))
 	h.turn(2, "c2", false)
 	h.turn(3, "c3", false) // c1, the least recently active, is scored early
-	require.Eventually(t, func() bool { return len(sessionSpans(h.sink)) == 1 }, 5*time.Second, time.Millisecond)
+	h.waitSessionSpans(1)
 	assert.Equal(t, "c1", strAttr(sessionSpans(h.sink)[0], "gen_ai.conversation.id"))
 	assert.Equal(t, "1", strAttr(sessionSpans(h.sink)[0], "eval.session.turns"))
 	assert.Equal(t, "1", strAttr(sessionSpans(h.sink)[0], "eval.session.turns_dropped"))
@@ -217,43 +248,18 @@ func TestSessionsOverflowAndShutdown(t *testing.T) {
 	assert.Zero(t, h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
 }
 
-func TestSessionsShutdownWithoutTimeDropsTurnRecords(t *testing.T) {
-	h := newSessionHarness(t, nil)
-	h.turn(1, "c1", false)
-	h.turn(2, "c1", false)
-	spans := h.sink.SpanCount()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	h.shutdown(ctx)
-	assert.Empty(t, sessionSpans(h.sink))
-	assert.Equal(t, spans, h.sink.SpanCount(), "no span is lost: only turn records go")
-	assert.Equal(t, int64(2), h.counter(metricSessionTurnsDropped, attrReason, reasonShutdown))
-}
-
 // With storage:, the sessions' turns outlive a restart: a turn after it is
 // scored with the turns from before it.
 func TestSessionsKeptInStorageAcrossRestart(t *testing.T) {
-	dir := t.TempDir()
-	withStorage := func(c *Config) {
-		id := storageID
-		c.Storage = &id
-	}
-	onStorage := func(st *testStorage) component.Host {
-		return extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
-	}
-	st1 := startFileStorage(t, dir)
-	h1 := newSessionHarnessOn(t, withStorage, onStorage(st1))
+	h1 := newSessionHarnessStorage(t, t.TempDir())
 	h1.turn(1, "conv-a", false)
 	h1.turn(2, "conv-a", false)
 	h1.idleTick(2 * time.Minute)
-	require.Eventually(t, func() bool { return len(sessionSpans(h1.sink)) == 1 }, 5*time.Second, time.Millisecond)
-	h1.shutdown(context.Background())
-	st1.stop()
-
-	h2 := newSessionHarnessOn(t, withStorage, onStorage(startFileStorage(t, dir)))
+	h1.waitSessionSpans(1)
+	h2 := h1.restart()
 	h2.turn(3, "conv-a", true)
 	h2.idleTick(2 * time.Minute)
-	require.Eventually(t, func() bool { return len(sessionSpans(h2.sink)) == 1 }, 5*time.Second, time.Millisecond)
+	h2.waitSessionSpans(1)
 	sp := sessionSpans(h2.sink)[0]
 	assert.Equal(t, "3", strAttr(sp, "eval.session.turns"), "the two turns from before the restart and the new one")
 	assert.Equal(t, "failed", strAttr(sp, "eval.session_errors.status"))
@@ -264,24 +270,17 @@ func TestSessionsKeptInStorageAcrossRestart(t *testing.T) {
 // With eval in two traces pipelines, an evaluate_session span goes through
 // the pipeline of the session's last turn (contract §17).
 func TestSessionSpanGoesWhereItsLastTurnWent(t *testing.T) {
-	h := &sessionHarness{sessTick: make(chan time.Time), logs: new(consumertest.LogsSink)}
-	cfg := createDefaultConfig()
-	cfg.Wait = time.Second
-	cfg.Sessions.Idle = time.Minute
-	cfg.Evaluators = []evaluators.Config{{Type: "tool_error", Name: "session_errors", Case: adapter.LevelSession}}
-	require.NoError(t, cfg.Config.Validate())
-	h.harness = &harness{t: t, sink: new(consumertest.TracesSink), clk: newFakeClock(), tel: componenttest.NewTelemetry(), cfg: cfg}
-	set := processortest.NewNopSettings(Type)
-	set.TelemetrySettings = h.tel.NewTelemetrySettings()
-	p, err := newProcessor(set, cfg, nil, h.clk.clock())
-	require.NoError(t, err)
 	first, second := new(consumertest.TracesSink), new(consumertest.TracesSink)
-	_, err = p.addTracesRoute(first)
-	require.NoError(t, err)
-	r2, err := p.addTracesRoute(second)
-	require.NoError(t, err)
-	p.sess = &sessionState{newTicker: func(time.Duration) ticker { return chanTicker(h.sessTick) }}
-	h.start(p, componenttest.NewNopHost())
+	var r2 route
+	h := newSessionHarnessWith(t, func(c *Config) {
+		c.Evaluators = []evaluators.Config{{Type: "tool_error", Name: "session_errors", Case: adapter.LevelSession}}
+	}, componenttest.NewNopHost(), func(p *evalProcessor) {
+		_, err := p.routes.addTraces(first)
+		require.NoError(t, err)
+		r2, err = p.routes.addTraces(second)
+		require.NoError(t, err)
+	})
+	p := h.p
 
 	send := func(tr byte, rt route) {
 		b := newBatch()

@@ -1,7 +1,6 @@
 package evalprocessor
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,9 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
@@ -56,25 +52,11 @@ func TestTelemetryMatchesMetadata(t *testing.T) {
 		{Type: "remote", Name: "far", Options: map[string]any{"endpoint": remote.URL}},
 		{Type: "tool_error", Name: "session_errors", Case: adapter.LevelSession},
 	}
-	require.NoError(t, cfg.Config.Validate())
-
 	rec := telemetrydoc.NewRecorder()
-	set := processortest.NewNopSettings(Type)
-	set.TelemetrySettings.MeterProvider = rec
-	clk := newFakeClock()
-	sink := new(consumertest.TracesSink)
-	p, err := newProcessor(set, cfg, sink, clk.clock())
-	require.NoError(t, err)
-	p.nextLogs = new(consumertest.LogsSink)
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
-	<-clk.got
 	b := newBatch()
 	agentTrace(b, 1, true)
 	agentTrace(b, 2, false)
-	require.NoError(t, p.ConsumeTraces(context.Background(), b.td))
-	clk.advance(2 * time.Second)
-	require.Eventually(t, func() bool { return sink.SpanCount() > 0 }, 30*time.Second, 5*time.Millisecond)
-	require.NoError(t, p.Shutdown(context.Background()))
+	scoreOnce(t, cfg, rec, true, b.td)
 	rec.Collect()
 
 	// The HTTP clients' own instrumentation (http.client.*) is theirs,

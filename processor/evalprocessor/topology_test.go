@@ -225,10 +225,8 @@ func TestReleaseRetryGivesUp(t *testing.T) {
 		bad := &refuser{bad: 1}
 		bad.on.Store(true)
 		h := newHarnessWith(t, nil, bad, zap.New(core), func(p *evalProcessor) {
+			retryGivesUpFast(p)
 			p.cfg.ReleaseRetry.Enabled = enabled
-			p.cfg.ReleaseRetry.InitialInterval = time.Millisecond
-			p.cfg.ReleaseRetry.MaxInterval = time.Millisecond
-			p.cfg.ReleaseRetry.MaxElapsedTime = 20 * time.Millisecond
 		})
 		b := newBatch()
 		agentTrace(b, 1, false)
@@ -276,12 +274,19 @@ func TestFailedCallKeepsNothing(t *testing.T) {
 	assert.Equal(t, 0, heldMarks(h.p))
 }
 
+// retryGivesUpFast makes release_retry give up after 20ms.
+func retryGivesUpFast(p *evalProcessor) {
+	p.cfg.ReleaseRetry.InitialInterval = time.Millisecond
+	p.cfg.ReleaseRetry.MaxInterval = time.Millisecond
+	p.cfg.ReleaseRetry.MaxElapsedTime = 20 * time.Millisecond
+}
+
 // heldMarks counts trace ids marked held in the processor's directory.
 func heldMarks(p *evalProcessor) int {
-	p.dirMu.RLock()
-	defer p.dirMu.RUnlock()
+	p.held.dirMu.RLock()
+	defer p.held.dirMu.RUnlock()
 	n := 0
-	for _, st := range p.dir {
+	for _, st := range p.held.dir {
 		if st == stateHeld {
 			n++
 		}
@@ -320,7 +325,7 @@ func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 	b := newBatch()
 	agentTrace(b, 1, false)
 	c := newChunk(tid(1))
-	adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(0, r.ResourceSpans, 0, r.ScopeSpans, r.Span, true) })
+	adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true) })
 	ht := &heldTrace{id: tid(1)}
 	ht.addChunk(c)
 	partial := []engine.Partial{{Ref: ht.refs[0], Case: &adapter.Case{SpanID: sid(1), TraceID: tid(1)}, Results: []evaluators.Result{
@@ -328,10 +333,10 @@ func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 		{Name: "slow", Status: evaluators.StatusTimeout, Reason: "still running"},
 	}}}
 	cp := ht.copyForTakeOver(partial, true)
-	out := byRoute(cp.parts)
+	out := byRoute[ptrace.Traces](cp.parts)
 	require.Len(t, out, 1)
 	var root ptrace.Span
-	adapter.ForEachSpan(out[0].td, func(r adapter.SpanRef) {
+	adapter.ForEachSpan(out[0].data, func(r adapter.SpanRef) {
 		if r.Span.SpanID() == sid(1) {
 			root = r.Span
 		}
@@ -369,8 +374,8 @@ func TestWatchdogForwardsWhileEvaluatorReads(t *testing.T) {
 	var wg sync.WaitGroup
 	var rounds atomic.Int64
 	h := newHarnessWith(t, func(c *Config) { c.Timeout = 10 * time.Millisecond }, m, nil, func(p *evalProcessor) {
-		p.deadlineGrace = 0
-		p.scoreFn = func(ctx context.Context, refs []adapter.SpanRef, done func(engine.Report)) {
+		p.pool.grace = 0
+		p.pool.score = func(ctx context.Context, refs []adapter.SpanRef, _ engine.ScoreOptions, done func(engine.Report)) {
 			wg.Add(1)
 			defer wg.Done()
 			close(reading)
@@ -444,9 +449,7 @@ func TestReleaseRetryGivesUpOnLogRecords(t *testing.T) {
 	h := newHarnessWith(t, nil, nil, nil, func(p *evalProcessor) {
 		p.nextLogs = bad
 		p.cfg.ResultLogRecords = false
-		p.cfg.ReleaseRetry.InitialInterval = time.Millisecond
-		p.cfg.ReleaseRetry.MaxInterval = time.Millisecond
-		p.cfg.ReleaseRetry.MaxElapsedTime = 20 * time.Millisecond
+		retryGivesUpFast(p)
 	})
 	b := newBatch()
 	agentTrace(b, 1, false)
