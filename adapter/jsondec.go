@@ -254,100 +254,99 @@ func hex4(s string, i int) (rune, bool) {
 	return r, true
 }
 
-func (d *jsonDecoder) array() (any, bool) {
-	d.i++ // [
+// each reads the elements of the array, or the members of the object,
+// whose bracket is at i: read reads one, closing is the closing bracket.
+func (d *jsonDecoder) each(closing byte, read func() bool) bool {
+	d.i++ // [ or {
 	if d.depth++; d.depth > maxDepth {
-		return nil, false
+		return false
 	}
-	base := len(d.scratch)
 	d.skipSpace()
-	if d.i < len(d.s) && d.s[d.i] == ']' {
+	if d.i < len(d.s) && d.s[d.i] == closing {
 		d.i++
 		d.depth--
-		return []any{}, true
+		return true
 	}
 	for {
 		d.skipSpace()
-		v, ok := d.value()
-		if !ok {
-			return nil, false
+		if !read() {
+			return false
 		}
-		d.scratch = append(d.scratch, v)
 		d.skipSpace()
 		if d.i >= len(d.s) {
-			return nil, false
+			return false
 		}
 		switch d.s[d.i] {
 		case ',':
 			d.i++
-			continue
-		case ']':
+		case closing:
 			d.i++
-			out := make([]any, len(d.scratch)-base)
-			copy(out, d.scratch[base:])
-			clear(d.scratch[base:])
-			d.scratch = d.scratch[:base]
 			d.depth--
-			return out, true
+			return true
+		default:
+			return false
 		}
-		return nil, false
 	}
 }
 
+func (d *jsonDecoder) array() (any, bool) {
+	base := len(d.scratch)
+	if !d.each(']', d.element) {
+		return nil, false
+	}
+	out := make([]any, len(d.scratch)-base)
+	copy(out, d.scratch[base:])
+	clear(d.scratch[base:])
+	d.scratch = d.scratch[:base]
+	return out, true
+}
+
+// element reads an array's element onto scratch.
+func (d *jsonDecoder) element() bool {
+	v, ok := d.value()
+	if !ok {
+		return false
+	}
+	d.scratch = append(d.scratch, v)
+	return true
+}
+
 func (d *jsonDecoder) object() (any, bool) {
-	d.i++ // {
-	if d.depth++; d.depth > maxDepth {
-		return nil, false
-	}
 	base, kbase := len(d.scratch), len(d.keys)
-	d.skipSpace()
-	if d.i < len(d.s) && d.s[d.i] == '}' {
-		d.i++
-		d.depth--
-		return map[string]any{}, true
-	}
-	for {
-		d.skipSpace()
-		if d.i >= len(d.s) || d.s[d.i] != '"' {
-			return nil, false
-		}
-		k, ok := d.str()
-		if !ok {
-			return nil, false
-		}
-		d.skipSpace()
-		if d.i >= len(d.s) || d.s[d.i] != ':' {
-			return nil, false
-		}
-		d.i++
-		d.skipSpace()
-		v, ok := d.value()
-		if !ok {
-			return nil, false
-		}
-		d.keys = append(d.keys, k)
-		d.scratch = append(d.scratch, v)
-		d.skipSpace()
-		if d.i >= len(d.s) {
-			return nil, false
-		}
-		switch d.s[d.i] {
-		case ',':
-			d.i++
-			continue
-		case '}':
-			d.i++
-			ks, vs := d.keys[kbase:], d.scratch[base:]
-			m := make(map[string]any, len(ks))
-			for j, k := range ks {
-				m[k] = vs[j] // duplicate keys: the last wins
-			}
-			clear(vs)
-			clear(ks)
-			d.keys, d.scratch = d.keys[:kbase], d.scratch[:base]
-			d.depth--
-			return m, true
-		}
+	if !d.each('}', d.member) {
 		return nil, false
 	}
+	ks, vs := d.keys[kbase:], d.scratch[base:]
+	m := make(map[string]any, len(ks))
+	for j, k := range ks {
+		m[k] = vs[j] // duplicate keys: the last wins
+	}
+	clear(vs)
+	clear(ks)
+	d.keys, d.scratch = d.keys[:kbase], d.scratch[:base]
+	return m, true
+}
+
+// member reads an object's key and value onto keys and scratch.
+func (d *jsonDecoder) member() bool {
+	if d.i >= len(d.s) || d.s[d.i] != '"' {
+		return false
+	}
+	k, ok := d.str()
+	if !ok {
+		return false
+	}
+	d.skipSpace()
+	if d.i >= len(d.s) || d.s[d.i] != ':' {
+		return false
+	}
+	d.i++
+	d.skipSpace()
+	v, ok := d.value()
+	if !ok {
+		return false
+	}
+	d.keys = append(d.keys, k)
+	d.scratch = append(d.scratch, v)
+	return true
 }
