@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/internal/storageext"
 )
 
 // Monitor state across restarts. With a persistent sending queue
@@ -137,18 +138,9 @@ func openMonitorStore(ctx context.Context, host component.Host, cfg *Config, id 
 	if !cfg.QueueConfig.HasValue() || cfg.QueueConfig.Get().StorageID == nil {
 		return nil, nil
 	}
-	sid := *cfg.QueueConfig.Get().StorageID
-	ext, ok := host.GetExtensions()[sid]
-	if !ok {
-		return nil, fmt.Errorf("sending_queue.storage: extension %q is not configured", sid)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("sending_queue.storage: extension %q is not a storage extension", sid)
-	}
-	client, err := se.GetClient(ctx, component.KindExporter, id, storageName)
+	client, err := storageext.Client(ctx, host, "sending_queue.storage", *cfg.QueueConfig.Get().StorageID, component.KindExporter, id, storageName)
 	if err != nil {
-		return nil, fmt.Errorf("sending_queue.storage: extension %q: %w", sid, err)
+		return nil, err
 	}
 	return &monitorStore{client: client, logger: logger}, nil
 }

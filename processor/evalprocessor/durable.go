@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/evalbridge/evalbridge/internal/storageext"
 )
 
 // The durable hold store (docs/contract.md §12, `storage:`): one part with
@@ -110,17 +112,9 @@ type commitReq struct {
 
 // openStore gets the storage client of extension id from host.
 func openStore(ctx context.Context, host component.Host, id, self component.ID, now func() time.Time, logger *zap.Logger, tel *telemetry) (*holdStore, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not configured (list it under `extensions:` and `service.extensions`)", id)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not a storage extension", id)
-	}
-	client, err := se.GetClient(ctx, component.KindProcessor, self, "")
+	client, err := storageext.Client(ctx, host, "storage", id, component.KindProcessor, self, "")
 	if err != nil {
-		return nil, fmt.Errorf("storage: extension %q: %w", id, err)
+		return nil, err
 	}
 	w, ok := client.(storage.Walker)
 	if !ok {
