@@ -276,35 +276,39 @@ type modeOptions struct {
 	Mode               string `mapstructure:"mode"`
 }
 
-// decodeModeOptions decodes modeOptions, checks the mode against the ones
-// the evaluator knows (the first is the default) and builds the comparer.
-func decodeModeOptions(opts *confmap.Conf, modes ...string) (string, *callComparer, error) {
-	o := modeOptions{Mode: modes[0]}
-	if err := decodeOptions(opts, &o); err != nil {
-		return "", nil, err
-	}
-	if !slices.Contains(modes, o.Mode) {
-		return "", nil, fmt.Errorf("option `mode`: %q is not one of %s", o.Mode, strings.Join(modes, ", "))
-	}
-	cc, err := newCallComparer(o.callCompareOptions)
-	if err != nil {
-		return "", nil, err
-	}
-	return o.Mode, cc, nil
-}
-
-type toolTrajectory struct {
+// modeCalls is what the evaluators that compare calls under a `mode` hold:
+// the mode and the comparer.
+type modeCalls struct {
 	mode string
 	cc   *callComparer
 	metricsOff
 }
 
+// newModeCalls decodes modeOptions, checks the mode against the ones the
+// evaluator knows (the first is the default) and builds the comparer.
+func newModeCalls(opts *confmap.Conf, deps Deps, modes ...string) (modeCalls, error) {
+	o := modeOptions{Mode: modes[0]}
+	if err := decodeOptions(opts, &o); err != nil {
+		return modeCalls{}, err
+	}
+	if !slices.Contains(modes, o.Mode) {
+		return modeCalls{}, fmt.Errorf("option `mode`: %q is not one of %s", o.Mode, strings.Join(modes, ", "))
+	}
+	cc, err := newCallComparer(o.callCompareOptions)
+	if err != nil {
+		return modeCalls{}, err
+	}
+	return modeCalls{mode: o.Mode, cc: cc, metricsOff: metricsOff(deps.NoMetrics)}, nil
+}
+
+type toolTrajectory struct{ modeCalls }
+
 func newToolTrajectory(opts *confmap.Conf, deps Deps) (Evaluator, error) {
-	mode, cc, err := decodeModeOptions(opts, trajInOrder, trajStrict, trajAnyOrder, trajSuperset, trajSubset, trajPrecision, trajRecall, trajF1)
+	m, err := newModeCalls(opts, deps, trajInOrder, trajStrict, trajAnyOrder, trajSuperset, trajSubset, trajPrecision, trajRecall, trajF1)
 	if err != nil {
 		return nil, err
 	}
-	return &toolTrajectory{mode: mode, cc: cc, metricsOff: metricsOff(deps.NoMetrics)}, nil
+	return &toolTrajectory{m}, nil
 }
 
 func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
@@ -405,18 +409,14 @@ const (
 	corrNamesAndArgs  = "names_and_args"
 )
 
-type toolCorrectness struct {
-	mode string
-	cc   *callComparer
-	metricsOff
-}
+type toolCorrectness struct{ modeCalls }
 
 func newToolCorrectness(opts *confmap.Conf, deps Deps) (Evaluator, error) {
-	mode, cc, err := decodeModeOptions(opts, corrNamesOnly, corrNamesAndOrder, corrNamesAndArgs)
+	m, err := newModeCalls(opts, deps, corrNamesOnly, corrNamesAndOrder, corrNamesAndArgs)
 	if err != nil {
 		return nil, err
 	}
-	return &toolCorrectness{mode: mode, cc: cc, metricsOff: metricsOff(deps.NoMetrics)}, nil
+	return &toolCorrectness{m}, nil
 }
 
 func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result {
