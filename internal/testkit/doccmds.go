@@ -68,3 +68,39 @@ func DocCommands(t testing.TB, root, prog string) []DocCommand {
 	}
 	return cmds
 }
+
+// CheckDocCommandFlags checks every documented invocation of prog
+// (DocCommands; at least `least` of them): its subcommand
+// exists and it passes only flags the subcommand takes. help returns what
+// `prog sub -h` prints and whether that is the help of a subcommand.
+func CheckDocCommandFlags(t testing.TB, root, prog string, least int, help func(sub string) (string, bool)) {
+	t.Helper()
+	cmds := DocCommands(t, root, prog)
+	if len(cmds) < least {
+		t.Fatalf("found %d documented %s commands; the docs show more (is the extraction broken?)", len(cmds), prog)
+	}
+	type subHelp struct {
+		text string
+		ok   bool
+	}
+	helps := map[string]subHelp{}
+	for _, c := range cmds {
+		h, seen := helps[c.Sub]
+		if !seen {
+			h.text, h.ok = help(c.Sub)
+			helps[c.Sub] = h
+		}
+		if !h.ok {
+			t.Errorf("%s: %q: %s has no subcommand %q (-h printed %q)", c.File, c.Line, prog, c.Sub, h.text)
+			continue
+		}
+		for _, f := range c.Flags {
+			if f == "h" || f == "help" {
+				continue
+			}
+			if !strings.Contains(h.text, "  -"+f+" ") && !strings.Contains(h.text, "  -"+f+"\n") {
+				t.Errorf("%s: %q: %s %s has no flag -%s", c.File, c.Line, prog, c.Sub, f)
+			}
+		}
+	}
+}
