@@ -296,7 +296,7 @@ func BenchmarkAnyOrderLarge(b *testing.B) {
 // matrix).
 func benchTrajectoryLarge(b *testing.B, mode string, sizes []int, oldName, newName string, replaced func(n, m int, adj [][]bool)) {
 	traj := build(b, Config{Type: "tool_trajectory", MaxToolCalls: intp(100000), Options: obj("mode", mode)})
-	cc := traj.Evaluator.(*toolTrajectory).cc
+	cc := traj.Evaluator.(*modeCalls).cc
 	for _, n := range sizes {
 		c := bigCase(n, n)
 		if n <= 3000 {

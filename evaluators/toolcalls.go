@@ -276,46 +276,49 @@ type modeOptions struct {
 	Mode               string `mapstructure:"mode"`
 }
 
-// modeCalls is what the evaluators that compare calls under a `mode` hold:
-// the mode and the comparer.
+// modeCalls is an evaluator that compares a case's tool calls with the
+// expected ones under a `mode`: tool_trajectory and tool_correctness, which
+// differ in how they score the calls (score).
 type modeCalls struct {
-	mode string
-	cc   *callComparer
+	mode  string
+	cc    *callComparer
+	score callsScorer
 	metricsOff
 }
 
+// callsScorer scores a case's calls act against the expected exp.
+type callsScorer func(ctx context.Context, t *modeCalls, exp []adapter.ExpectedCall, act []adapter.ToolCall) Result
+
 // newModeCalls decodes modeOptions, checks the mode against the ones the
 // evaluator knows (the first is the default) and builds the comparer.
-func newModeCalls(opts *confmap.Conf, deps Deps, modes ...string) (modeCalls, error) {
+func newModeCalls(opts *confmap.Conf, deps Deps, score callsScorer, modes ...string) (Evaluator, error) {
 	o := modeOptions{Mode: modes[0]}
 	if err := decodeOptions(opts, &o); err != nil {
-		return modeCalls{}, err
+		return nil, err
 	}
 	if !slices.Contains(modes, o.Mode) {
-		return modeCalls{}, fmt.Errorf("option `mode`: %q is not one of %s", o.Mode, strings.Join(modes, ", "))
+		return nil, fmt.Errorf("option `mode`: %q is not one of %s", o.Mode, strings.Join(modes, ", "))
 	}
 	cc, err := newCallComparer(o.callCompareOptions)
 	if err != nil {
-		return modeCalls{}, err
-	}
-	return modeCalls{mode: o.Mode, cc: cc, metricsOff: metricsOff(deps.NoMetrics)}, nil
-}
-
-type toolTrajectory struct{ modeCalls }
-
-func newToolTrajectory(opts *confmap.Conf, deps Deps) (Evaluator, error) {
-	m, err := newModeCalls(opts, deps, trajInOrder, trajStrict, trajAnyOrder, trajSuperset, trajSubset, trajPrecision, trajRecall, trajF1)
-	if err != nil {
 		return nil, err
 	}
-	return &toolTrajectory{m}, nil
+	return &modeCalls{mode: o.Mode, cc: cc, score: score, metricsOff: metricsOff(deps.NoMetrics)}, nil
 }
 
-func (t *toolTrajectory) Evaluate(ctx context.Context, c *adapter.Case) Result {
+func (t *modeCalls) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	exp, act, r, done := callsToCompare(c, t.cc.cfg, t.cc.hasCfg)
 	if done {
 		return r
 	}
+	return t.score(ctx, t, exp, act)
+}
+
+func newToolTrajectory(opts *confmap.Conf, deps Deps) (Evaluator, error) {
+	return newModeCalls(opts, deps, scoreTrajectory, trajInOrder, trajStrict, trajAnyOrder, trajSuperset, trajSubset, trajPrecision, trajRecall, trajF1)
+}
+
+func scoreTrajectory(ctx context.Context, t *modeCalls, exp []adapter.ExpectedCall, act []adapter.ToolCall) Result {
 	eq, classes := t.cc.comparison(exp, act)
 	longer := max(len(exp), len(act))
 	// what is said only when the comparison stops: built only then.
@@ -409,21 +412,11 @@ const (
 	corrNamesAndArgs  = "names_and_args"
 )
 
-type toolCorrectness struct{ modeCalls }
-
 func newToolCorrectness(opts *confmap.Conf, deps Deps) (Evaluator, error) {
-	m, err := newModeCalls(opts, deps, corrNamesOnly, corrNamesAndOrder, corrNamesAndArgs)
-	if err != nil {
-		return nil, err
-	}
-	return &toolCorrectness{m}, nil
+	return newModeCalls(opts, deps, scoreCorrectness, corrNamesOnly, corrNamesAndOrder, corrNamesAndArgs)
 }
 
-func (t *toolCorrectness) Evaluate(ctx context.Context, c *adapter.Case) Result {
-	exp, act, r, done := callsToCompare(c, t.cc.cfg, t.cc.hasCfg)
-	if done {
-		return r
-	}
+func scoreCorrectness(ctx context.Context, t *modeCalls, exp []adapter.ExpectedCall, act []adapter.ToolCall) Result {
 	switch t.mode {
 	case corrNamesOnly:
 		es, as := map[string]bool{}, map[string]bool{}
