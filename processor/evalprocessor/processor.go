@@ -116,8 +116,12 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 	return p, nil
 }
 
+// Capabilities says the processor mutates its input: it moves the spans it
+// holds out of the request instead of copying them (takeTraces), so the
+// collector hands it data of its own (a fan-out clones for it). Input
+// marked read-only is copied instead and left as it came.
 func (p *evalProcessor) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
+	return consumer.Capabilities{MutatesData: true}
 }
 
 // Start builds the engine and starts the loop, the workers and the
