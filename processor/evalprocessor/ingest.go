@@ -35,7 +35,7 @@ type ingestPath[B pdata, I any] struct {
 	// take, when set, is split for a request the processor owns: the held
 	// items are moved out of it, not copied (chunk.go).
 	take func(B, map[pcommon.TraceID]decision, route) (B, []*chunk)
-	send    func(context.Context, route, B) error
+	send func(context.Context, route, B) error
 	// dropLate, when set, removes late items of traces sampling dropped.
 	dropLate func(B) B
 
