@@ -26,8 +26,9 @@ type chunk struct {
 	key string
 	logPart
 
+	// td holds the spans; no reference per span is kept (the held trace
+	// lists them when it is scored: heldTrace.spanRefs).
 	td    ptrace.Traces
-	refs  []adapter.SpanRef
 	root  bool
 	spans int
 
@@ -104,10 +105,10 @@ func splitTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (
 
 // add copies the span of r into the chunk, copying its resource and scope
 // once per run of spans that share them.
-func (c *chunk) add(r adapter.SpanRef, keepRef bool) {
+func (c *chunk) add(r adapter.SpanRef, held bool) {
 	dst := c.scopeOf(r.ResourceSpans, r.ScopeSpans).Spans().AppendEmpty()
 	r.Span.CopyTo(dst)
-	c.added(dst, keepRef)
+	c.added(dst, held)
 }
 
 // scopeOf returns the chunk's copy of scope ss of resource rs, made (with
@@ -123,15 +124,12 @@ func (c *chunk) scopeOf(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) ptrace.Sc
 	return c.ss
 }
 
-// added counts span dst, now in the chunk, and keeps a reference to it
-// when it is held.
-func (c *chunk) added(dst ptrace.Span, keepRef bool) {
+// added counts span dst, now in the chunk, and notes a root span when the
+// chunk is held.
+func (c *chunk) added(dst ptrace.Span, held bool) {
 	c.spans++
-	if keepRef {
-		c.refs = append(c.refs, adapter.SpanRef{Span: dst, ResourceSpans: c.rs, ScopeSpans: c.ss})
-		if dst.ParentSpanID().IsEmpty() {
-			c.root = true
-		}
+	if held && dst.ParentSpanID().IsEmpty() {
+		c.root = true
 	}
 }
 
@@ -202,7 +200,7 @@ func giveBack[B pdata](b, fwd B, chunks []*chunk) {
 			c.records, c.count = nil, 0
 		} else {
 			moveAll(any(b).(ptrace.Traces), c.td)
-			c.refs, c.spans, c.root = nil, 0, false
+			c.spans, c.root = 0, false
 		}
 	}
 }
@@ -266,7 +264,7 @@ func (c *chunk) moveScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
 	c.movedScope(dst)
 }
 
-// movedScope counts (and references) the spans of ss, moved whole into the
+// movedScope counts the spans of ss, moved whole into the
 // chunk.
 func (c *chunk) movedScope(ss ptrace.ScopeSpans) {
 	c.ss = ss
