@@ -286,18 +286,59 @@ func splitLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.L
 
 // addRecord is add for a log record.
 func (c *chunk) addRecord(lr plog.LogRecord, rl plog.ResourceLogs, sl plog.ScopeLogs, keepRef bool) {
+	dst := c.scopeLogsOf(rl, sl).LogRecords().AppendEmpty()
+	lr.CopyTo(dst)
+	c.addedRecord(dst, keepRef)
+}
+
+// scopeLogsOf is scopeOf for log records.
+func (c *chunk) scopeLogsOf(rl plog.ResourceLogs, sl plog.ScopeLogs) plog.ScopeLogs {
 	if c.srcRL != rl {
 		c.rl, c.srcRL, c.srcSL = copyResource(rl, c.ld.ResourceLogs().AppendEmpty()), rl, plog.ScopeLogs{}
 	}
 	if c.srcSL != sl {
 		c.sl, c.srcSL = copyScope(sl, c.rl.ScopeLogs().AppendEmpty()), sl
 	}
-	dst := c.sl.LogRecords().AppendEmpty()
-	lr.CopyTo(dst)
+	return c.sl
+}
+
+// addedRecord counts record dst, now in the chunk, and keeps it for the
+// adapter when it is held and a GenAI content event.
+func (c *chunk) addedRecord(dst plog.LogRecord, keepRef bool) {
 	c.count++
 	if keepRef && adapter.IsGenAIEvent(dst) {
 		c.records = append(c.records, dst)
 	}
+}
+
+// takeLogs is takeTraces for log records, record by record (a request of
+// log records rarely belongs to one trace): each held record moves into
+// its trace's chunk, its resource and scope copied once per chunk.
+func takeLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.Logs, []*chunk) {
+	k := newChunker(dec, rt, newLogChunk)
+	rls := ld.ResourceLogs()
+	rls.RemoveIf(func(rl plog.ResourceLogs) bool {
+		took := false
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			n := sl.LogRecords().Len()
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				c, held := k.of(lr.TraceID())
+				if held {
+					dst := c.scopeLogsOf(rl, sl).LogRecords().AppendEmpty()
+					lr.MoveTo(dst)
+					c.addedRecord(dst, true)
+				}
+				return held
+			})
+			left := sl.LogRecords().Len()
+			took = took || left < n
+			return left < n && left == 0
+		})
+		return took && rl.ScopeLogs().Len() == 0
+	})
+	fwd := plog.NewLogs()
+	rls.MoveAndAppendTo(fwd.ResourceLogs())
+	return fwd, k.order
 }
 
 // copyResource and copyScope copy the resource (scope) and schema URL of

@@ -74,6 +74,7 @@ func newLogsPath(p *evalProcessor) *ingestPath[plog.Logs, plog.LogRecord] {
 		count:   plog.Logs.LogRecordCount,
 		hasData: func(ld plog.Logs) bool { return ld.ResourceLogs().Len() > 0 },
 		split:   splitLogs,
+		take:    takeLogs,
 		send:    p.routes.sendLogs,
 		refused: tel.logRecordsRefused, late: tel.logRecordsLate, held: tel.logRecordsHeld,
 	}

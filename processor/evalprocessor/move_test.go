@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -146,23 +147,30 @@ func TestReadOnlyInputIsCopied(t *testing.T) {
 	assert.Equal(t, rawBefore, raw, "not written")
 }
 
-// refusingFirst refuses its first call (retryable), marking what it
-// refuses read-only when readOnly is set (as a fan-out to several
-// read-only consumers does), then takes everything.
+// refusal refuses the first call (retryable) of the consumer it is in.
+type refusal struct{ calls atomic.Int64 }
+
+var errQueueFull = errors.New("sending queue is full")
+
+func (r *refusal) refuses() bool { return r.calls.Add(1) == 1 }
+
+// refusingFirst refuses its first call, marking what it refuses read-only
+// when readOnly is set (as a fan-out to several read-only consumers does),
+// then takes everything.
 type refusingFirst struct {
 	consumertest.TracesSink
-	calls    atomic.Int64
+	refusal
 	readOnly bool
 }
 
 func (r *refusingFirst) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if r.calls.Add(1) == 1 {
-		if r.readOnly {
-			td.MarkReadOnly()
-		}
-		return errors.New("sending queue is full")
+	if !r.refuses() {
+		return r.TracesSink.ConsumeTraces(ctx, td)
 	}
-	return r.TracesSink.ConsumeTraces(ctx, td)
+	if r.readOnly {
+		td.MarkReadOnly()
+	}
+	return errQueueFull
 }
 
 // A call that fails because the next consumer refused the part that goes
@@ -209,4 +217,50 @@ func TestPersistFailureGivesEverySpanBack(t *testing.T) {
 	h.clk.advance(2 * time.Second)
 	checkDelivered(t, h.sink, want, map[byte]string{1: "passed", 2: "passed", 3: "failed", 4: "passed"})
 	require.Eventually(t, func() bool { return len(h.storedKeys()) == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// refusingFirstLogs is refusingFirst for log records.
+type refusingFirstLogs struct {
+	consumertest.LogsSink
+	refusal
+}
+
+func (r *refusingFirstLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	if r.refuses() {
+		return errQueueFull
+	}
+	return r.LogsSink.ConsumeLogs(ctx, ld)
+}
+
+// recordKeys counts the log records of lds by trace, span and body,
+// results left out.
+func recordKeys(lds ...plog.Logs) map[string]int {
+	out := map[string]int{}
+	for _, ld := range lds {
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
+			if lr.EventName() != "gen_ai.evaluation.result" {
+				tid, sid := lr.TraceID(), lr.SpanID()
+				out[fmt.Sprintf("%d/%d/%v", tid[15], sid[7], lr.Body().AsRaw())]++
+			}
+		})
+	}
+	return out
+}
+
+// Log records of a held trace move too: a refused call gives them back,
+// the retry moves them out of the request, and each goes on once.
+func TestLogRecordsMovedAndGivenBack(t *testing.T) {
+	logs := &refusingFirstLogs{}
+	h := startHarness(t, nil, nil, nil, logs)
+	h.consume(contentSpans(7)) // trace 7 is held
+	in := contentLogs(7)       // three records of trace 7, one of an unrelated trace
+	want := recordKeys(in)
+	require.Error(t, h.p.ConsumeLogs(context.Background(), in), "the unrelated record is refused")
+	assert.Equal(t, want, recordKeys(in), "every record back in the request")
+	require.NoError(t, h.p.ConsumeLogs(context.Background(), in))
+	assert.Zero(t, in.LogRecordCount(), "moved out, not copied")
+	h.clk.advance(2 * time.Second)
+	h.waitSpans(3)
+	require.Eventually(t, func() bool { return len(recordKeys(logs.AllLogs()...)) >= len(want) }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, want, recordKeys(logs.AllLogs()...), "each record once")
 }
