@@ -8,11 +8,11 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// chunk is a copy of the spans (or log records) of one trace from one
-// request, or, for the forwarded part of a request, of the items that go
-// on at once.
+// chunk is the spans (or log records) of one trace from one request,
+// moved out of it or copied (chunker), or, for the forwarded part of a
+// read-only request, a copy of the items that go on at once.
 //
-// Copying is the one step the traces and logs paths keep apart: pdata's
+// Moving or copying is the one step the traces and logs paths keep apart: pdata's
 // ResourceSpans/ScopeSpans/Span and ResourceLogs/ScopeLogs/LogRecord share
 // no interface, and a generic over the three levels of both would take six
 // type parameters and read worse than the two short walks below.
@@ -56,8 +56,8 @@ func newLogChunk(id pcommon.TraceID) *chunk {
 	return &chunk{id: id, isLogs: true, logPart: logPart{ld: plog.NewLogs()}}
 }
 
-// chunker hands out, per trace id, the chunk a request's items are copied
-// into: one per held trace, in order of first appearance, and fwd for the
+// chunker hands out, per trace id, the chunk a request's items are moved
+// or copied into: one per held trace, in order of first appearance, and fwd for the
 // rest. Consecutive items mostly share a trace: the last answer is kept.
 type chunker struct {
 	dec      map[pcommon.TraceID]decision

@@ -15,10 +15,10 @@ import (
 // The ingest path, one for both signals: ConsumeTraces and ConsumeLogs
 // route each item (span, log record) of a request by its trace id. Items
 // of held traces, and of traces that have a GenAI item in the request
-// (which are held from then on), are copied and held; the rest go on at
-// once, as they are. What differs between the signals is in an
-// ingestPath: how to walk a request, what is GenAI, how to copy, where to
-// send, and what to count.
+// (which are held from then on), are held: moved out of the request, or
+// copied when it is read-only. The rest go on at once, as they are. What
+// differs between the signals is in an ingestPath: how to walk a request,
+// what is GenAI, how to move or copy, where to send, and what to count.
 
 // ingestPath is one signal's side of the ingest path: B is its request
 // (ptrace.Traces, plog.Logs), I an item (ptrace.Span, plog.LogRecord).

@@ -225,7 +225,8 @@ func (p *evalProcessor) consumeTraces(ctx context.Context, td ptrace.Traces, rt 
 // consumeLogs routes the log records that came in through route rt: a
 // record of a held trace (held from any traces pipeline), or a GenAI
 // content event (whose trace may not have arrived yet: it starts holding
-// it), is copied and held; everything else goes on at once, as it is.
+// it), is held (moved, or copied from read-only input); everything else
+// goes on at once, as it is.
 func (p *evalProcessor) consumeLogs(ctx context.Context, ld plog.Logs, rt route) error {
 	return consume(ctx, p, p.logsIn, ld, rt)
 }
