@@ -22,7 +22,7 @@ import (
 // because another pipeline moved it). Requests come both ways: one span
 // per request (whole resources move) and batches of several traces mixed
 // with plain spans (spans move one by one).
-func TestFanOutEvalMovesOnlyItsOwnCopy(t *testing.T) {
+func TestFanoutEvalMovesOnlyItsOwnCopy(t *testing.T) {
 	be := map[string]*testkit.Sink{}
 	vars := map[string]string{}
 	for _, n := range []string{"A", "B", "C", "D"} {
