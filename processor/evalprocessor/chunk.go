@@ -8,11 +8,11 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
-// chunk is a copy of the spans (or log records) of one trace from one
-// request, or, for the forwarded part of a request, of the items that go
-// on at once.
+// chunk is the spans (or log records) of one trace from one request,
+// moved out of it or copied (chunker), or, for the forwarded part of a
+// read-only request, a copy of the items that go on at once.
 //
-// Copying is the one step the traces and logs paths keep apart: pdata's
+// Moving or copying is the one step the traces and logs paths keep apart: pdata's
 // ResourceSpans/ScopeSpans/Span and ResourceLogs/ScopeLogs/LogRecord share
 // no interface, and a generic over the three levels of both would take six
 // type parameters and read worse than the two short walks below.
@@ -26,8 +26,9 @@ type chunk struct {
 	key string
 	logPart
 
+	// td holds the spans; no reference per span is kept (the held trace
+	// lists them when it is scored: heldTrace.spanRefs).
 	td    ptrace.Traces
-	refs  []adapter.SpanRef
 	root  bool
 	spans int
 
@@ -55,8 +56,8 @@ func newLogChunk(id pcommon.TraceID) *chunk {
 	return &chunk{id: id, isLogs: true, logPart: logPart{ld: plog.NewLogs()}}
 }
 
-// chunker hands out, per trace id, the chunk a request's items are copied
-// into: one per held trace, in order of first appearance, and fwd for the
+// chunker hands out, per trace id, the chunk a request's items are moved
+// or copied into: one per held trace, in order of first appearance, and fwd for the
 // rest. Consecutive items mostly share a trace: the last answer is kept.
 type chunker struct {
 	dec      map[pcommon.TraceID]decision
@@ -104,22 +105,172 @@ func splitTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (
 
 // add copies the span of r into the chunk, copying its resource and scope
 // once per run of spans that share them.
-func (c *chunk) add(r adapter.SpanRef, keepRef bool) {
-	if c.srcRS != r.ResourceSpans {
-		c.rs = copyResource(r.ResourceSpans, c.td.ResourceSpans().AppendEmpty())
-		c.srcRS, c.srcSS = r.ResourceSpans, ptrace.ScopeSpans{}
-	}
-	if c.srcSS != r.ScopeSpans {
-		c.ss, c.srcSS = copyScope(r.ScopeSpans, c.rs.ScopeSpans().AppendEmpty()), r.ScopeSpans
-	}
-	dst := c.ss.Spans().AppendEmpty()
+func (c *chunk) add(r adapter.SpanRef, held bool) {
+	dst := c.scopeOf(r.ResourceSpans, r.ScopeSpans).Spans().AppendEmpty()
 	r.Span.CopyTo(dst)
+	c.added(dst, held)
+}
+
+// scopeOf returns the chunk's copy of scope ss of resource rs, made (with
+// the resource's) on the first span of a run of spans that share them.
+func (c *chunk) scopeOf(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) ptrace.ScopeSpans {
+	if c.srcRS != rs {
+		c.rs = copyResource(rs, c.td.ResourceSpans().AppendEmpty())
+		c.srcRS, c.srcSS = rs, ptrace.ScopeSpans{}
+	}
+	if c.srcSS != ss {
+		c.ss, c.srcSS = copyScope(ss, c.rs.ScopeSpans().AppendEmpty()), ss
+	}
+	return c.ss
+}
+
+// added counts span dst, now in the chunk, and notes a root span when the
+// chunk is held.
+func (c *chunk) added(dst ptrace.Span, held bool) {
 	c.spans++
-	if keepRef {
-		c.refs = append(c.refs, adapter.SpanRef{Span: dst, ResourceSpans: c.rs, ScopeSpans: c.ss})
-		if dst.ParentSpanID().IsEmpty() {
-			c.root = true
+	if held && dst.ParentSpanID().IsEmpty() {
+		c.root = true
+	}
+}
+
+// takeTraces is splitTraces for a request the processor owns (not marked
+// read-only): the spans of held traces are moved out of td into their
+// trace's chunk, not copied. A ResourceSpans (else a ScopeSpans) whose
+// spans all belong to one held trace moves whole; otherwise each span
+// moves, and its resource and scope are copied once per chunk. What stays
+// goes on at once: fwd takes td's remaining resources (no copy), and td is
+// left empty. giveBack undoes it.
+func takeTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (ptrace.Traces, []*chunk) {
+	k := newChunker(dec, rt, newChunk)
+	rss := td.ResourceSpans()
+	rss.RemoveIf(func(rs ptrace.ResourceSpans) bool {
+		if id, ok := oneTrace(rs); ok {
+			c, held := k.of(id)
+			if held {
+				c.moveResource(rs)
+			}
+			return held
 		}
+		took := false
+		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+			if id, ok := oneTraceOf(ss.Spans()); ok {
+				c, held := k.of(id)
+				if held {
+					c.moveScope(rs, ss)
+					took = true
+				}
+				return held
+			}
+			tookHere := false
+			ss.Spans().RemoveIf(func(s ptrace.Span) bool {
+				c, held := k.of(s.TraceID())
+				if held {
+					dst := c.scopeOf(rs, ss).Spans().AppendEmpty()
+					s.MoveTo(dst)
+					c.added(dst, true)
+					tookHere = true
+				}
+				return held
+			})
+			took = took || tookHere
+			return tookHere && ss.Spans().Len() == 0
+		})
+		return took && rs.ScopeSpans().Len() == 0
+	})
+	fwd := ptrace.NewTraces()
+	rss.MoveAndAppendTo(fwd.ResourceSpans())
+	return fwd, k.order
+}
+
+// giveBack puts back into b what take moved out of it into fwd and chunks,
+// after a failed call: b holds every item again (grouped by chunk, after
+// the forwarded part), for a sender that retries the same request. A next
+// consumer may have marked fwd read-only (a fan-out that shares it): then
+// its items are copied back. b itself is never read-only here (take is
+// only called on data the processor owns).
+func giveBack[B pdata](b, fwd B, chunks []*chunk) {
+	if readOnly(fwd) {
+		copyAll(b, fwd)
+	} else {
+		moveAll(b, fwd)
+	}
+	for _, c := range chunks {
+		if c.isLogs {
+			moveAll(any(b).(plog.Logs), c.ld)
+			c.records, c.count = nil, 0
+		} else {
+			moveAll(any(b).(ptrace.Traces), c.td)
+			c.spans, c.root = 0, false
+		}
+	}
+}
+
+// oneTrace returns the trace id of every span of rs when they all share
+// one (false when rs has no span or several traces).
+func oneTrace(rs ptrace.ResourceSpans) (pcommon.TraceID, bool) {
+	var id pcommon.TraceID
+	found := false
+	sss := rs.ScopeSpans()
+	for i := 0; i < sss.Len(); i++ {
+		spans := sss.At(i).Spans()
+		if spans.Len() == 0 {
+			continue
+		}
+		sid, ok := oneTraceOf(spans)
+		if !ok || (found && sid != id) {
+			return pcommon.TraceID{}, false
+		}
+		id, found = sid, true
+	}
+	return id, found
+}
+
+// oneTraceOf is oneTrace for the spans of one scope.
+func oneTraceOf(spans ptrace.SpanSlice) (pcommon.TraceID, bool) {
+	if spans.Len() == 0 {
+		return pcommon.TraceID{}, false
+	}
+	id := spans.At(0).TraceID()
+	for i := 1; i < spans.Len(); i++ {
+		if spans.At(i).TraceID() != id {
+			return pcommon.TraceID{}, false
+		}
+	}
+	return id, true
+}
+
+// moveResource moves rs, whose spans all belong to the chunk's trace,
+// into the chunk whole.
+func (c *chunk) moveResource(rs ptrace.ResourceSpans) {
+	c.rs = c.td.ResourceSpans().AppendEmpty()
+	rs.MoveTo(c.rs)
+	c.srcRS, c.srcSS = ptrace.ResourceSpans{}, ptrace.ScopeSpans{}
+	sss := c.rs.ScopeSpans()
+	for i := 0; i < sss.Len(); i++ {
+		c.movedScope(sss.At(i))
+	}
+}
+
+// moveScope moves ss of resource rs, whose spans all belong to the chunk's
+// trace, into the chunk whole (the resource is copied once per chunk).
+func (c *chunk) moveScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
+	if c.srcRS != rs {
+		c.rs = copyResource(rs, c.td.ResourceSpans().AppendEmpty())
+		c.srcRS = rs
+	}
+	dst := c.rs.ScopeSpans().AppendEmpty()
+	ss.MoveTo(dst)
+	c.srcSS = ptrace.ScopeSpans{}
+	c.movedScope(dst)
+}
+
+// movedScope counts the spans of ss, moved whole into the
+// chunk.
+func (c *chunk) movedScope(ss ptrace.ScopeSpans) {
+	c.ss = ss
+	spans := ss.Spans()
+	for j := 0; j < spans.Len(); j++ {
+		c.added(spans.At(j), true)
 	}
 }
 
@@ -135,18 +286,59 @@ func splitLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.L
 
 // addRecord is add for a log record.
 func (c *chunk) addRecord(lr plog.LogRecord, rl plog.ResourceLogs, sl plog.ScopeLogs, keepRef bool) {
+	dst := c.scopeLogsOf(rl, sl).LogRecords().AppendEmpty()
+	lr.CopyTo(dst)
+	c.addedRecord(dst, keepRef)
+}
+
+// scopeLogsOf is scopeOf for log records.
+func (c *chunk) scopeLogsOf(rl plog.ResourceLogs, sl plog.ScopeLogs) plog.ScopeLogs {
 	if c.srcRL != rl {
 		c.rl, c.srcRL, c.srcSL = copyResource(rl, c.ld.ResourceLogs().AppendEmpty()), rl, plog.ScopeLogs{}
 	}
 	if c.srcSL != sl {
 		c.sl, c.srcSL = copyScope(sl, c.rl.ScopeLogs().AppendEmpty()), sl
 	}
-	dst := c.sl.LogRecords().AppendEmpty()
-	lr.CopyTo(dst)
+	return c.sl
+}
+
+// addedRecord counts record dst, now in the chunk, and keeps it for the
+// adapter when it is held and a GenAI content event.
+func (c *chunk) addedRecord(dst plog.LogRecord, keepRef bool) {
 	c.count++
 	if keepRef && adapter.IsGenAIEvent(dst) {
 		c.records = append(c.records, dst)
 	}
+}
+
+// takeLogs is takeTraces for log records, record by record (a request of
+// log records rarely belongs to one trace): each held record moves into
+// its trace's chunk, its resource and scope copied once per chunk.
+func takeLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.Logs, []*chunk) {
+	k := newChunker(dec, rt, newLogChunk)
+	rls := ld.ResourceLogs()
+	rls.RemoveIf(func(rl plog.ResourceLogs) bool {
+		took := false
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			n := sl.LogRecords().Len()
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				c, held := k.of(lr.TraceID())
+				if held {
+					dst := c.scopeLogsOf(rl, sl).LogRecords().AppendEmpty()
+					lr.MoveTo(dst)
+					c.addedRecord(dst, true)
+				}
+				return held
+			})
+			left := sl.LogRecords().Len()
+			took = took || left < n
+			return left < n && left == 0
+		})
+		return took && rl.ScopeLogs().Len() == 0
+	})
+	fwd := plog.NewLogs()
+	rls.MoveAndAppendTo(fwd.ResourceLogs())
+	return fwd, k.order
 }
 
 // copyResource and copyScope copy the resource (scope) and schema URL of

@@ -209,13 +209,7 @@ func decodeChunk(k string, v []byte) (*chunk, error) {
 		}
 		c = newChunk(id)
 		c.td = td
-		adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
-			c.spans++
-			c.refs = append(c.refs, ref)
-			if ref.Span.ParentSpanID().IsEmpty() {
-				c.root = true
-			}
-		})
+		adapter.ForEachSpan(td, func(ref adapter.SpanRef) { c.added(ref.Span, true) })
 	}
 	c.key = k
 	c.route = rt
@@ -271,11 +265,6 @@ func (t *heldTrace) addChunk(c *chunk) {
 		return
 	}
 	t.parts = append(t.parts, tracePart{td: c.td, route: c.route, spans: c.spans, key: c.key})
-	if t.refs == nil {
-		t.refs = c.refs // the chunk is done with: no copy
-	} else {
-		t.refs = append(t.refs, c.refs...)
-	}
 	t.spans += c.spans
 	t.root = t.root || c.root
 }
@@ -290,30 +279,21 @@ func (t *heldTrace) dropRestored(c *chunk, remember bool) int {
 		return 0
 	}
 	var dups map[pcommon.SpanID]struct{}
-	for _, r := range c.refs {
+	adapter.ForEachSpan(c.td, func(r adapter.SpanRef) {
 		if _, ok := t.restored[r.Span.SpanID()]; ok {
 			if dups == nil {
 				dups = map[pcommon.SpanID]struct{}{}
 			}
 			dups[r.Span.SpanID()] = struct{}{}
 		}
-	}
+	})
 	if remember {
-		for _, r := range c.refs {
-			t.restored[r.Span.SpanID()] = struct{}{}
-		}
+		adapter.ForEachSpan(c.td, func(r adapter.SpanRef) { t.restored[r.Span.SpanID()] = struct{}{} })
 	}
 	if dups == nil {
 		return 0
 	}
-	refs := c.refs[:0]
 	c.root = false
-	for _, r := range c.refs {
-		if _, ok := dups[r.Span.SpanID()]; !ok {
-			refs = append(refs, r)
-			c.root = c.root || r.Span.ParentSpanID().IsEmpty()
-		}
-	}
 	removed := 0
 	c.td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
@@ -321,6 +301,8 @@ func (t *heldTrace) dropRestored(c *chunk, remember bool) int {
 				_, ok := dups[s.SpanID()]
 				if ok {
 					removed++
+				} else {
+					c.root = c.root || s.ParentSpanID().IsEmpty()
 				}
 				return ok
 			})
@@ -328,7 +310,6 @@ func (t *heldTrace) dropRestored(c *chunk, remember bool) int {
 		})
 		return rs.ScopeSpans().Len() == 0
 	})
-	c.refs = refs
 	c.spans -= removed
 	return removed
 }

@@ -258,8 +258,9 @@ func (h *heldSet) bounded(b int, ts []*heldTrace) {
 type heldTrace struct {
 	id pcommon.TraceID
 	// parts are the span chunks held, each with its route and storage key.
+	// Its spans are read from parts when it is scored (spanRefs): holding
+	// no reference per span saves ~100 bytes a span.
 	parts    []tracePart
-	refs     []adapter.SpanRef
 	spans    int
 	root     bool
 	first    time.Time // its first span's arrival (max_hold)
@@ -331,6 +332,17 @@ func (t *heldTrace) origin() func(adapter.SpanRef) any {
 		}
 		return first
 	}
+}
+
+// spanRefs lists the spans of t's chunks, in the order they came.
+func (t *heldTrace) spanRefs() []adapter.SpanRef {
+	refs := make([]adapter.SpanRef, 0, t.spans)
+	for _, pt := range t.parts {
+		if pt.spans > 0 {
+			adapter.ForEachSpan(pt.td, func(r adapter.SpanRef) { refs = append(refs, r) })
+		}
+	}
+	return refs
 }
 
 // traceList is an intrusive doubly linked list of held traces. Lists 0

@@ -15,10 +15,10 @@ import (
 // The ingest path, one for both signals: ConsumeTraces and ConsumeLogs
 // route each item (span, log record) of a request by its trace id. Items
 // of held traces, and of traces that have a GenAI item in the request
-// (which are held from then on), are copied and held; the rest go on at
-// once, as they are. What differs between the signals is in an
-// ingestPath: how to walk a request, what is GenAI, how to copy, where to
-// send, and what to count.
+// (which are held from then on), are held: moved out of the request, or
+// copied when it is read-only. The rest go on at once, as they are. What
+// differs between the signals is in an ingestPath: how to walk a request,
+// what is GenAI, how to move or copy, where to send, and what to count.
 
 // ingestPath is one signal's side of the ingest path: B is its request
 // (ptrace.Traces, plog.Logs), I an item (ptrace.Span, plog.LogRecord).
@@ -32,7 +32,10 @@ type ingestPath[B pdata, I any] struct {
 	count   func(B) int
 	hasData func(B) bool
 	split   func(B, map[pcommon.TraceID]decision, route) (B, []*chunk)
-	send    func(context.Context, route, B) error
+	// take, when set, is split for a request the processor owns: the held
+	// items are moved out of it, not copied (chunk.go).
+	take func(B, map[pcommon.TraceID]decision, route) (B, []*chunk)
+	send func(context.Context, route, B) error
 	// dropLate, when set, removes late items of traces sampling dropped.
 	dropLate func(B) B
 
@@ -51,6 +54,7 @@ func newSpansPath(p *evalProcessor) *ingestPath[ptrace.Traces, ptrace.Span] {
 		count:   ptrace.Traces.SpanCount,
 		hasData: func(td ptrace.Traces) bool { return td.ResourceSpans().Len() > 0 },
 		split:   splitTraces,
+		take:    takeTraces,
 		send:    p.routes.sendTraces,
 		dropLate: func(td ptrace.Traces) ptrace.Traces {
 			td, _ = p.sampling.dropLate(td)
@@ -70,6 +74,7 @@ func newLogsPath(p *evalProcessor) *ingestPath[plog.Logs, plog.LogRecord] {
 		count:   plog.Logs.LogRecordCount,
 		hasData: func(ld plog.Logs) bool { return ld.ResourceLogs().Len() > 0 },
 		split:   splitLogs,
+		take:    takeLogs,
 		send:    p.routes.sendLogs,
 		refused: tel.logRecordsRefused, late: tel.logRecordsLate, held: tel.logRecordsHeld,
 	}
@@ -95,10 +100,12 @@ type ingestMsg struct {
 }
 
 // consume routes request b that came in through route rt: items of traces
-// without a GenAI item go on at once, those of GenAI traces are copied and
-// held, those of traces already released go on as they are (late). All or
+// without a GenAI item go on at once, those of GenAI traces are held,
+// those of traces already released go on as they are (late). The held
+// items are moved out of b (the processor mutates its input: the collector
+// gives it data of its own), or copied when b is marked read-only. All or
 // nothing: when it returns an error, nothing of b is held, persisted or
-// marked (the sender's retry is the only copy).
+// marked, and b holds every item again (the sender may retry it).
 func consume[B pdata, I any](ctx context.Context, p *evalProcessor, in *ingestPath[B, I], b B, rt route) error {
 	p.lifeMu.RLock()
 	if !p.running {
@@ -123,22 +130,36 @@ func consume[B pdata, I any](ctx context.Context, p *evalProcessor, in *ingestPa
 		}
 		return p.forwardSync(ctx, in.send(ctx, rt, b)) // nothing held: as-is, zero copy
 	}
-	fwd, chunks := in.split(b, r.dec, rt)
+	var fwd B
+	var chunks []*chunk
+	owned := in.take != nil && !readOnly(b)
+	if owned {
+		fwd, chunks = in.take(b, r.dec, rt)
+	} else {
+		fwd, chunks = in.split(b, r.dec, rt)
+	}
 	if err := p.persistChunks(ctx, chunks); err != nil {
 		// Nothing of b is held or forwarded: the sender retries it all.
 		p.takeBack(r.dec, nil)
+		if owned {
+			giveBack(b, fwd, chunks)
+		}
 		p.lifeMu.RUnlock()
 		add(ctx, in.refused, in.count(b))
 		return err
 	}
+	send := fwd
 	if r.late > 0 && in.dropLate != nil {
-		fwd = in.dropLate(fwd) // late items of traces dropped by sampling
+		send = in.dropLate(fwd) // late items of traces dropped by sampling
 	}
-	if in.hasData(fwd) {
+	if in.hasData(send) {
 		// The part that goes on at once goes first: when the next consumer
 		// refuses it, the held part is taken back and the error returned.
-		if err := p.forwardSync(ctx, in.send(ctx, rt, fwd)); err != nil {
+		if err := p.forwardSync(ctx, in.send(ctx, rt, send)); err != nil {
 			p.takeBack(r.dec, chunks)
+			if owned {
+				giveBack(b, fwd, chunks)
+			}
 			p.lifeMu.RUnlock()
 			return err
 		}

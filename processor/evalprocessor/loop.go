@@ -104,7 +104,7 @@ func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
 	}
 	p.forwardLogs(t, t.results, t.resultN)
 	rts := byRoute[ptrace.Traces](t.parts)
-	t.parts, t.refs = nil, nil
+	t.parts = nil
 	if g != nil {
 		g.add(rts)
 		return

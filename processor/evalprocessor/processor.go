@@ -116,8 +116,12 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 	return p, nil
 }
 
+// Capabilities says the processor mutates its input: it moves the spans it
+// holds out of the request instead of copying them (takeTraces), so the
+// collector hands it data of its own (a fan-out clones for it). Input
+// marked read-only is copied instead and left as it came.
 func (p *evalProcessor) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
+	return consumer.Capabilities{MutatesData: true}
 }
 
 // Start builds the engine and starts the loop, the workers and the
@@ -221,7 +225,8 @@ func (p *evalProcessor) consumeTraces(ctx context.Context, td ptrace.Traces, rt 
 // consumeLogs routes the log records that came in through route rt: a
 // record of a held trace (held from any traces pipeline), or a GenAI
 // content event (whose trace may not have arrived yet: it starts holding
-// it), is copied and held; everything else goes on at once, as it is.
+// it), is held (moved, or copied from read-only input); everything else
+// goes on at once, as it is.
 func (p *evalProcessor) consumeLogs(ctx context.Context, ld plog.Logs, rt route) error {
 	return consume(ctx, p, p.logsIn, ld, rt)
 }

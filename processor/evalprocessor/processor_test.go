@@ -46,7 +46,7 @@ func TestLifecycle(t *testing.T) {
 	sink := new(consumertest.TracesSink)
 	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(Type), cfg, sink)
 	require.NoError(t, err)
-	assert.False(t, p.Capabilities().MutatesData)
+	assert.True(t, p.Capabilities().MutatesData, "held spans are moved out of the request")
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	b := newBatch()
 	agentTrace(b, 1, false)

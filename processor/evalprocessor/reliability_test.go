@@ -287,8 +287,10 @@ func TestResentRequestScoredOnce(t *testing.T) {
 	}, nil, nil)
 	b := newBatch()
 	agentTrace(b, 1, false)
+	resent := ptrace.NewTraces() // the processor owns (and moves from) what it is given
+	b.td.CopyTo(resent)
 	h.consume(b.td)
-	h.consume(b.td) // the client resends after a lost response
+	h.consume(resent) // the client resends after a lost response
 	h.clk.advance(time.Second)
 	h.waitSpans(10)
 	assert.Equal(t, int64(5), h.counter(metricSpansDuplicate))

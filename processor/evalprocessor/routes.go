@@ -161,6 +161,33 @@ func moveAll[D pdata](dst, src D) {
 	}
 }
 
+// copyAll appends copies of src's resources to dst's (src is only read).
+func copyAll[D pdata](dst, src D) {
+	switch d := any(dst).(type) {
+	case ptrace.Traces:
+		rss := any(src).(ptrace.Traces).ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			rss.At(i).CopyTo(d.ResourceSpans().AppendEmpty())
+		}
+	case plog.Logs:
+		rls := any(src).(plog.Logs).ResourceLogs()
+		for i := 0; i < rls.Len(); i++ {
+			rls.At(i).CopyTo(d.ResourceLogs().AppendEmpty())
+		}
+	}
+}
+
+// readOnly tells whether d is marked read-only (a fan-out shares it).
+func readOnly[D pdata](d D) bool {
+	switch d := any(d).(type) {
+	case ptrace.Traces:
+		return d.IsReadOnly()
+	case plog.Logs:
+		return d.IsReadOnly()
+	}
+	return false
+}
+
 // merge adds src to o (of the same route): its keys, and its data unless
 // it has none (a chunk emptied by a redelivery check gives only its key).
 func (o *routed[D]) merge(src routed[D]) {

@@ -206,7 +206,7 @@ func (p *evalProcessor) sampledOut(t *heldTrace, g *group) bool {
 		}
 	}
 	p.removeKeys(keys)
-	t.parts, t.refs = nil, nil
+	t.parts = nil
 	if g != nil {
 		g.leave()
 	}

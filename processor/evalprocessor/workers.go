@@ -238,7 +238,7 @@ func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 		// watchdog: the duplicate check, the join of its log records
 		// (linear), adapting and evaluating.
 		var dups int
-		refs, dups = uniqueSpans(t.refs)
+		refs, dups = uniqueSpans(t.spanRefs())
 		if dups > 0 {
 			wp.tel.spansDuplicate.Add(context.Background(), int64(dups))
 		}
