@@ -12,13 +12,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -47,21 +50,13 @@ func traceIDsOf(sink *consumertest.TracesSink) map[byte]int {
 // the pipeline created last.
 func TestSeveralPipelinesEachKeepTheirSpans(t *testing.T) {
 	f := NewFactory()
-	cfg := f.CreateDefaultConfig().(*Config)
-	cfg.Wait = 20 * time.Millisecond
-	cfg.Evaluators = toolErrorOnly()
+	cfg := sharedToolErrorConfig(f)
 	set := processortest.NewNopSettings(Type)
-	sinkA, sinkB, logsSink := new(consumertest.TracesSink), new(consumertest.TracesSink), new(consumertest.LogsSink)
-	a, err := f.CreateTraces(context.Background(), set, cfg, sinkA)
-	require.NoError(t, err)
-	b, err := f.CreateTraces(context.Background(), set, cfg, sinkB)
-	require.NoError(t, err)
+	a, b, sinkA, sinkB := twoTracesPipelines(t, f, set, cfg)
+	logsSink := new(consumertest.LogsSink)
 	l, err := f.CreateLogs(context.Background(), set, cfg, logsSink)
 	require.NoError(t, err)
-	host := componenttest.NewNopHost()
-	require.NoError(t, a.Start(context.Background(), host))
-	require.NoError(t, b.Start(context.Background(), host))
-	require.NoError(t, l.Start(context.Background(), host))
+	startAll(t, a, b, l)
 
 	ba := newBatch()
 	agentTrace(ba, 1, false)
@@ -85,6 +80,37 @@ func TestSeveralPipelinesEachKeepTheirSpans(t *testing.T) {
 	require.NoError(t, a.Shutdown(context.Background()))
 	require.NoError(t, b.Shutdown(context.Background()))
 	require.NoError(t, l.Shutdown(context.Background()))
+}
+
+// twoTracesPipelines creates the factory's shared instance in two traces
+// pipelines, each with its own sink (the instance starts once every
+// pipeline has it: startAll).
+func twoTracesPipelines(t *testing.T, f processor.Factory, set processor.Settings, cfg *Config) (a, b processor.Traces, sinkA, sinkB *consumertest.TracesSink) {
+	t.Helper()
+	sinkA, sinkB = new(consumertest.TracesSink), new(consumertest.TracesSink)
+	var err error
+	a, err = f.CreateTraces(context.Background(), set, cfg, sinkA)
+	require.NoError(t, err)
+	b, err = f.CreateTraces(context.Background(), set, cfg, sinkB)
+	require.NoError(t, err)
+	return a, b, sinkA, sinkB
+}
+
+// sharedToolErrorConfig is f's default config with a 20 ms wait and
+// tool_error alone.
+func sharedToolErrorConfig(f processor.Factory) *Config {
+	cfg := f.CreateDefaultConfig().(*Config)
+	cfg.Wait = 20 * time.Millisecond
+	cfg.Evaluators = toolErrorOnly()
+	return cfg
+}
+
+// startAll starts each component, as the collector does.
+func startAll(t *testing.T, cs ...component.Component) {
+	t.Helper()
+	for _, c := range cs {
+		require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	}
 }
 
 // contentLogsFor is n GenAI content records of trace tr, span sp.
@@ -465,4 +491,50 @@ func TestReleaseRetryGivesUpOnLogRecords(t *testing.T) {
 		10*time.Second, time.Millisecond)
 	assert.Equal(t, int64(0), h.counter(metricSpansDropped))
 	assert.Greater(t, bad.calls.Load(), int64(1), "retried before giving up")
+}
+
+// One receiver fanning out to two pipelines that list the same `eval`:
+// both pipelines bring the same spans (each its own copy). The trace is
+// scored once (one evaluation counted), and each pipeline's backend gets
+// its copy with the results on it; a copy resent through the same
+// pipeline is forwarded as received (TestResentRequestScoredOnce).
+func TestFanoutCopiesScoredOnceResultsOnEach(t *testing.T) {
+	f := NewFactory()
+	cfg := sharedToolErrorConfig(f)
+	set := processortest.NewNopSettings(Type)
+	tel := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	a, b, sinkA, sinkB := twoTracesPipelines(t, f, set, cfg)
+	startAll(t, a, b)
+
+	bt := newBatch()
+	agentTrace(bt, 1, true) // a failing tool call
+	copyB := ptrace.NewTraces()
+	bt.td.CopyTo(copyB) // what the fan-out clones for the second pipeline
+	require.NoError(t, a.ConsumeTraces(context.Background(), bt.td))
+	require.NoError(t, b.ConsumeTraces(context.Background(), copyB))
+
+	require.Eventually(t, func() bool { return sinkA.SpanCount() == 5 && sinkB.SpanCount() == 5 },
+		10*time.Second, time.Millisecond, "A %d B %d", sinkA.SpanCount(), sinkB.SpanCount())
+	for name, sink := range map[string]*consumertest.TracesSink{"A": sinkA, "B": sinkB} {
+		root := spansOf(sink, 1)[1]
+		assert.Equal(t, "failed", strAttr(root, "eval.tool_error.status"), "pipeline %s", name)
+		n := 0
+		for i := 0; i < root.Events().Len(); i++ {
+			if root.Events().At(i).Name() == "gen_ai.evaluation.result" {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "pipeline %s: one result event", name)
+	}
+	require.NoError(t, a.Shutdown(context.Background()))
+	require.NoError(t, b.Shutdown(context.Background()))
+	got, err := tel.GetMetric("otelcol_processor_eval_evaluations")
+	require.NoError(t, err)
+	total := int64(0)
+	for _, dp := range got.Data.(metricdata.Sum[int64]).DataPoints {
+		total += dp.Value
+	}
+	assert.Equal(t, int64(1), total, "scored once")
 }

@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
@@ -184,9 +186,10 @@ func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 	s := &scoring{}
 	opts := engine.ScoreOptions{Progress: engine.NewProgress(), Claim: s.claimScorer, Origin: t.origin()}
 	start := time.Now()
-	// refs is set on this goroutine before score runs; finish reads it
-	// after (on this goroutine or the engine's background).
+	// refs and copies are set on this goroutine before score runs; finish
+	// reads them after (on this goroutine or the engine's background).
 	var refs []adapter.SpanRef
+	var copies []spanCopy
 	finish := func(rep engine.Report) {
 		s.mu.Lock()
 		if s.finished || s.owner == ownerForwarder {
@@ -219,6 +222,7 @@ func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 			g = nil // it left its group: it goes on by itself
 		}
 		t.outcome = outcomeOf(rep)
+		copyResults(refs, copies, opts.Origin)
 		wp.release(t, g, reason)
 	}
 	w.mu.Lock()
@@ -237,10 +241,9 @@ func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 		// Everything that reads the trace runs under the deadline and the
 		// watchdog: the duplicate check, the join of its log records
 		// (linear), adapting and evaluating.
-		var dups int
-		refs, dups = uniqueSpans(t.spanRefs())
-		if dups > 0 {
-			wp.tel.spansDuplicate.Add(context.Background(), int64(dups))
+		refs, copies = uniqueSpanCopies(t.spanRefs())
+		if len(copies) > 0 {
+			wp.tel.spansDuplicate.Add(context.Background(), int64(len(copies)))
 		}
 		if len(t.records) > 0 {
 			// Content from the trace's GenAI log records fills what its
@@ -356,9 +359,24 @@ func (wp *workerPool) takeOverOverdue(now time.Time) {
 }
 
 // uniqueSpans returns refs without the copies of a span that came before
-// (a resent request): each span is scored once. Every span is still
+// (a resent request, or one receiver's fan-out to two pipelines listing
+// the same eval): each span is scored once. Every span is still
 // forwarded. It returns how many it left out.
 func uniqueSpans(refs []adapter.SpanRef) ([]adapter.SpanRef, int) {
+	out, copies := uniqueSpanCopies(refs)
+	return out, len(copies)
+}
+
+// spanCopy is a span left out of scoring as a copy of the scored span
+// out[of].
+type spanCopy struct {
+	ref adapter.SpanRef
+	of  int
+}
+
+// uniqueSpanCopies is uniqueSpans, also returning the copies it left out
+// and which scored span each copies, so the results can follow them.
+func uniqueSpanCopies(refs []adapter.SpanRef) ([]adapter.SpanRef, []spanCopy) {
 	first := -1 // the first duplicate
 	if len(refs) <= 32 {
 		// Small traces (nearly all): compare, without a map.
@@ -386,7 +404,7 @@ func uniqueSpans(refs []adapter.SpanRef) ([]adapter.SpanRef, int) {
 		}
 	}
 	if first < 0 {
-		return refs, 0
+		return refs, nil
 	}
 	// Rare: build the list without the copies. A span is a copy of an
 	// earlier one (a resent request) when its id, name and times match;
@@ -398,21 +416,50 @@ func uniqueSpans(refs []adapter.SpanRef) ([]adapter.SpanRef, int) {
 		name       string
 		start, end pcommon.Timestamp
 	}
-	seen := make(map[spanKey]struct{}, len(refs))
+	seen := make(map[spanKey]int, len(refs))
 	out := make([]adapter.SpanRef, 0, len(refs)-1)
+	var copies []spanCopy
 	for i := range refs {
 		s := refs[i].Span
 		k := spanKey{s.SpanID(), s.Name(), s.StartTimestamp(), s.EndTimestamp()}
-		if _, ok := seen[k]; ok {
+		if at, ok := seen[k]; ok {
+			copies = append(copies, spanCopy{ref: refs[i], of: at})
 			continue
 		}
-		seen[k] = struct{}{}
+		seen[k] = len(out)
 		out = append(out, refs[i])
 	}
-	if len(out) == len(refs) {
-		return refs, 0
+	if len(copies) == 0 {
+		return refs, nil
 	}
-	return out, len(refs) - len(out)
+	return out, copies
+}
+
+// copyResults writes onto each copy that came in through another pipeline
+// than the span it copies (one receiver fanning out to two pipelines that
+// list the same eval) the results scoring wrote onto that span: its eval.*
+// attributes and the events appended after the copy's own (the
+// gen_ai.evaluation.result events), so each pipeline's backend gets its
+// span scored. A copy resent through the same pipeline goes on as received:
+// that backend has the scored one, and counting its results twice (evalmetrics,
+// webhook) would be wrong.
+func copyResults(scored []adapter.SpanRef, copies []spanCopy, origin func(adapter.SpanRef) any) {
+	for _, c := range copies {
+		if origin == nil || origin(c.ref) == origin(scored[c.of]) {
+			continue
+		}
+		src := scored[c.of].Span
+		dst := c.ref.Span
+		src.Attributes().Range(func(k string, v pcommon.Value) bool {
+			if strings.HasPrefix(k, annotator.AttrPrefix) {
+				v.CopyTo(dst.Attributes().PutEmpty(k))
+			}
+			return true
+		})
+		for i := dst.Events().Len(); i < src.Events().Len(); i++ {
+			src.Events().At(i).CopyTo(dst.Events().AppendEmpty())
+		}
+	}
 }
 
 // badInput counts adapter problems always; the first is logged as a
