@@ -21,10 +21,18 @@ import (
 // the plain ones as sent (nothing of eval's results, no span missing
 // because another pipeline moved it). Requests come both ways: one span
 // per request (whole resources move) and batches of several traces mixed
-// with plain spans (spans move one by one).
+// with plain spans (spans move one by one). The second eval pipeline lists
+// another instance (eval/b) or the same one (eval: it gets every span twice,
+// scores each trace once and writes the results on both pipelines' copies).
 func TestFanoutEvalMovesOnlyItsOwnCopy(t *testing.T) {
+	for _, evalB := range []string{"eval/b", "eval"} {
+		t.Run(evalB, func(t *testing.T) { fanoutEvalMovesOnlyItsOwnCopy(t, evalB) })
+	}
+}
+
+func fanoutEvalMovesOnlyItsOwnCopy(t *testing.T, evalB string) {
 	be := map[string]*testkit.Sink{}
-	vars := map[string]string{}
+	vars := map[string]string{"EvalB": evalB}
 	for _, n := range []string{"A", "B", "C", "D"} {
 		be[n] = testkit.NewSink(t)
 		vars["Backend"+n] = be[n].URL
