@@ -335,8 +335,11 @@ func (t *heldTrace) origin() func(adapter.SpanRef) any {
 }
 
 // spanRefs lists the spans of t's chunks, in the order they came.
-func (t *heldTrace) spanRefs() []adapter.SpanRef {
-	refs := make([]adapter.SpanRef, 0, t.spans)
+func (t *heldTrace) spanRefs(buf []adapter.SpanRef) []adapter.SpanRef {
+	refs := buf[:0]
+	if cap(refs) < t.spans {
+		refs = make([]adapter.SpanRef, 0, t.spans)
+	}
 	for _, pt := range t.parts {
 		if pt.spans > 0 {
 			adapter.ForEachSpan(pt.td, func(r adapter.SpanRef) { refs = append(refs, r) })

@@ -82,9 +82,11 @@ type telemetry struct {
 	reasonOpts map[string]metric.MeasurementOption
 
 	// Attribute sets per evaluator instance and status, built once.
-	mu        sync.RWMutex
-	statusOpt map[evalKey]metric.MeasurementOption
-	scoreOpt  map[string]metric.MeasurementOption
+	mu sync.RWMutex
+	// statusOpt and scoreOpt are kept as one-element option lists: passed
+	// with ..., a list allocates nothing per measurement.
+	statusOpt map[evalKey][]metric.AddOption
+	scoreOpt  map[string][]metric.RecordOption
 }
 
 type evalKey struct {
@@ -137,8 +139,8 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 		releasedEarly:      tb.ProcessorEvalTracesReleasedEarly,
 		decisionsForgotten: tb.ProcessorEvalDecisionsForgotten,
 		reasonOpts:         map[string]metric.MeasurementOption{},
-		statusOpt:          map[evalKey]metric.MeasurementOption{},
-		scoreOpt:           map[string]metric.MeasurementOption{},
+		statusOpt:          map[evalKey][]metric.AddOption{},
+		scoreOpt:           map[string][]metric.RecordOption{},
 	}
 	for _, op := range []string{storageOpWrite, storageOpDelete, storageOpRead} {
 		t.storageOpOpts[op] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrOperation, op)))
@@ -176,18 +178,18 @@ func (t *telemetry) evaluation(ctx context.Context, r *evaluators.Result) {
 	if !ok1 || !ok2 {
 		t.mu.Lock()
 		if so, ok1 = t.statusOpt[k]; !ok1 {
-			so = metric.WithAttributeSet(attribute.NewSet(
-				attribute.String(attrEvaluator, r.Name), attribute.String(attrStatus, string(r.Status))))
+			so = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
+				attribute.String(attrEvaluator, r.Name), attribute.String(attrStatus, string(r.Status))))}
 			t.statusOpt[k] = so
 		}
 		if sc, ok2 = t.scoreOpt[r.Name]; !ok2 {
-			sc = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrEvaluator, r.Name)))
+			sc = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(attrEvaluator, r.Name)))}
 			t.scoreOpt[r.Name] = sc
 		}
 		t.mu.Unlock()
 	}
-	t.evaluations.Add(ctx, 1, so)
+	t.evaluations.Add(ctx, 1, so...)
 	if r.Scored() {
-		t.score.Record(ctx, r.Score, sc)
+		t.score.Record(ctx, r.Score, sc...)
 	}
 }

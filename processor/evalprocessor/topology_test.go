@@ -354,7 +354,7 @@ func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 	adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true) })
 	ht := &heldTrace{id: tid(1)}
 	ht.addChunk(c)
-	partial := []engine.Partial{{Ref: ht.spanRefs()[0], Case: &adapter.Case{SpanID: sid(1), TraceID: tid(1)}, Results: []evaluators.Result{
+	partial := []engine.Partial{{Ref: ht.spanRefs(nil)[0], Case: &adapter.Case{SpanID: sid(1), TraceID: tid(1)}, Results: []evaluators.Result{
 		{Name: "tool_error", Status: evaluators.StatusPassed, Score: 1, Threshold: 1},
 		{Name: "slow", Status: evaluators.StatusTimeout, Reason: "still running"},
 	}}}
@@ -370,7 +370,7 @@ func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 	assert.Equal(t, "passed", strAttr(root, "eval.tool_error.status"))
 	assert.Equal(t, "timeout", strAttr(root, "eval.slow.status"))
 	assert.Equal(t, 2, cp.resultN, "result records for both (timeout is emitted too)")
-	assert.Empty(t, strAttr(ht.spanRefs()[0].Span, "eval.tool_error.status"), "the original is untouched")
+	assert.Empty(t, strAttr(ht.spanRefs(nil)[0].Span, "eval.tool_error.status"), "the original is untouched")
 }
 
 // mutator is a downstream processor that writes every span it gets.

@@ -167,6 +167,10 @@ func (s *scoring) claimScorer() bool {
 // workerSlot is what the watchdog knows of one worker: the trace it is
 // scoring synchronously, and until when.
 type workerSlot struct {
+	// refs is the list of span references the worker's last trace was
+	// read through, reused for the next (worker goroutine only).
+	refs []adapter.SpanRef
+
 	mu        sync.Mutex
 	s         *scoring
 	prog      *engine.Progress
@@ -175,6 +179,10 @@ type workerSlot struct {
 	abandoned bool
 }
 
+// maxKeptRefs bounds the span reference list a worker keeps between
+// traces (48 bytes a span): a huge trace's is let go.
+const maxKeptRefs = 4096
+
 // scoreTrace runs the engine on t's spans (the processor's own copies, so
 // the engine may write onto them) and forwards the trace once scored. The
 // evaluators run on the worker itself (no hand-over per trace); the
@@ -182,96 +190,117 @@ type workerSlot struct {
 // returns false when the watchdog took the worker over.
 func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 	t := j.t
-	ctx, cancel := context.WithTimeout(wp.ctx, wp.timeout)
-	s := &scoring{}
-	opts := engine.ScoreOptions{Progress: engine.NewProgress(), Claim: s.claimScorer, Origin: t.origin()}
-	start := time.Now()
-	// refs and copies are set on this goroutine before score runs; finish
-	// reads them after (on this goroutine or the engine's background).
-	var refs []adapter.SpanRef
-	var copies []spanCopy
-	finish := func(rep engine.Report) {
-		s.mu.Lock()
-		if s.finished || s.owner == ownerForwarder {
-			s.mu.Unlock()
-			return
-		}
-		s.finished, s.owner = true, ownerScorer
-		async := s.async
-		s.mu.Unlock()
-		defer cancel()
-		wp.tel.evalDuration.Record(ctx, time.Since(start).Seconds())
-		if len(rep.Problems) > 0 {
-			wp.badInput(ctx, t.id, rep.Problems)
-		}
-		for i := range rep.Evaluations {
-			for k := range rep.Evaluations[i].Results {
-				wp.tel.evaluation(ctx, &rep.Evaluations[i].Results[k])
-			}
-		}
-		wp.tel.tracesScored.Add(ctx, 1)
-		reason := ""
-		if len(rep.Problems) > 0 && len(rep.Evaluations) == 0 {
-			reason = reasonBadInput
-		}
-		if wp.resultLogs {
-			t.results, t.resultN = resultRecords(rep, refs, pcommon.NewTimestampFromTime(time.Now()))
-		}
-		g := j.g
-		if async {
-			g = nil // it left its group: it goes on by itself
-		}
-		t.outcome = outcomeOf(rep)
-		copyResults(refs, copies, opts.Origin)
-		wp.release(t, g, reason)
-	}
+	r := &scoreRun{wp: wp, j: j, start: time.Now()}
+	r.ctx, r.cancel = context.WithTimeout(wp.ctx, wp.timeout)
+	r.opts = engine.ScoreOptions{Progress: engine.NewProgress(), Claim: r.s.claimScorer, Origin: t.origin()}
 	w.mu.Lock()
-	w.s, w.prog, w.j, w.deadline = s, opts.Progress, j, start.Add(wp.timeout+wp.grace)
+	w.s, w.prog, w.j, w.deadline = &r.s, r.opts.Progress, j, r.start.Add(wp.timeout+wp.grace)
 	w.mu.Unlock()
 	func() {
 		defer func() {
 			// A panic on strange input must not take the collector down,
 			// nor lose the trace.
-			if r := recover(); r != nil {
+			if rec := recover(); rec != nil {
 				wp.logger.Error("scoring a trace panicked", zap.Stringer("trace_id", t.id),
-					zap.Any("panic", r), zap.Stack("stack"))
-				finish(engine.Report{Problems: []string{fmt.Sprintf("scoring panicked: %v", r)}})
+					zap.Any("panic", rec), zap.Stack("stack"))
+				r.finish(engine.Report{Problems: []string{fmt.Sprintf("scoring panicked: %v", rec)}})
 			}
 		}()
 		// Everything that reads the trace runs under the deadline and the
 		// watchdog: the duplicate check, the join of its log records
 		// (linear), adapting and evaluating.
-		refs, copies = uniqueSpanCopies(t.spanRefs())
-		if len(copies) > 0 {
-			wp.tel.spansDuplicate.Add(context.Background(), int64(len(copies)))
+		r.refs, r.copies = uniqueSpanCopies(t.spanRefs(w.refs))
+		if len(r.copies) > 0 {
+			wp.tel.spansDuplicate.Add(context.Background(), int64(len(r.copies)))
 		}
 		if len(t.records) > 0 {
 			// Content from the trace's GenAI log records fills what its
 			// spans lack.
-			if n := adapter.JoinEvents(refs, t.records); n > 0 {
+			if n := adapter.JoinEvents(r.refs, t.records); n > 0 {
 				wp.tel.logRecordsUnjoined.Add(context.Background(), int64(n))
 			}
 		}
-		wp.score(ctx, refs, opts, finish)
+		wp.score(r.ctx, r.refs, r.opts, r.finish)
 	}()
 	w.mu.Lock()
 	abandoned := w.abandoned
 	w.s, w.prog, w.j = nil, nil, job{}
 	w.mu.Unlock()
 	if abandoned {
-		cancel()
+		r.cancel()
 		return false
 	}
-	s.mu.Lock()
-	if !s.finished {
-		s.async = true // judge work goes on in the engine's background
+	r.s.mu.Lock()
+	if !r.s.finished {
+		r.s.async = true // judge work goes on in the engine's background
 	}
-	async := s.async
-	s.mu.Unlock()
+	async := r.s.async
+	r.s.mu.Unlock()
 	if async {
 		j.g.leave()
+	} else if cap(r.refs) <= maxKeptRefs {
+		// Finished here: nothing reads refs any more. The next trace
+		// reuses the list (cleared, so it keeps no spans alive).
+		clear(r.refs)
+		w.refs = r.refs[:0]
 	}
 	return true
+}
+
+// scoreRun is the scoring of one trace, in one allocation: the hand-over
+// with the watchdog, the deadline, and what finish needs. refs and copies
+// are set on the worker before the engine runs; finish reads them after
+// (on the worker or in the engine's background).
+type scoreRun struct {
+	wp     *workerPool
+	j      job
+	s      scoring
+	opts   engine.ScoreOptions
+	ctx    context.Context
+	cancel context.CancelFunc
+	start  time.Time
+	refs   []adapter.SpanRef
+	copies []spanCopy
+}
+
+// finish is the engine's done callback: it records the results and
+// forwards the trace, once, unless the watchdog took it over.
+func (r *scoreRun) finish(rep engine.Report) {
+	s, wp, t := &r.s, r.wp, r.j.t
+	s.mu.Lock()
+	if s.finished || s.owner == ownerForwarder {
+		s.mu.Unlock()
+		return
+	}
+	s.finished, s.owner = true, ownerScorer
+	async := s.async
+	s.mu.Unlock()
+	defer r.cancel()
+	ctx := r.ctx
+	wp.tel.evalDuration.Record(ctx, time.Since(r.start).Seconds())
+	if len(rep.Problems) > 0 {
+		wp.badInput(ctx, t.id, rep.Problems)
+	}
+	for i := range rep.Evaluations {
+		for k := range rep.Evaluations[i].Results {
+			wp.tel.evaluation(ctx, &rep.Evaluations[i].Results[k])
+		}
+	}
+	wp.tel.tracesScored.Add(ctx, 1)
+	reason := ""
+	if len(rep.Problems) > 0 && len(rep.Evaluations) == 0 {
+		reason = reasonBadInput
+	}
+	if wp.resultLogs {
+		t.results, t.resultN = resultRecords(rep, r.refs, pcommon.NewTimestampFromTime(time.Now()))
+	}
+	g := r.j.g
+	if async {
+		g = nil // it left its group: it goes on by itself
+	}
+	t.outcome = outcomeOf(rep)
+	copyResults(r.refs, r.copies, r.opts.Origin)
+	wp.release(t, g, reason)
 }
 
 // watch is the watchdog: it forwards, unscored, the trace of every worker
