@@ -397,8 +397,10 @@ func (l *traceList) moveToBack(t *heldTrace) {
 
 // copyForTakeOver returns a copy of the trace's spans and log records with
 // the partial results written on the copies of the evaluated spans (and,
-// with resultLogs, as result log records). t itself is only read.
-func (t *heldTrace) copyForTakeOver(partial []engine.Partial, resultLogs bool) *heldTrace {
+// with resultLogs, as result log records), and on the copies of the
+// duplicates of those spans that came in through another pipeline (dups).
+// t itself is only read.
+func (t *heldTrace) copyForTakeOver(partial []engine.Partial, dups spanDups, resultLogs bool) *heldTrace {
 	cp := &heldTrace{id: t.id, spans: t.spans, logCount: t.logCount}
 	var spanMap map[ptrace.Span]adapter.SpanRef
 	if len(partial) > 0 {
@@ -444,5 +446,9 @@ func (t *heldTrace) copyForTakeOver(partial []engine.Partial, resultLogs bool) *
 	if resultLogs {
 		cp.results, cp.resultN = resultRecords(rep, refs, now)
 	}
+	copyResults(dups, func(s ptrace.Span) (ptrace.Span, bool) {
+		r, ok := spanMap[s]
+		return r.Span, ok
+	})
 	return cp
 }

@@ -358,7 +358,7 @@ func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 		{Name: "tool_error", Status: evaluators.StatusPassed, Score: 1, Threshold: 1},
 		{Name: "slow", Status: evaluators.StatusTimeout, Reason: "still running"},
 	}}}
-	cp := ht.copyForTakeOver(partial, true)
+	cp := ht.copyForTakeOver(partial, spanDups{}, true)
 	out := byRoute[ptrace.Traces](cp.parts)
 	require.Len(t, out, 1)
 	var root ptrace.Span
@@ -371,6 +371,54 @@ func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 	assert.Equal(t, "timeout", strAttr(root, "eval.slow.status"))
 	assert.Equal(t, 2, cp.resultN, "result records for both (timeout is emitted too)")
 	assert.Empty(t, strAttr(ht.spanRefs(nil)[0].Span, "eval.tool_error.status"), "the original is untouched")
+}
+
+// The watchdog's take-over of a trace that came in through two pipelines
+// (one receiver fanning out to both, each listing the same eval): each
+// pipeline's copy carries the results that finished, not only the copy of
+// the pipeline whose spans were scored.
+func TestTakeOverCopiesResultsOntoTheOtherPipelinesSpans(t *testing.T) {
+	ht := &heldTrace{id: tid(1)}
+	for rt := route(0); rt < 2; rt++ {
+		b := newBatch()
+		agentTrace(b, 1, false)
+		c := newChunk(tid(1))
+		c.route = rt
+		adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true) })
+		ht.addChunk(c)
+	}
+	refs, copies := uniqueSpanCopies(ht.spanRefs(nil))
+	require.Len(t, copies, 5, "the second pipeline's spans are copies of the first's")
+	var root adapter.SpanRef
+	for _, r := range refs {
+		if r.Span.SpanID() == sid(1) {
+			root = r
+		}
+	}
+	partial := []engine.Partial{{Ref: root, Case: &adapter.Case{SpanID: sid(1), TraceID: tid(1)}, Results: []evaluators.Result{
+		{Name: "tool_error", Status: evaluators.StatusPassed, Score: 1, Threshold: 1},
+		{Name: "slow", Status: evaluators.StatusTimeout, Reason: "still running"},
+	}}}
+	cp := ht.copyForTakeOver(partial, spanDups{scored: refs, copies: copies, origin: ht.origin()}, false)
+	out := byRoute[ptrace.Traces](cp.parts)
+	require.Len(t, out, 2)
+	for _, o := range out {
+		n := 0
+		adapter.ForEachSpan(o.data, func(r adapter.SpanRef) {
+			if r.Span.SpanID() != sid(1) {
+				assert.Empty(t, strAttr(r.Span, "eval.tool_error.status"), "route %d: no result on other spans", o.route)
+				return
+			}
+			n++
+			assert.Equal(t, "passed", strAttr(r.Span, "eval.tool_error.status"), "route %d", o.route)
+			assert.Equal(t, "timeout", strAttr(r.Span, "eval.slow.status"), "route %d", o.route)
+			assert.Equal(t, 1, r.Span.Events().Len(), "route %d: the scored result's event (none for timeout)", o.route)
+		})
+		assert.Equal(t, 1, n, "route %d", o.route)
+	}
+	for _, r := range ht.spanRefs(nil) {
+		assert.Empty(t, strAttr(r.Span, "eval.tool_error.status"), "the originals are untouched")
+	}
 }
 
 // mutator is a downstream processor that writes every span it gets.

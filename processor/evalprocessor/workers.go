@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -173,6 +174,7 @@ type workerSlot struct {
 
 	mu        sync.Mutex
 	s         *scoring
+	dups      spanDups
 	prog      *engine.Progress
 	j         job
 	deadline  time.Time
@@ -211,6 +213,12 @@ func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 		// (linear), adapting and evaluating.
 		r.refs, r.copies = uniqueSpanCopies(t.spanRefs(w.refs))
 		if len(r.copies) > 0 {
+			// The watchdog's copy must carry the results onto these too.
+			w.mu.Lock()
+			w.dups = spanDups{scored: r.refs, copies: r.copies, origin: r.opts.Origin}
+			w.mu.Unlock()
+		}
+		if len(r.copies) > 0 {
 			wp.tel.spansDuplicate.Add(context.Background(), int64(len(r.copies)))
 		}
 		if len(t.records) > 0 {
@@ -224,7 +232,7 @@ func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 	}()
 	w.mu.Lock()
 	abandoned := w.abandoned
-	w.s, w.prog, w.j = nil, nil, job{}
+	w.s, w.prog, w.j, w.dups = nil, nil, job{}, spanDups{}
 	w.mu.Unlock()
 	if abandoned {
 		r.cancel()
@@ -299,7 +307,7 @@ func (r *scoreRun) finish(rep engine.Report) {
 		g = nil // it left its group: it goes on by itself
 	}
 	t.outcome = outcomeOf(rep)
-	copyResults(r.refs, r.copies, r.opts.Origin)
+	copyResults(spanDups{scored: r.refs, copies: r.copies, origin: r.opts.Origin}, nil)
 	wp.release(t, g, reason)
 }
 
@@ -341,7 +349,7 @@ func (wp *workerPool) takeOverOverdue(now time.Time) {
 	wp.slotsMu.Unlock()
 	for _, w := range overdue {
 		w.mu.Lock()
-		s, j, prog := w.s, w.j, w.prog
+		s, j, prog, dups := w.s, w.j, w.prog, w.dups
 		var partial []engine.Partial
 		claimed := false
 		if s != nil && !w.abandoned {
@@ -371,7 +379,7 @@ func (wp *workerPool) takeOverOverdue(now time.Time) {
 			zap.Int("cases_with_results", len(partial)))
 		// The stuck evaluator may still read the trace's spans and log
 		// records: what goes on is a copy, and the originals stay with it.
-		cp := j.t.copyForTakeOver(partial, wp.resultLogs)
+		cp := j.t.copyForTakeOver(partial, dups, wp.resultLogs)
 		for i := range partial {
 			for k := range partial[i].Results {
 				wp.tel.evaluation(context.Background(), &partial[i].Results[k])
@@ -464,6 +472,14 @@ func uniqueSpanCopies(refs []adapter.SpanRef) ([]adapter.SpanRef, []spanCopy) {
 	return out, copies
 }
 
+// spanDups is what copyResults needs: the spans scored, the copies left
+// out of scoring, and which pipeline each span came through.
+type spanDups struct {
+	scored []adapter.SpanRef
+	copies []spanCopy
+	origin func(adapter.SpanRef) any
+}
+
 // copyResults writes onto each copy that came in through another pipeline
 // than the span it copies (one receiver fanning out to two pipelines that
 // list the same eval) the results scoring wrote onto that span: its eval.*
@@ -471,14 +487,23 @@ func uniqueSpanCopies(refs []adapter.SpanRef) ([]adapter.SpanRef, []spanCopy) {
 // gen_ai.evaluation.result events), so each pipeline's backend gets its
 // span scored. A copy resent through the same pipeline goes on as received:
 // that backend has the scored one, and counting its results twice (evalmetrics,
-// webhook) would be wrong.
-func copyResults(scored []adapter.SpanRef, copies []spanCopy, origin func(adapter.SpanRef) any) {
-	for _, c := range copies {
-		if origin == nil || origin(c.ref) == origin(scored[c.of]) {
+// webhook) would be wrong. onto, when set, maps each span to the one to
+// read and write instead (the watchdog's copy of the trace).
+func copyResults(d spanDups, onto func(ptrace.Span) (ptrace.Span, bool)) {
+	for _, c := range d.copies {
+		if d.origin == nil || d.origin(c.ref) == d.origin(d.scored[c.of]) {
 			continue
 		}
-		src := scored[c.of].Span
-		dst := c.ref.Span
+		src, dst := d.scored[c.of].Span, c.ref.Span
+		if onto != nil {
+			var ok1, ok2 bool
+			if src, ok1 = onto(src); !ok1 {
+				continue
+			}
+			if dst, ok2 = onto(dst); !ok2 {
+				continue
+			}
+		}
 		src.Attributes().Range(func(k string, v pcommon.Value) bool {
 			if strings.HasPrefix(k, annotator.AttrPrefix) {
 				v.CopyTo(dst.Attributes().PutEmpty(k))
