@@ -189,16 +189,22 @@ func readOnly[D pdata](d D) bool {
 }
 
 // merge adds src to o (of the same route): its keys, and its data unless
-// it has none (a chunk emptied by a redelivery check gives only its key).
+// it has none (a chunk emptied by a redelivery check gives only its key);
+// spans under the resource and scope o has for them (merge.go).
 func (o *routed[D]) merge(src routed[D]) {
 	o.keys = append(o.keys, src.keys...)
 	if src.n == 0 {
 		return
 	}
-	if o.n == 0 {
+	switch {
+	case o.n == 0:
 		o.data = src.data
-	} else {
-		moveAll(o.data, src.data)
+	default:
+		if td, ok := any(o.data).(ptrace.Traces); ok {
+			moveTraces(td, any(src.data).(ptrace.Traces))
+		} else {
+			moveAll(o.data, src.data)
+		}
 	}
 	o.n += src.n
 }
