@@ -313,7 +313,7 @@ func (f *forwarder) drain() {
 				if req.isLogs {
 					items[0].ld.ResourceLogs().MoveAndAppendTo(req.ld.ResourceLogs())
 				} else {
-					items[0].td.ResourceSpans().MoveAndAppendTo(req.td.ResourceSpans())
+					moveTraces(req.td, items[0].td)
 				}
 				req.n += items[0].n
 				req.keys = append(req.keys, items[0].keys...)
