@@ -84,6 +84,23 @@ func newGenerator(seed uint64, scale float64) *generator {
 	return &generator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), scale: scale, service: "travel-agent"}
 }
 
+// resource sets the resource attributes an OTel SDK sends with the
+// service's spans (what the collector carries along with every span).
+func (g *generator) resource(m pcommon.Map) {
+	m.PutStr("service.name", g.service)
+	m.PutStr("service.version", "2.4.1")
+	m.PutStr("service.instance.id", "6f1c2a7e-0b9d-4c3e-9a51-2f0d8c7b4e11")
+	m.PutStr("deployment.environment.name", "production")
+	m.PutStr("telemetry.sdk.language", "python")
+	m.PutStr("telemetry.sdk.name", "opentelemetry")
+	m.PutStr("telemetry.sdk.version", "1.38.0")
+	m.PutStr("host.name", "travel-agent-7d9f8c6b5-x2kqp")
+	m.PutStr("os.type", "linux")
+	m.PutInt("process.pid", 7)
+	m.PutStr("process.runtime.name", "cpython")
+	m.PutStr("process.runtime.version", "3.12.7")
+}
+
 func (g *generator) traceID() pcommon.TraceID {
 	var id pcommon.TraceID
 	binary.BigEndian.PutUint64(id[:8], g.rng.Uint64()|1)
@@ -167,7 +184,7 @@ func (b *builder) chunks(start time.Time, parts int, gap time.Duration, maxSpans
 	for i := 0; i < len(spans); i += per {
 		j := min(i+per, len(spans))
 		rs := ptrace.NewResourceSpans()
-		rs.Resource().Attributes().PutStr("service.name", b.g.service)
+		b.g.resource(rs.Resource().Attributes())
 		ss := rs.ScopeSpans().AppendEmpty()
 		ss.Scope().SetName("evalbridge-loadgen")
 		for _, s := range spans[i:j] {

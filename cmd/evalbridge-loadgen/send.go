@@ -238,6 +238,12 @@ func (l *load) request(cs []chunk) request {
 	td := ptrace.NewTraces()
 	var seqs []int64
 	for _, c := range cs {
+		// Like an SDK's exporter: the spans of one service under one
+		// resource and scope, whatever trace they belong to.
+		if into, ok := sameResource(td, c.spans); ok {
+			c.spans.ScopeSpans().At(0).Spans().MoveAndAppendTo(into.Spans())
+			continue
+		}
 		c.spans.MoveTo(td.ResourceSpans().AppendEmpty())
 	}
 	adapter.ForEachSpan(td, func(r adapter.SpanRef) {
@@ -245,6 +251,22 @@ func (l *load) request(cs []chunk) request {
 		seqs = append(seqs, v.Int())
 	})
 	return request{req: ptraceotlp.NewExportRequestFromTraces(td), seqs: seqs}
+}
+
+// sameResource returns the scope of td that rs's one scope joins: same
+// resource, same scope name (hostile chunks with other shapes go apart).
+func sameResource(td ptrace.Traces, rs ptrace.ResourceSpans) (ptrace.ScopeSpans, bool) {
+	if rs.ScopeSpans().Len() != 1 {
+		return ptrace.ScopeSpans{}, false
+	}
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		d := td.ResourceSpans().At(i)
+		if d.ScopeSpans().Len() == 1 && d.Resource().Attributes().Equal(rs.Resource().Attributes()) &&
+			d.ScopeSpans().At(0).Scope().Name() == rs.ScopeSpans().At(0).Scope().Name() {
+			return d.ScopeSpans().At(0), true
+		}
+	}
+	return ptrace.ScopeSpans{}, false
 }
 
 // retryable reports whether an OTLP/gRPC client retries after err (the
