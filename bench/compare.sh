@@ -2,7 +2,7 @@
 # bench/compare.sh: the eval processor of an earlier commit against the
 # working tree's, and both against contrib's groupbytrace, on the same traces.
 #
-#   bench/compare.sh [-prev COMMIT] [-rounds N] [-benchtime 200x] [-cpu 2] [-profile DIR]
+#   bench/compare.sh [-prev COMMIT] [-rounds N] [-benchtime 200x] [-cpu 2] [-profile DIR] [-bench Compare]
 #
 # It checks COMMIT (default ea86f1b, the previous stage) out in a temporary
 # git worktree, copies bench/procbench/ into it (the same benchmark file on
@@ -10,10 +10,11 @@
 # alternating which side goes first, -count 1 each. It prints every run, the
 # medians of both sides, and the ratios now/prev, now/groupbytrace and
 # prev/groupbytrace (groupbytrace pooled over both sides' runs). With -profile
-# it keeps a CPU profile of the working tree's eval runs in DIR.
+# it keeps a CPU profile of the working tree's eval runs in DIR. -bench
+# CompareConcurrent feeds the processors from four goroutines at once.
 set -euo pipefail
 
-prev=ea86f1b rounds=6 benchtime=200x cpu=2 profile=""
+prev=ea86f1b rounds=6 benchtime=200x cpu=2 profile="" bench=Compare
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-prev) prev=$2; shift 2 ;;
@@ -21,7 +22,8 @@ while [ $# -gt 0 ]; do
 	-benchtime) benchtime=$2; shift 2 ;;
 	-cpu) cpu=$2; shift 2 ;;
 	-profile) profile=$2; shift 2 ;;
-	-h|-help|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	-bench) bench=$2; shift 2 ;;
+	-h|-help|--help) sed -n '2,16p' "$0"; exit 0 ;;
 	*) echo "unknown argument $1 (try -h)" >&2; exit 2 ;;
 	esac
 done
@@ -51,21 +53,21 @@ go test -c -o "$tmp/now.test" ./bench/procbench
 results="$tmp/results"
 : >"$results"
 runone() { # side round
-	local args=(-test.run '^$' -test.bench '^BenchmarkCompare$' -test.benchtime "$benchtime" -test.count 1 -test.cpu "$cpu")
+	local args=(-test.run '^$' -test.bench "^Benchmark$bench\$" -test.benchtime "$benchtime" -test.count 1 -test.cpu "$cpu")
 	if [ "$1" = now ] && [ -n "$profile" ]; then
 		mkdir -p "$profile"
 		args+=(-test.cpuprofile "$profile/now-$2.pprof")
 	fi
 	(cd "$root/bench/procbench" && "$tmp/$1.test" "${args[@]}") |
-		awk -v side="$1" -v round="$2" '/^BenchmarkCompare\// {
-			name = $1; sub(/^BenchmarkCompare\//, "", name); sub(/-[0-9]+$/, "", name)
+		awk -v side="$1" -v round="$2" '/^BenchmarkCompare[A-Za-z]*\// {
+			name = $1; sub(/^BenchmarkCompare[A-Za-z]*\//, "", name); sub(/-[0-9]+$/, "", name)
 			sps = cpu = 0
 			for (i = 2; i < NF; i++) { if ($(i+1) == "spans/s") sps = $i; if ($(i+1) == "cpu-µs/span") cpu = $i }
 			printf "%s %s %s %.0f %.2f\n", round, side, name, sps, cpu
 		}' | tee -a "$results"
 }
 
-echo "# $(date -u +%FT%TZ) $(nproc) CPUs, -cpu $cpu, -benchtime $benchtime, $rounds rounds; load average:$(uptime | sed 's/.*load average://')"
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, Benchmark$bench, -cpu $cpu, -benchtime $benchtime, $rounds rounds; load average:$(uptime | sed 's/.*load average://')"
 echo "# round side benchmark spans/s cpu-µs/span"
 for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) -eq 1 ]; then order="prev now"; else order="now prev"; fi

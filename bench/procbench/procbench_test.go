@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -214,6 +215,12 @@ func newGroupByTrace(tb testing.TB, next consumer.Traces) processor.Traces {
 // run feeds b.N batches of 1000 spans (built before the clock starts) and
 // stops the clock once every span has reached the sink.
 func run(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces) {
+	runFrom(b, newProc, 1)
+}
+
+// runFrom is run with callers goroutines calling ConsumeTraces at once,
+// as a receiver does with concurrent requests.
+func runFrom(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, callers int) {
 	sink := &countSink{}
 	p := newProc(b, sink)
 	tmpl := agentTemplate()
@@ -228,21 +235,32 @@ func run(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Trace
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	start := time.Now()
-	refusals := 0
-	for i := range batches {
-		// A retryable refusal (the eval processor's back-pressure while
-		// its released spans wait for the next consumer) is retried after
-		// a pause, as a receiver's client would; the pause counts in the
-		// throughput, and the refusals are reported.
-		for err := p.ConsumeTraces(context.Background(), batches[i]); err != nil; err = p.ConsumeTraces(context.Background(), batches[i]) {
-			if consumererror.IsPermanent(err) || refusals > 100_000 {
-				b.Fatal(err)
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for c := 0; c < callers; c++ {
+		wg.Go(func() {
+			for i := c; i < len(batches); i += callers {
+				// A retryable refusal (the eval processor's back-pressure
+				// while its released spans wait for the next consumer) is
+				// retried after a pause, as a receiver's client would; the
+				// pause counts in the throughput, and the refusals are
+				// reported.
+				for err := p.ConsumeTraces(context.Background(), batches[i]); err != nil; err = p.ConsumeTraces(context.Background(), batches[i]) {
+					if consumererror.IsPermanent(err) || refused.Add(1) > 100_000 {
+						b.Error(err)
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+				batches[i] = ptrace.Traces{}
 			}
-			refusals++
-			time.Sleep(time.Millisecond)
-		}
-		batches[i] = ptrace.Traces{}
+		})
 	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	refusals := refused.Load()
 	sink.waitFor(int64(b.N * spansPerBatch))
 	elapsed := time.Since(start)
 	cpu := cpuTime() - cpu0
@@ -269,6 +287,13 @@ func cpuTime() time.Duration {
 func BenchmarkCompare(b *testing.B) {
 	b.Run("eval", func(b *testing.B) { run(b, newEval) })
 	b.Run("groupbytrace", func(b *testing.B) { run(b, newGroupByTrace) })
+}
+
+// BenchmarkCompareConcurrent is BenchmarkCompare with four goroutines
+// calling ConsumeTraces at once (a receiver serving concurrent requests).
+func BenchmarkCompareConcurrent(b *testing.B) {
+	b.Run("eval", func(b *testing.B) { runFrom(b, newEval, 4) })
+	b.Run("groupbytrace", func(b *testing.B) { runFrom(b, newGroupByTrace, 4) })
 }
 
 // TestBenchmarkScores checks that the benchmark measures scoring: every
