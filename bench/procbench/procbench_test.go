@@ -14,6 +14,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -221,13 +223,20 @@ func run(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Trace
 // runFrom is run with callers goroutines calling ConsumeTraces at once,
 // as a receiver does with concurrent requests.
 func runFrom(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, callers int) {
+	tmpl := agentTemplate()
+	runOn(b, newProc, callers, func(seq *uint64) ptrace.Traces { return makeBatch(tmpl, seq) })
+}
+
+// runOn is runFrom on the batches next makes.
+func runOn(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, callers int, next func(seq *uint64) ptrace.Traces) {
 	sink := &countSink{}
 	p := newProc(b, sink)
-	tmpl := agentTemplate()
 	var seq uint64
 	batches := make([]ptrace.Traces, b.N)
+	total := 0
 	for i := range batches {
-		batches[i] = makeBatch(tmpl, &seq)
+		batches[i] = next(&seq)
+		total += batches[i].SpanCount()
 	}
 	require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
 	runtime.GC()
@@ -261,17 +270,17 @@ func runFrom(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.T
 		b.FailNow()
 	}
 	refusals := refused.Load()
-	sink.waitFor(int64(b.N * spansPerBatch))
+	sink.waitFor(int64(total))
 	elapsed := time.Since(start)
 	cpu := cpuTime() - cpu0
 	b.StopTimer()
-	b.ReportMetric(float64(b.N*spansPerBatch)/elapsed.Seconds(), "spans/s")
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "spans/s")
 	b.ReportMetric(float64(refusals)/float64(b.N), "refusals/op")
 	// On a shared machine the CPU time the process spent per span varies
 	// less than the wall-clock throughput.
-	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N*spansPerBatch), "cpu-µs/span")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(total), "cpu-µs/span")
 	require.NoError(b, p.Shutdown(context.Background()))
-	require.Equal(b, int64(b.N*spansPerBatch), sink.spans.Load())
+	require.Equal(b, int64(total), sink.spans.Load())
 }
 
 // cpuTime is the user and system CPU time of this process so far.
@@ -294,6 +303,60 @@ func BenchmarkCompare(b *testing.B) {
 func BenchmarkCompareConcurrent(b *testing.B) {
 	b.Run("eval", func(b *testing.B) { runFrom(b, newEval, 4) })
 	b.Run("groupbytrace", func(b *testing.B) { runFrom(b, newGroupByTrace, 4) })
+}
+
+// BenchmarkCompareCaptured is BenchmarkCompare on the traces real
+// instrumentation libraries sent (interop/testdata: OTel GenAI, OpenInference,
+// OpenLLMetry, Vercel AI SDK, LangChain; 2-6 KB of OTLP JSON a span), each
+// repeated under fresh trace ids, about 1,000 spans a batch.
+func BenchmarkCompareCaptured(b *testing.B) {
+	captured := loadCaptured(b)
+	next := func(seq *uint64) ptrace.Traces { return capturedBatch(captured, seq) }
+	b.Run("eval", func(b *testing.B) { runOn(b, newEval, 1, next) })
+	b.Run("groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
+}
+
+// loadCaptured reads the captured traces (the working tree's: compare.sh
+// runs both sides from it).
+func loadCaptured(tb testing.TB) []ptrace.Traces {
+	files, err := filepath.Glob("../../interop/testdata/*.json")
+	require.NoError(tb, err)
+	require.NotEmpty(tb, files)
+	var out []ptrace.Traces
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(tb, err)
+		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+		require.NoError(tb, err, f)
+		out = append(out, td)
+	}
+	return out
+}
+
+// capturedBatch is the captured traces, each under a fresh trace id, until
+// the batch has at least spansPerBatch spans.
+func capturedBatch(captured []ptrace.Traces, seq *uint64) ptrace.Traces {
+	td := ptrace.NewTraces()
+	for n := 0; n < spansPerBatch; {
+		for _, c := range captured {
+			*seq++
+			var id pcommon.TraceID
+			id[0] = 0xc1
+			binary.BigEndian.PutUint64(id[8:], *seq)
+			for i := 0; i < c.ResourceSpans().Len(); i++ {
+				rs := td.ResourceSpans().AppendEmpty()
+				c.ResourceSpans().At(i).CopyTo(rs)
+				for j := 0; j < rs.ScopeSpans().Len(); j++ {
+					spans := rs.ScopeSpans().At(j).Spans()
+					for k := 0; k < spans.Len(); k++ {
+						spans.At(k).SetTraceID(id)
+						n++
+					}
+				}
+			}
+		}
+	}
+	return td
 }
 
 // TestBenchmarkScores checks that the benchmark measures scoring: every
