@@ -323,6 +323,19 @@ func BenchmarkHeldBytesPerSpan(b *testing.B) {
 		require.Equal(b, int64(0), sink.spans.Load(), "all held")
 		b.ReportMetric(float64(after-before)/float64(traces*spansPerTrace), "B/held_span")
 		b.ReportMetric(float64(len(raw))/float64(spansPerBatch), "B/input_span")
+		// The floor: the same requests kept as the receiver decoded them,
+		// without the processor (pdata's own cost of holding a span).
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before = ms.HeapAlloc
+		kept := make([]ptrace.Traces, 0, traces*spansPerTrace/spansPerBatch)
+		for n := 0; n < cap(kept); n++ {
+			kept = append(kept, batch())
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc-before)/float64(traces*spansPerTrace), "B/decoded_span")
+		runtime.KeepAlive(kept)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // forward unscored: this measures holding, not scoring
 		require.NoError(b, p.Shutdown(ctx))
