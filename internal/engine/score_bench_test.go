@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/evalbridge/evalbridge/adapter"
 )
 
@@ -33,13 +31,7 @@ func BenchmarkScoreAgentTrace(b *testing.B) {
 			copies := make([][]adapter.SpanRef, chunk)
 			refill := func() {
 				for k := range copies {
-					spans := make([]adapter.SpanRef, len(src))
-					for i, s := range src {
-						c := ptrace.NewSpan()
-						s.Span.CopyTo(c)
-						spans[i] = adapter.SpanRef{Span: c, ResourceSpans: s.ResourceSpans, ScopeSpans: s.ScopeSpans}
-					}
-					copies[k] = spans
+					copies[k] = copySpans(src)
 				}
 			}
 			b.ReportAllocs()
