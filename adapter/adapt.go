@@ -91,7 +91,8 @@ func (t *trace) build() {
 		t.caseCap += max(agents, 1)
 	}
 	hasAgent := false
-	genai := make([]int, 0, len(t.spans))
+	var genaiBuf [64]int // the GenAI spans: on the stack for most traces
+	genai := genaiBuf[:0]
 	for i := range t.spans {
 		switch t.spans[i].kind {
 		case kindLLM:
