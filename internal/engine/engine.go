@@ -331,7 +331,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, o
 			ref, ok = find(c.SpanID)
 		}
 		if !ok {
-			if !prog.reach(i, nil) {
+			if !prog.reach(i, all) {
 				done(rep)
 				return
 			}
@@ -346,7 +346,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, o
 			selected = append(selected, in)
 		}
 		if len(selected) == 0 {
-			if !prog.reach(i, nil) {
+			if !prog.reach(i, all) {
 				done(rep)
 				return
 			}
@@ -374,7 +374,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, o
 			insts = append(insts, selected...)
 			sc.insts = insts[n : n+len(selected) : n+len(selected)]
 		}
-		if !prog.reach(i, sc) {
+		if !prog.reach(i, all) {
 			done(rep)
 			return
 		}
