@@ -72,8 +72,27 @@ func AdaptWith(spans []SpanRef, opts Options) (cases []Case, problems []string) 
 }
 
 func (t *trace) build() {
+	// t.cases is sized once, at the first case: an llm case per LLM span,
+	// an agent case per agent span (or one for the whole trace)
+	llms, agents := 0, 0
+	for i := range t.spans {
+		switch t.spans[i].kind {
+		case kindLLM:
+			llms++
+		case kindAgent:
+			agents++
+		}
+	}
+	t.caseCap = 0
+	if t.opts.LLMCases {
+		t.caseCap += llms
+	}
+	if t.opts.AgentCases {
+		t.caseCap += max(agents, 1)
+	}
 	hasAgent := false
-	genai := make([]int, 0, len(t.spans))
+	var genaiBuf [64]int // the GenAI spans: on the stack for most traces
+	genai := genaiBuf[:0]
 	for i := range t.spans {
 		switch t.spans[i].kind {
 		case kindLLM:
@@ -129,20 +148,19 @@ func (t *trace) build() {
 
 func (t *trace) add(c Case, anchor int) {
 	c.SpanIndex = anchor
+	if t.cases == nil {
+		t.cases = make([]Case, 0, t.caseCap)
+	}
 	t.cases = append(t.cases, c)
-	t.anchors = append(t.anchors, anchor)
 }
 
 // byAnchor orders cases by anchor span (start, end, id), agent before llm.
 type byAnchor struct{ t *trace }
 
-func (s byAnchor) Len() int { return len(s.t.cases) }
-func (s byAnchor) Swap(a, b int) {
-	s.t.cases[a], s.t.cases[b] = s.t.cases[b], s.t.cases[a]
-	s.t.anchors[a], s.t.anchors[b] = s.t.anchors[b], s.t.anchors[a]
-}
+func (s byAnchor) Len() int      { return len(s.t.cases) }
+func (s byAnchor) Swap(a, b int) { s.t.cases[a], s.t.cases[b] = s.t.cases[b], s.t.cases[a] }
 func (s byAnchor) Less(a, b int) bool {
-	ia, ib := s.t.anchors[a], s.t.anchors[b]
+	ia, ib := s.t.cases[a].SpanIndex, s.t.cases[b].SpanIndex
 	if ia != ib {
 		return s.t.before(ia, ib)
 	}

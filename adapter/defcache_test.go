@@ -72,7 +72,7 @@ func TestTraceReleaseClears(t *testing.T) {
 		t.Fatal("no cases")
 	}
 	tr.release()
-	if len(tr.spans) != 0 || len(tr.byID) != 0 || tr.cases != nil || tr.anchors != nil || len(tr.cache.json) != 0 || len(tr.cache.defs) != 0 {
+	if len(tr.spans) != 0 || len(tr.byID) != 0 || tr.cases != nil || len(tr.cache.json) != 0 || len(tr.cache.defs) != 0 {
 		t.Fatalf("released trace keeps data: %d spans, %d ids", len(tr.spans), len(tr.byID))
 	}
 	for _, r := range tr.reqs[:cap(tr.reqs)] {

@@ -19,7 +19,7 @@ type trace struct {
 	kids, first []int
 	root        int // earliest span without parent; -1 when none
 	cases       []Case
-	anchors     []int    // anchor span of each case
+	caseCap     int      // the most cases the trace can have
 	extra       []string // structural problems not tied to a span's parsing
 	opts        Options
 	cache       traceCache

@@ -292,37 +292,43 @@ func (c *spanCtx) setArguments(attr string, call *ToolCall, v any) {
 	switch t := v.(type) {
 	case nil:
 	case string:
-		call.RawArguments = t
-		s := strings.TrimSpace(t)
-		if s == "" || s == "null" {
-			return
-		}
-		if !looksJSON(s) {
-			c.report(attr, "tool %q arguments are not a JSON object", call.Name)
-			return
-		}
-		d, ok := c.decodeJSON(attr, s)
-		if !ok {
-			return
-		}
-		switch dt := d.(type) {
-		case map[string]any:
-			call.Arguments = dt
-		case string: // double-encoded
-			if m, ok := c.asObject(attr, dt); ok {
-				call.Arguments = m
-			} else {
-				c.report(attr, "tool %q arguments are not a JSON object", call.Name)
-			}
-		default:
-			c.report(attr, "tool %q arguments: want a JSON object, got %s", call.Name, typeName(d))
-		}
+		c.setArgumentsText(attr, call, t)
 	case map[string]any:
 		call.Arguments = t
 		call.RawArguments = textOf(t)
 	default:
 		call.RawArguments = textOf(t)
 		c.report(attr, "tool %q arguments: want a JSON object, got %s", call.Name, typeName(v))
+	}
+}
+
+// setArgumentsText fills Arguments and RawArguments from a JSON string
+// (apart from setArguments, so that a string attribute is not boxed).
+func (c *spanCtx) setArgumentsText(attr string, call *ToolCall, t string) {
+	call.RawArguments = t
+	s := strings.TrimSpace(t)
+	if s == "" || s == "null" {
+		return
+	}
+	if !looksJSON(s) {
+		c.report(attr, "tool %q arguments are not a JSON object", call.Name)
+		return
+	}
+	d, ok := c.decodeJSON(attr, s)
+	if !ok {
+		return
+	}
+	switch dt := d.(type) {
+	case map[string]any:
+		call.Arguments = dt
+	case string: // double-encoded
+		if m, ok := c.asObject(attr, dt); ok {
+			call.Arguments = m
+		} else {
+			c.report(attr, "tool %q arguments are not a JSON object", call.Name)
+		}
+	default:
+		c.report(attr, "tool %q arguments: want a JSON object, got %s", call.Name, typeName(d))
 	}
 }
 

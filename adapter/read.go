@@ -198,7 +198,7 @@ func (d *spanData) toolArgs(attrs pcommon.Map, call *ToolCall, key string, kwarg
 	c := &d.c
 	v, _ := attrs.Get(key)
 	if v.Type() == pcommon.ValueTypeStr {
-		c.setArguments(key, call, v.Str())
+		c.setArgumentsText(key, call, v.Str())
 	} else {
 		c.setArguments(key, call, c.convert(key, v))
 	}

@@ -46,6 +46,9 @@ type eqFunc func(i, j int) bool
 // Above it the linear-memory ones run.
 const smallCells = 1 << 18
 
+// tinyCells bounds the LCS tables kept on the stack.
+const tinyCells = 256
+
 // hirschbergTable is the sub-problem size Hirschberg solves with the table
 // (a variable so tests can make it recurse on small inputs).
 var hirschbergTable = smallCells / 4
@@ -61,20 +64,31 @@ var maxMatchingWork = 10_000_000
 // checkEvery is how many cells or comparisons pass between context checks.
 const checkEvery = 1 << 14
 
+// boolMatrix is an n×m table of booleans in one slice.
+type boolMatrix struct {
+	cells []bool
+	m     int
+}
+
+func (b boolMatrix) at(i, j int) bool { return b.cells[i*b.m+j] }
+
 // eqMatrix evaluates eq once for every (expected, actual) pair.
-func eqMatrix(ctx context.Context, n, m int, eq eqFunc) ([][]bool, error) {
-	cells := make([]bool, n*m)
-	rows := make([][]bool, n)
+func eqMatrix(ctx context.Context, n, m int, eq eqFunc) (boolMatrix, error) {
+	return eqMatrixIn(ctx, n, m, eq, make([]bool, n*m))
+}
+
+// eqMatrixIn is eqMatrix in the n*m cells given.
+func eqMatrixIn(ctx context.Context, n, m int, eq eqFunc, cells []bool) (boolMatrix, error) {
 	for i := 0; i < n; i++ {
 		if i%64 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return boolMatrix{}, ctx.Err()
 		}
-		rows[i] = cells[i*m : (i+1)*m]
-		for j := 0; j < m; j++ {
-			rows[i][j] = eq(i, j)
+		row := cells[i*m : (i+1)*m]
+		for j := range row {
+			row[j] = eq(i, j)
 		}
 	}
-	return rows, nil
+	return boolMatrix{cells: cells, m: m}, nil
 }
 
 // lcs returns a longest common subsequence of expected (n) and actual (m)
@@ -82,6 +96,16 @@ func eqMatrix(ctx context.Context, n, m int, eq eqFunc) ([][]bool, error) {
 // larger ones Hirschberg's linear-space algorithm (two rows of m+1 ints at
 // a time), so 10k × 10k calls need a few hundred KB instead of ~1 GB.
 func lcs(ctx context.Context, n, m int, eq eqFunc) (pairs, error) {
+	if (n+1)*(m+1) <= tinyCells {
+		// the usual few calls: the tables on the stack
+		var cells [tinyCells]bool
+		var dp [tinyCells]int
+		adj, err := eqMatrixIn(ctx, n, m, eq, cells[:n*m])
+		if err != nil {
+			return nil, err
+		}
+		return lcsTableIn(n, m, adj, dp[:(n+1)*(m+1)]), nil
+	}
 	if (n+1)*(m+1) <= smallCells {
 		adj, err := eqMatrix(ctx, n, m, eq)
 		if err != nil {
@@ -97,8 +121,12 @@ func lcs(ctx context.Context, n, m int, eq eqFunc) (pairs, error) {
 }
 
 // lcsTable is the textbook dynamic programme with traceback.
-func lcsTable(n, m int, adj [][]bool) pairs {
-	dp := make([]int, (n+1)*(m+1))
+func lcsTable(n, m int, adj boolMatrix) pairs {
+	return lcsTableIn(n, m, adj, make([]int, (n+1)*(m+1)))
+}
+
+// lcsTableIn is lcsTable with the table in dp ((n+1)*(m+1) zeroes).
+func lcsTableIn(n, m int, adj boolMatrix, dp []int) pairs {
 	at := func(i, j int) int { return dp[i*(m+1)+j] }
 	for i := 1; i <= n; i++ {
 		for j := 1; j <= m; j++ {
@@ -106,7 +134,7 @@ func lcsTable(n, m int, adj [][]bool) pairs {
 			if w := at(i, j-1); w > v {
 				v = w
 			}
-			if adj[i-1][j-1] {
+			if adj.at(i-1, j-1) {
 				if w := at(i-1, j-1) + 1; w > v {
 					v = w
 				}
@@ -117,7 +145,7 @@ func lcsTable(n, m int, adj [][]bool) pairs {
 	p := unpaired(n)
 	for i, j := n, m; i > 0 && j > 0; {
 		switch {
-		case adj[i-1][j-1] && at(i, j) == at(i-1, j-1)+1:
+		case adj.at(i-1, j-1) && at(i, j) == at(i-1, j-1)+1:
 			p[i-1] = j - 1
 			i, j = i-1, j-1
 		case at(i-1, j) >= at(i, j-1):
@@ -255,7 +283,7 @@ func maxMatching(ctx context.Context, n, m int, eq eqFunc, cl *callClasses) (pai
 		if err != nil {
 			return nil, err
 		}
-		return kuhn(ctx, n, m, func(i, j int) bool { return adj[i][j] }, false)
+		return kuhn(ctx, n, m, adj.at, false)
 	}
 	if cl != nil {
 		return cl.matching(n, m), nil

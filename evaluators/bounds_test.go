@@ -276,7 +276,7 @@ func distinctCase(n, e int) *adapter.Case {
 // the sizes a shared machine can afford; "linear" is the hashed classes and
 // Hirschberg's two-row LCS.
 func BenchmarkInOrderLarge(b *testing.B) {
-	benchTrajectoryLarge(b, "in_order", []int{1000, 3000, 10000}, "table", "linear", func(n, m int, adj [][]bool) {
+	benchTrajectoryLarge(b, "in_order", []int{1000, 3000, 10000}, "table", "linear", func(n, m int, adj boolMatrix) {
 		lcsTable(n, m, adj)
 	})
 }
@@ -285,8 +285,8 @@ func BenchmarkInOrderLarge(b *testing.B) {
 // augmenting paths over a pairwise matrix it replaced, "classes" the
 // linear matching over hashed calls.
 func BenchmarkAnyOrderLarge(b *testing.B) {
-	benchTrajectoryLarge(b, "any_order", []int{1000, 3000, 10000, 50000}, "kuhn", "classes", func(n, m int, adj [][]bool) {
-		_, _ = kuhn(context.Background(), n, m, func(i, j int) bool { return adj[i][j] }, false)
+	benchTrajectoryLarge(b, "any_order", []int{1000, 3000, 10000, 50000}, "kuhn", "classes", func(n, m int, adj boolMatrix) {
+		_, _ = kuhn(context.Background(), n, m, adj.at, false)
 	})
 }
 
@@ -294,7 +294,7 @@ func BenchmarkAnyOrderLarge(b *testing.B) {
 // expected calls for each size: as newName the evaluator, and, up to 3000,
 // as oldName the algorithm it replaced, replaced(n, m, the pairwise match
 // matrix).
-func benchTrajectoryLarge(b *testing.B, mode string, sizes []int, oldName, newName string, replaced func(n, m int, adj [][]bool)) {
+func benchTrajectoryLarge(b *testing.B, mode string, sizes []int, oldName, newName string, replaced func(n, m int, adj boolMatrix)) {
 	traj := build(b, Config{Type: "tool_trajectory", MaxToolCalls: intp(100000), Options: obj("mode", mode)})
 	cc := traj.Evaluator.(*modeCalls).cc
 	for _, n := range sizes {

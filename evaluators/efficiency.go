@@ -67,28 +67,18 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	// same(i, j): by class in O(n) when calls hash; else pair by pair
 	// against the distinct calls so far, O(n·distinct), checking the
 	// deadline as it goes.
-	same := func(i, j int) bool { return t.same(&calls[i], &calls[j]) }
-	isRepeat := func(i int, distinct []int) (bool, error) {
-		for k, d := range distinct {
-			if k%1024 == 1023 && ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-			if same(d, i) {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
+	r := repeatFinder{ctx: ctx, t: t, calls: calls}
 	if n > 64 && hashCalls {
 		if cls, ok := t.classes(calls); ok {
-			same, isRepeat = hashedSame(cls)
+			r.cls, r.seen = cls, make(map[int32]bool, len(cls))
 		}
 	}
-	distinct := make([]int, 0, n)
+	var distinctBuf [32]int // the usual few calls: on the stack
+	distinct := distinctBuf[:0]
 	repeats := map[string]int{}
 	var repeatOrder []string
 	for i := range calls {
-		dup, err := isRepeat(i, distinct)
+		dup, err := r.isRepeat(i, distinct)
 		if err == nil && i%256 == 255 {
 			err = ctx.Err()
 		}
@@ -108,12 +98,12 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	var loops []string
 	consecutive := 0
 	for i := 1; i < n; {
-		if !same(i-1, i) {
+		if !r.same(i-1, i) {
 			i++
 			continue
 		}
 		start := i - 1
-		for i < n && same(i-1, i) {
+		for i < n && r.same(i-1, i) {
 			i++
 		}
 		consecutive += i - 1 - start
@@ -143,14 +133,40 @@ func (t *toolEfficiency) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	return Scored(float64(d)/float64(n), reason, m)
 }
 
-// hashedSame is same and isRepeat by class: O(1) each.
-func hashedSame(cls []int32) (func(i, j int) bool, func(i int, _ []int) (bool, error)) {
-	seen := make(map[int32]bool, len(cls))
-	return func(i, j int) bool { return cls[i] == cls[j] }, func(i int, _ []int) (bool, error) {
-		if seen[cls[i]] {
+// repeatFinder answers same and isRepeat for a case's calls: by class
+// (cls, when the calls hash), O(1) each; else pair by pair.
+type repeatFinder struct {
+	ctx   context.Context
+	t     *toolEfficiency
+	calls []adapter.ToolCall
+	cls   []int32
+	seen  map[int32]bool // the classes seen, with cls
+}
+
+func (r *repeatFinder) same(i, j int) bool {
+	if r.cls != nil {
+		return r.cls[i] == r.cls[j]
+	}
+	return r.t.same(&r.calls[i], &r.calls[j])
+}
+
+// isRepeat says whether call i is the same as one of distinct (the
+// distinct calls before it).
+func (r *repeatFinder) isRepeat(i int, distinct []int) (bool, error) {
+	if r.cls != nil {
+		if r.seen[r.cls[i]] {
 			return true, nil
 		}
-		seen[cls[i]] = true
+		r.seen[r.cls[i]] = true
 		return false, nil
 	}
+	for k, d := range distinct {
+		if k%1024 == 1023 && r.ctx.Err() != nil {
+			return false, r.ctx.Err()
+		}
+		if r.same(d, i) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

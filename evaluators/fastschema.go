@@ -1,14 +1,19 @@
 package evaluators
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
+	"strconv"
+	"unicode/utf8"
 )
 
 // fastSchema is a tool's parameter schema of the shape almost every tool
 // declares: type, properties, required, additionalProperties (a boolean),
-// items and enum of strings, with annotations (description, title, …). It
+// items and enum of strings, integer bounds (minimum, maximum and their
+// exclusive forms, minLength, maxLength, minItems, maxItems), with
+// annotations (description, title, …). It
 // answers "valid" without the general validator, which allocates a dozen
 // times per call; "not sure" (a value it does not know, or one that may be
 // invalid) goes to the general validator, whose answer and message count.
@@ -21,6 +26,40 @@ type fastSchema struct {
 	items    *fastSchema
 	enum     []string // string values allowed, when hasEnum
 	hasEnum  bool
+	// bounds: the numbers' (integers, so float64 compares them exactly
+	// as the general validator's rationals do) and the lengths' (-1: none)
+	bounds             [numBounds]float64
+	hasBound           uint8 // bit b: bounds[b] is set
+	minLen, maxLen     int
+	minItems, maxItems int
+}
+
+// the number bounds, in fastSchema.bounds
+const (
+	boundMin = iota
+	boundExMin
+	boundMax
+	boundExMax
+	numBounds
+)
+
+var boundKeys = map[string]int{"minimum": boundMin, "exclusiveMinimum": boundExMin, "maximum": boundMax, "exclusiveMaximum": boundExMax}
+
+// maxExactInt is the largest integer up to which every integer is a float64.
+const maxExactInt = 1 << 53
+
+// intOf is v as an integer in [lo, hi] when its JSON text is one (digits
+// only: 1.0 or 1e2 are left to the general validator).
+func intOf(v any, lo, hi int64) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil || i < lo || i > hi {
+		return 0, false
+	}
+	return i, true
 }
 
 const (
@@ -38,7 +77,8 @@ var schemaTypes = map[string]uint8{
 	"integer": typeInteger, "array": typeArray, "object": typeObject,
 }
 
-// annotations do not change what is valid.
+// annotations do not change what is valid. (format is not one: the
+// general validator asserts it.)
 var annotations = map[string]bool{
 	"description": true, "title": true, "default": true, "examples": true, "$comment": true,
 	"deprecated": true, "readOnly": true, "writeOnly": true,
@@ -47,7 +87,11 @@ var annotations = map[string]bool{
 // newFastSchema reads the schema text; nil when it uses anything else.
 func newFastSchema(text []byte) *fastSchema {
 	var m map[string]any
-	if json.Unmarshal(text, &m) != nil {
+	// numbers as their text: a bound is taken only when it is exactly an
+	// integer
+	d := json.NewDecoder(bytes.NewReader(text))
+	d.UseNumber()
+	if d.Decode(&m) != nil {
 		return nil
 	}
 	return fastOf(m, 0)
@@ -57,9 +101,32 @@ func fastOf(m map[string]any, depth int) *fastSchema {
 	if depth > 16 {
 		return nil
 	}
-	f := &fastSchema{}
+	f := &fastSchema{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}
 	for k, v := range m {
+		if b, ok := boundKeys[k]; ok {
+			i, ok := intOf(v, -maxExactInt, maxExactInt)
+			if !ok {
+				return nil
+			}
+			f.bounds[b], f.hasBound = float64(i), f.hasBound|1<<b
+			continue
+		}
 		switch k {
+		case "minLength", "maxLength", "minItems", "maxItems":
+			i, ok := intOf(v, 0, math.MaxInt32)
+			if !ok {
+				return nil
+			}
+			switch k {
+			case "minLength":
+				f.minLen = int(i)
+			case "maxLength":
+				f.maxLen = int(i)
+			case "minItems":
+				f.minItems = int(i)
+			default:
+				f.maxItems = int(i)
+			}
 		case "type":
 			switch t := v.(type) {
 			case string:
@@ -158,13 +225,26 @@ func (f *fastSchema) valid(v any) bool {
 		if f.hasEnum && !slices.Contains(f.enum, x) {
 			return false
 		}
+		if f.minLen >= 0 || f.maxLen >= 0 {
+			// in code points, as the general validator counts
+			n := utf8.RuneCountInString(x)
+			if n < f.minLen || f.maxLen >= 0 && n > f.maxLen {
+				return false
+			}
+		}
 	case float64:
 		t = typeNumber
 		if x == math.Trunc(x) && !math.IsInf(x, 0) {
 			t |= typeInteger
 		}
+		if f.hasBound != 0 && !f.inBounds(x) {
+			return false
+		}
 	case []any:
 		t = typeArray
+		if len(x) < f.minItems || f.maxItems >= 0 && len(x) > f.maxItems {
+			return false
+		}
 		if f.items != nil {
 			for _, e := range x {
 				if !f.items.valid(e) {
@@ -198,4 +278,16 @@ func (f *fastSchema) valid(v any) bool {
 	}
 	// "number" admits integers; an integral number is an "integer".
 	return f.types == 0 || f.types&t != 0
+}
+
+// inBounds reports whether x is surely within the number bounds (a value
+// that is not finite is left to the general validator).
+func (f *fastSchema) inBounds(x float64) bool {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return false
+	}
+	b := &f.bounds
+	has := func(k int) bool { return f.hasBound&(1<<k) != 0 }
+	return !(has(boundMin) && x < b[boundMin] || has(boundExMin) && x <= b[boundExMin] ||
+		has(boundMax) && x > b[boundMax] || has(boundExMax) && x >= b[boundExMax])
 }

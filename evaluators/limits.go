@@ -150,33 +150,62 @@ func (t *tokenUsage) Evaluate(_ context.Context, c *adapter.Case) Result {
 	if !t.metricsOff {
 		m = map[string]float64{}
 	}
-	var over, within, unknown []string
-	for _, l := range lims {
+	// the limits over, within and unknown, by index in lims (no strings
+	// until the reason is written, in one buffer)
+	var overBuf, withinBuf, unknownBuf [len(lims)]int
+	over, within, unknown := overBuf[:0], withinBuf[:0], unknownBuf[:0]
+	for k, l := range lims {
 		if l.max == nil {
 			continue
 		}
 		if !l.known {
-			unknown = append(unknown, l.name)
+			unknown = append(unknown, k)
 			continue
 		}
 		if m != nil {
 			m[l.key] = float64(l.value)
 		}
 		if l.value > *l.max {
-			over = append(over, l.name+" tokens "+strconv.FormatInt(l.value, 10)+" > "+strconv.FormatInt(*l.max, 10))
+			over = append(over, k)
 		} else {
-			within = append(within, l.name+" tokens "+strconv.FormatInt(l.value, 10)+" <= "+strconv.FormatInt(*l.max, 10))
+			within = append(within, k)
+		}
+	}
+	names := func(b *strings.Builder, idx []int) {
+		for j, k := range idx {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(lims[k].name)
 		}
 	}
 	if len(over)+len(within) == 0 {
-		return Skipped("token counts unknown (%s)", strings.Join(unknown, ", "))
+		var b strings.Builder
+		names(&b, unknown)
+		return Skipped("token counts unknown (%s)", b.String())
 	}
-	note := ""
-	if len(unknown) > 0 {
-		note = "; not checked (count unknown): " + strings.Join(unknown, ", ")
-	}
+	// "<name> tokens <value> <op> <max>" for each limit of list
+	head, list, op, score := "within the limits: ", within, " <= ", 1.0
 	if len(over) > 0 {
-		return Scored(0, "over the limit: "+strings.Join(over, ", ")+note, m)
+		head, list, op, score = "over the limit: ", over, " > ", 0
 	}
-	return Scored(1, "within the limits: "+strings.Join(within, ", ")+note, m)
+	var b strings.Builder
+	b.Grow(128)
+	b.WriteString(head)
+	var num [20]byte
+	for j, k := range list {
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(lims[k].name)
+		b.WriteString(" tokens ")
+		b.Write(strconv.AppendInt(num[:0], lims[k].value, 10))
+		b.WriteString(op)
+		b.Write(strconv.AppendInt(num[:0], *lims[k].max, 10))
+	}
+	if len(unknown) > 0 {
+		b.WriteString("; not checked (count unknown): ")
+		names(&b, unknown)
+	}
+	return Scored(score, b.String(), m)
 }

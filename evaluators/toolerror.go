@@ -3,7 +3,6 @@ package evaluators
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -45,28 +44,29 @@ func newToolError(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	return t, nil
 }
 
-// why says why a call failed, "" when it did not.
-func (t *toolError) why(c *adapter.ToolCall) string {
+// why says why a call failed, "" when it did not: head followed by detail
+// (apart, so that the reason is written without joining them first).
+func (t *toolError) why(c *adapter.ToolCall) (head, detail string) {
 	if t.o.SpanStatus && c.Errored {
 		if c.ErrorMessage != "" {
-			return "span status ERROR: " + truncate(c.ErrorMessage, 100)
+			return "span status ERROR: ", truncate(c.ErrorMessage, 100)
 		}
-		return "span status ERROR"
+		return "span status ERROR", ""
 	}
 	// A result that was never recorded (content capture off, or a call
 	// requested by the model with no tool span) is not a blank result.
 	if !c.HasResult {
-		return ""
+		return "", ""
 	}
 	res := c.Result
 	if strings.TrimSpace(res) == "" {
 		if t.o.TreatBlankAsError {
-			return "blank result"
+			return "blank result", ""
 		}
-		return ""
+		return "", ""
 	}
 	if t.pattern != nil && t.pattern.MatchString(res) {
-		return fmt.Sprintf("result matches error_pattern: %s", truncate(res, 100))
+		return "result matches error_pattern: ", truncate(res, 100)
 	}
 	if t.o.DetectJSONErrorField {
 		trimmed := strings.TrimSpace(res)
@@ -76,12 +76,12 @@ func (t *toolError) why(c *adapter.ToolCall) string {
 			var top map[string]json.RawMessage
 			if json.Unmarshal([]byte(trimmed), &top) == nil {
 				if raw, ok := top["error"]; ok && strings.TrimSpace(string(raw)) != "null" {
-					return "result has a top-level \"error\" field: " + truncate(string(raw), 100)
+					return "result has a top-level \"error\" field: ", truncate(string(raw), 100)
 				}
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
 func (t *toolError) Evaluate(_ context.Context, c *adapter.Case) Result {
@@ -89,26 +89,65 @@ func (t *toolError) Evaluate(_ context.Context, c *adapter.Case) Result {
 	if n == 0 {
 		return Scored(1, "no tool calls to inspect", map[string]float64{"errors": 0, "calls": 0})
 	}
+	// The reason is written in one buffer: the first four failures are
+	// listed, the rest counted.
+	type failure struct {
+		i            int
+		head, detail string
+	}
+	var first [4]failure
 	errs := 0
-	var list []string
 	for i := range c.ToolCalls {
-		if w := t.why(&c.ToolCalls[i]); w != "" {
-			errs++
-			if len(list) < 4 {
-				list = append(list, fmt.Sprintf("call #%d %s: %s", i+1, c.ToolCalls[i].Name, w))
+		if head, detail := t.why(&c.ToolCalls[i]); head != "" {
+			if errs < len(first) {
+				first[errs] = failure{i, head, detail}
 			}
+			errs++
 		}
 	}
-	reason := strconv.Itoa(n-errs) + " of " + strconv.Itoa(n) + " tool calls succeeded"
-	if errs > 0 {
-		reason += "; failed: " + strings.Join(list, "; ")
-		if errs > len(list) {
-			reason += fmt.Sprintf("; and %d more", errs-len(list))
+	var reason string
+	if errs == 0 {
+		reason = strconv.Itoa(n) + " of " + strconv.Itoa(n) + " tool calls succeeded"
+	} else {
+		listed := first[:min(errs, len(first))]
+		size := 64
+		for _, f := range listed {
+			size += len(c.ToolCalls[f.i].Name) + len(f.head) + len(f.detail) + 16
 		}
+		var b strings.Builder
+		b.Grow(size)
+		writeInt(&b, n-errs)
+		b.WriteString(" of ")
+		writeInt(&b, n)
+		b.WriteString(" tool calls succeeded; failed: ")
+		for k, f := range listed {
+			if k > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString("call #")
+			writeInt(&b, f.i+1)
+			b.WriteByte(' ')
+			b.WriteString(c.ToolCalls[f.i].Name)
+			b.WriteString(": ")
+			b.WriteString(f.head)
+			b.WriteString(f.detail)
+		}
+		if errs > len(listed) {
+			b.WriteString("; and ")
+			writeInt(&b, errs-len(listed))
+			b.WriteString(" more")
+		}
+		reason = b.String()
 	}
 	var m map[string]float64
 	if !t.metricsOff {
 		m = map[string]float64{"errors": float64(errs), "calls": float64(n)}
 	}
 	return Scored(float64(n-errs)/float64(n), reason, m)
+}
+
+// writeInt writes n in decimal to b without an allocation of its own.
+func writeInt(b *strings.Builder, n int) {
+	var buf [20]byte
+	b.Write(strconv.AppendInt(buf[:0], int64(n), 10))
 }

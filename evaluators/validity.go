@@ -286,8 +286,8 @@ func (v *toolCallValidity) Evaluate(ctx context.Context, c *adapter.Case) Result
 	if n == 0 {
 		return Scored(1, "no tool calls to validate", map[string]float64{"valid": 0, "calls": 0})
 	}
-	lookup := v.lookup(c)
-	if lookup == nil {
+	lookup, ok := v.lookup(c)
+	if !ok {
 		return Skipped("no tool definitions: the spans carry none (gen_ai.tool.definitions) and the evaluator has no `tools` option")
 	}
 	valid := 0
@@ -298,7 +298,7 @@ func (v *toolCallValidity) Evaluate(ctx context.Context, c *adapter.Case) Result
 		if i%64 == 63 && ctx.Err() != nil {
 			return timedOut(ctx, fmt.Sprintf("validating call %d of %d against its schema", i+1, n))
 		}
-		cs, known := lookup(tc.Name)
+		cs, known := lookup.get(tc.Name)
 		why := ""
 		switch {
 		case !known:
@@ -338,50 +338,63 @@ func (v *toolCallValidity) Evaluate(ctx context.Context, c *adapter.Case) Result
 
 func isJSONNull(s string) bool { return strings.TrimSpace(s) == "null" }
 
+// schemaLookup finds the schema of a tool by name: in the case's
+// definitions (the first of a name counts; by a map when there are many),
+// else in the `tools` option. A value, not a closure: it allocates nothing
+// for the usual few definitions.
+type schemaLookup struct {
+	v      *toolCallValidity
+	defs   []adapter.ToolDefinition
+	byName map[string]*adapter.ToolDefinition
+}
+
 // lookup prefers the definitions on the spans, then the `tools` option;
-// nil when there are none anywhere.
-func (v *toolCallValidity) lookup(c *adapter.Case) func(string) (*compiledSchema, bool) {
+// ok is false when there are none anywhere.
+func (v *toolCallValidity) lookup(c *adapter.Case) (l schemaLookup, ok bool) {
 	if len(c.ToolDefinitions) > 0 {
-		// the first definition of a name counts
-		find := func(name string) (*adapter.ToolDefinition, bool) {
-			for i := range c.ToolDefinitions {
-				if c.ToolDefinitions[i].Name == name {
-					return &c.ToolDefinitions[i], true
-				}
-			}
-			return nil, false
-		}
+		l = schemaLookup{v: v, defs: c.ToolDefinitions}
 		if len(c.ToolDefinitions) > 16 {
-			defs := make(map[string]*adapter.ToolDefinition, len(c.ToolDefinitions))
+			l.byName = make(map[string]*adapter.ToolDefinition, len(c.ToolDefinitions))
 			for i := range c.ToolDefinitions {
 				d := &c.ToolDefinitions[i]
-				if _, ok := defs[d.Name]; !ok {
-					defs[d.Name] = d
+				if _, ok := l.byName[d.Name]; !ok {
+					l.byName[d.Name] = d
 				}
 			}
-			find = func(name string) (*adapter.ToolDefinition, bool) {
-				d, ok := defs[name]
-				return d, ok
-			}
 		}
-		return func(name string) (*compiledSchema, bool) {
-			d, ok := find(name)
-			if !ok {
-				return nil, false
-			}
-			if d.Parameters == nil {
-				return noSchema, true
-			}
-			return toolSchemas.get(d.Parameters, d.RawParameters, v.strict), true
+		return l, true
+	}
+	return schemaLookup{v: v}, v.hasTools
+}
+
+// find is the first definition named name.
+func (l *schemaLookup) find(name string) (*adapter.ToolDefinition, bool) {
+	if l.byName != nil {
+		d, ok := l.byName[name]
+		return d, ok
+	}
+	for i := range l.defs {
+		if l.defs[i].Name == name {
+			return &l.defs[i], true
 		}
 	}
-	if v.hasTools {
-		return func(name string) (*compiledSchema, bool) {
-			cs, ok := v.tools[name]
-			return cs, ok
-		}
+	return nil, false
+}
+
+// get is the compiled schema of the tool name; false when it is unknown.
+func (l *schemaLookup) get(name string) (*compiledSchema, bool) {
+	if l.defs == nil {
+		cs, ok := l.v.tools[name]
+		return cs, ok
 	}
-	return nil
+	d, ok := l.find(name)
+	if !ok {
+		return nil, false
+	}
+	if d.Parameters == nil {
+		return noSchema, true
+	}
+	return toolSchemas.get(d.Parameters, d.RawParameters, l.v.strict), true
 }
 
 // argsOrEmpty is what a call without arguments is validated as.

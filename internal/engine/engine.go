@@ -312,9 +312,15 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, o
 		}
 	}
 	var (
-		all      []*scoredCase
+		// all is every scored case, in one allocation made at the first
+		// (sized for every case left, so &all[k] stays put), and so are
+		// their results and, with a Progress, their instances.
+		all      []scoredCase
+		results  []evaluators.Result
+		insts    []*instance
 		tasks    []*judgeTask
-		selected []*instance
+		selBuf   [16]*instance
+		selected = selBuf[:0]
 	)
 	for i := range cases {
 		c := &cases[i]
@@ -325,7 +331,7 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, o
 			ref, ok = find(c.SpanID)
 		}
 		if !ok {
-			if !prog.reach(i, nil) {
+			if !prog.reach(i, all) {
 				done(rep)
 				return
 			}
@@ -340,19 +346,35 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, o
 			selected = append(selected, in)
 		}
 		if len(selected) == 0 {
-			if !prog.reach(i, nil) {
+			if !prog.reach(i, all) {
 				done(rep)
 				return
 			}
 			continue
 		}
-		// Sized once: judge tasks write into their own element.
-		sc := &scoredCase{c: c, ref: ref, results: make([]evaluators.Result, len(selected))}
-		if prog != nil {
-			sc.insts = append([]*instance(nil), selected...)
+		if all == nil {
+			// at most every case left, each with at most the instances
+			// of its level
+			n := 0
+			for k := i; k < len(cases); k++ {
+				n += e.perLevel(cases[k].Level)
+			}
+			all = make([]scoredCase, 0, len(cases)-i)
+			results = make([]evaluators.Result, 0, n)
+			if prog != nil {
+				insts = make([]*instance, 0, n)
+			}
 		}
-		all = append(all, sc)
-		if !prog.reach(i, sc) {
+		// Sized once: judge tasks write into their own element.
+		n := len(results)
+		results = results[:n+len(selected)]
+		all = append(all, scoredCase{c: c, ref: ref, results: results[n : n+len(selected) : n+len(selected)]})
+		sc := &all[len(all)-1]
+		if prog != nil {
+			insts = append(insts, selected...)
+			sc.insts = insts[n : n+len(selected) : n+len(selected)]
+		}
+		if !prog.reach(i, all) {
 			done(rep)
 			return
 		}
@@ -369,29 +391,45 @@ func (e *Engine) ScoreTraceAsync(ctx context.Context, spans []adapter.SpanRef, o
 		done(rep)
 		return
 	}
-	finish := func() {
-		if opts.Claim != nil && !opts.Claim() {
-			// The caller has given the spans up (forwarded them at its
-			// deadline): they must not be written any more.
-			done(rep)
-			return
-		}
-		now := pcommon.NewTimestampFromTime(time.Now())
-		if len(all) > 0 {
-			rep.Evaluations = make([]Evaluation, 0, len(all))
-		}
-		for _, sc := range all {
-			e.redactResults(sc.results)
-			annotator.AnnotateCase(sc.ref.Span, sc.results, now, annotator.CaseInfo{AgentName: sc.c.AgentName, Model: sc.c.Model})
-			rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
-		}
-		done(rep)
-	}
 	if len(tasks) == 0 {
-		finish()
+		e.finish(rep, all, opts.Claim, done)
 		return
 	}
-	e.runJudgeTasks(ctx, tasks, finish)
+	// the judge tasks finish the trace (a closure made only for them)
+	e.runJudgeTasks(ctx, tasks, func() { e.finish(rep, all, opts.Claim, done) })
+}
+
+// finish writes the results of all onto their spans (unless claim says
+// the caller gave the spans up) and calls done with the report.
+func (e *Engine) finish(rep Report, all []scoredCase, claim func() bool, done func(Report)) {
+	if claim != nil && !claim() {
+		// The caller has given the spans up (forwarded them at its
+		// deadline): they must not be written any more.
+		done(rep)
+		return
+	}
+	now := pcommon.NewTimestampFromTime(time.Now())
+	if len(all) > 0 {
+		rep.Evaluations = make([]Evaluation, 0, len(all))
+	}
+	for k := range all {
+		sc := &all[k]
+		e.redactResults(sc.results)
+		annotator.AnnotateCase(sc.ref.Span, sc.results, now, annotator.CaseInfo{AgentName: sc.c.AgentName, Model: sc.c.Model})
+		rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
+	}
+	done(rep)
+}
+
+// perLevel is the number of instances that run on cases of level l.
+func (e *Engine) perLevel(l adapter.Level) int {
+	n := 0
+	for j := range e.instances {
+		if e.instances[j].Level == l {
+			n++
+		}
+	}
+	return n
 }
 
 type scoredCase struct {

@@ -7,9 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 )
 
@@ -127,12 +125,7 @@ func BenchmarkScoreTrace(b *testing.B) {
 	for b.Loop() {
 		// Annotating writes into the spans: work on a fresh copy each time.
 		b.StopTimer()
-		spans := make([]adapter.SpanRef, len(src))
-		for i, s := range src {
-			c := ptrace.NewSpan()
-			s.Span.CopyTo(c)
-			spans[i] = adapter.SpanRef{Span: c, ResourceSpans: s.ResourceSpans, ScopeSpans: s.ScopeSpans}
-		}
+		spans := copySpans(src)
 		b.StartTimer()
 		e.ScoreTrace(context.Background(), spans)
 	}

@@ -30,6 +30,17 @@ func loadTrace(t testing.TB, path string) []adapter.SpanRef {
 	return nil
 }
 
+// copySpans copies the spans of src (scoring writes into them).
+func copySpans(src []adapter.SpanRef) []adapter.SpanRef {
+	spans := make([]adapter.SpanRef, len(src))
+	for i, s := range src {
+		c := ptrace.NewSpan()
+		s.Span.CopyTo(c)
+		spans[i] = adapter.SpanRef{Span: c, ResourceSpans: s.ResourceSpans, ScopeSpans: s.ScopeSpans}
+	}
+	return spans
+}
+
 // decodeConfig decodes y strictly, as the collector does, and validates it.
 func decodeConfig(t testing.TB, y map[string]any) *Config {
 	t.Helper()

@@ -25,7 +25,9 @@ type Progress struct {
 	cases []adapter.Case
 	spans []adapter.SpanRef
 	next  int // the index in cases of the first case not reached yet
-	all   []*scoredCase
+	// all are the cases scored so far (the engine's slice, up to the last
+	// case reached)
+	all []scoredCase
 }
 
 // NewProgress returns an empty Progress.
@@ -52,7 +54,8 @@ func (p *Progress) TakeOver() (out []Partial, ok bool) {
 		return nil, false
 	}
 	p.taken = true
-	for _, sc := range p.all {
+	for k := range p.all {
+		sc := &p.all[k]
 		res := make([]evaluators.Result, len(sc.results))
 		for k, r := range sc.results {
 			if r.Status == "" {
@@ -103,16 +106,16 @@ func (p *Progress) begin(e *Engine, cases []adapter.Case, spans []adapter.SpanRe
 	return !p.taken
 }
 
-func (p *Progress) reach(i int, sc *scoredCase) bool {
+// reach records that the engine reached cases[i]; all are the cases scored
+// so far, each element written before it is passed.
+func (p *Progress) reach(i int, all []scoredCase) bool {
 	if p == nil {
 		return true
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next = i + 1
-	if sc != nil {
-		p.all = append(p.all, sc)
-	}
+	p.all = all
 	return !p.taken
 }
 
