@@ -16,6 +16,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/ottlfuncs"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -137,7 +138,7 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 	var lanes []laneSpec
 	for _, in := range insts {
 		if in.Background() {
-			lanes = append(lanes, laneSpec{key: laneOf(in), workers: e.laneWorkers(in)})
+			lanes = append(lanes, laneSpec{key: laneOf(in), workers: e.laneWorkers(in), attr: laneAttr(in)})
 		}
 	}
 	if e.pool, err = newPool(lanes, e.maxPending, set); err != nil {
@@ -455,6 +456,14 @@ func laneOf(in *evaluators.Instance) string {
 		return fmt.Sprintf("judge %q", in.Judge)
 	}
 	return fmt.Sprintf("evaluator %q", in.Name)
+}
+
+// laneAttr names an instance's lane on the pool's metrics.
+func laneAttr(in *evaluators.Instance) attribute.KeyValue {
+	if in.Judge != "" {
+		return attribute.String("judge", in.Judge)
+	}
+	return attribute.String("evaluator", in.Name)
 }
 
 // laneWorkers is the max_concurrency of the service the instance waits on.

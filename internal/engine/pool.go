@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
@@ -46,6 +47,9 @@ const maxLaneWorkers = 64
 type laneSpec struct {
 	key     string // `judge "<name>"` or `evaluator "<name>"`
 	workers int
+	// attr names the lane on the pool's metrics: judge=<name> or
+	// evaluator=<name>.
+	attr attribute.KeyValue
 }
 
 // lane is the share of the pool of one remote service: its own workers and
@@ -55,6 +59,9 @@ type lane struct {
 	key     string
 	workers int
 	queue   chan Task
+	// opts carries the lane's attribute on every measurement (a list, so
+	// that passing it allocates nothing).
+	opts []metric.AddOption
 }
 
 // pool runs Tasks on fixed workers, per lane, from queues bounded together
@@ -88,7 +95,8 @@ func newPool(specs []laneSpec, maxPending int, set component.TelemetrySettings) 
 		if _, dup := p.lanes[s.key]; dup {
 			continue
 		}
-		l := &lane{key: s.key, workers: min(max(s.workers, 1), maxLaneWorkers)}
+		l := &lane{key: s.key, workers: min(max(s.workers, 1), maxLaneWorkers),
+			opts: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(s.attr))}}
 		p.lanes[s.key] = l
 		total += l.workers
 	}
@@ -117,7 +125,7 @@ func (p *pool) start() {
 func (p *pool) work(l *lane) {
 	defer p.wg.Done()
 	for t := range l.queue {
-		p.pending.Add(context.Background(), -1)
+		p.pending.Add(context.Background(), -1, l.opts...)
 		t.Run()
 	}
 }
@@ -137,10 +145,10 @@ func (p *pool) submit(key string, t Task) error {
 	}
 	select {
 	case l.queue <- t:
-		p.pending.Add(context.Background(), 1)
+		p.pending.Add(context.Background(), 1, l.opts...)
 		return nil
 	default:
-		p.skipped.Add(context.Background(), 1)
+		p.skipped.Add(context.Background(), 1, l.opts...)
 		return errPoolFull
 	}
 }

@@ -41,13 +41,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ProcessorEvalJudgeTasksPending, err = builder.meter.Int64UpDownCounter(
 		"otelcol_processor_eval_judge_tasks_pending",
-		metric.WithDescription("Judge tasks waiting for a worker (bounded by max_pending_judge_tasks)."),
+		metric.WithDescription("Judge tasks waiting for a worker (bounded by max_pending_judge_tasks), by judge (a `remote` evaluator's: by evaluator)."),
 		metric.WithUnit("{task}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEvalJudgeTasksSkipped, err = builder.meter.Int64Counter(
 		"otelcol_processor_eval_judge_tasks_skipped",
-		metric.WithDescription("Judge evaluations skipped because max_pending_judge_tasks tasks were already waiting."),
+		metric.WithDescription("Judge evaluations skipped because their judge's share of max_pending_judge_tasks tasks were already waiting, by judge (a `remote` evaluator's: by evaluator)."),
 		metric.WithUnit("{task}"),
 	)
 	errs = errors.Join(errs, err)
