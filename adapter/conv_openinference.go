@@ -104,7 +104,10 @@ func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTree
 func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
 	for _, it := range indexed(trees[flatOITools]) {
 		if js := path(it, "tool", "json_schema"); js != nil {
-			d.addToolDef(oiLLMToolsToolJSONSchema, js, "")
+			// one definition per attribute; as JSON text (the usual),
+			// read once per text (tooldefs.go)
+			raw, _ := js.(string)
+			d.readDefsCached(raw, func() { d.addToolDef(oiLLMToolsToolJSONSchema, js, "") })
 		}
 	}
 }

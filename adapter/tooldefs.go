@@ -62,8 +62,43 @@ func (d *spanData) toolDefList(attrs pcommon.Map, attr string) {
 	if v.Type() == pcommon.ValueTypeStr {
 		raw = v.Str() // decoded as it is
 	}
-	// A text cached was read without problems (decoding included), so
-	// a hit needs no decoding at all.
+	d.readDefsCached(raw, func() {
+		val, ok := c.valueOf(attr, v)
+		if !ok {
+			return
+		}
+		switch t := val.(type) {
+		case []any:
+			var elems []string
+			if raw != "" {
+				if elems = rawElems(raw); len(elems) != len(t) {
+					elems = nil
+				}
+			}
+			for i, it := range t {
+				r := ""
+				if elems != nil {
+					r = elems[i]
+				}
+				d.addToolDef(attr, it, r)
+			}
+		case map[string]any:
+			d.addToolDef(attr, t, raw)
+		default:
+			c.report(attr, "want an array of tool definitions, got %s", typeName(val))
+		}
+	})
+}
+
+// readDefsCached merges into the span's tool definitions those that read
+// adds (with addToolDef) from the JSON text raw ("" when the value is not
+// text): the definitions read are merged among themselves, then into the
+// span's (the same as one by one), and kept by their text, in the trace's
+// cache and in sharedDefs, when read reported no problem. A text cached
+// was read without problems (decoding included), so a hit needs no
+// decoding at all.
+func (d *spanData) readDefsCached(raw string, read func()) {
+	c := &d.c
 	cacheable := c.cache != nil && len(raw) >= 64
 	if cacheable {
 		if defs, ok := c.cache.defs[raw]; ok {
@@ -76,35 +111,10 @@ func (d *spanData) toolDefList(attrs pcommon.Map, attr string) {
 			return
 		}
 	}
-	val, ok := c.valueOf(attr, v)
-	if !ok {
-		return
-	}
-	// the list's definitions are merged among themselves, then into
-	// the span's (the same as one by one)
 	own, ownShared := d.toolDefs, d.defsShared
 	d.toolDefs, d.defsShared = nil, false
 	n := len(c.problems)
-	switch t := val.(type) {
-	case []any:
-		var elems []string
-		if raw != "" {
-			if elems = rawElems(raw); len(elems) != len(t) {
-				elems = nil
-			}
-		}
-		for i, it := range t {
-			r := ""
-			if elems != nil {
-				r = elems[i]
-			}
-			d.addToolDef(attr, it, r)
-		}
-	case map[string]any:
-		d.addToolDef(attr, t, raw)
-	default:
-		c.report(attr, "want an array of tool definitions, got %s", typeName(val))
-	}
+	read()
 	defs := d.toolDefs
 	d.toolDefs, d.defsShared = own, ownShared
 	if cacheable && len(c.problems) == n {
