@@ -1,0 +1,63 @@
+package adapter
+
+import (
+	"reflect"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// readDefsBoth reads attribute attr of a span with attrs twice with read,
+// each time as a fresh span of a fresh trace (so the second read may come
+// from sharedDefs), and returns the definitions and problems of each.
+func readDefsBoth(t *testing.T, attrs map[string]any, read func(d *spanData)) (defs [2][]ToolDefinition, problems [2][]string) {
+	t.Helper()
+	sp := ptrace.NewSpan()
+	if err := sp.Attributes().FromRaw(attrs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		d := &spanData{kind: kindLLM, c: spanCtx{span: sp, cache: &traceCache{}}}
+		d.ref.Span = sp
+		read(d)
+		defs[i], problems[i] = d.toolDefs, d.c.problems
+	}
+	return defs, problems
+}
+
+// Vercel AI SDK ai.prompt.tools (an array of JSON texts) read one text at a
+// time, each once, give what the list read as a whole gives: definitions,
+// their merging and the problems, on a first read and on a cached one.
+func TestVercelToolDefTextsSameAsList(t *testing.T) {
+	type msg = map[string]any
+	flights := js(msg{"type": "function", "name": "search_flights", "description": "Search flights between two airports.",
+		"inputSchema": msg{"type": "object", "properties": msg{"origin": msg{"type": "string"}}, "required": []any{"origin"}}})
+	hotel := js(msg{"type": "function", "name": "book_hotel",
+		"inputSchema": msg{"jsonSchema": msg{"type": "object", "properties": msg{"city": msg{"type": "string"}}}}})
+	hotelDesc := js(msg{"type": "function", "name": "book_hotel", "description": "Book a hotel room in a city, for some nights."})
+	for name, list := range map[string][]any{
+		"usual":             {flights, hotel},
+		"merged":            {hotel, flights, hotelDesc},
+		"malformed":         {flights, `{"name":"broken","parameters":{"type":"object"` + js(msg{"pad": flights})},
+		"not an object":     {"search the web", flights},
+		"array text":        {js([]any{msg{"name": "a", "description": "the first tool of a list given as one text"}}), hotel},
+		"without a name":    {js(msg{"description": "a tool without a name, described at some length"}), hotel},
+		"schema not object": {js(msg{"name": "x", "description": "parameters given as a number here", "parameters": 3}), flights},
+	} {
+		t.Run(name, func(t *testing.T) {
+			attrs := map[string]any{aiPromptTools: list}
+			sharedDefs = &defsCache{m: make(map[string][]ToolDefinition)}
+			want, wantP := readDefsBoth(t, attrs, func(d *spanData) { d.toolDefList(d.ref.Span.Attributes(), aiPromptTools) })
+			sharedDefs = &defsCache{m: make(map[string][]ToolDefinition)}
+			got, gotP := readDefsBoth(t, attrs, func(d *spanData) { vercelAI{}.toolDefinitions(d, d.ref.Span.Attributes(), flatTrees{}) })
+			for i := range 2 {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Errorf("read %d: definitions\n got %+v\nwant %+v", i, got[i], want[i])
+				}
+				if !reflect.DeepEqual(gotP[i], wantP[i]) {
+					t.Errorf("read %d: problems\n got %q\nwant %q", i, gotP[i], wantP[i])
+				}
+			}
+		})
+	}
+}
