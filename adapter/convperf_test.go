@@ -61,3 +61,46 @@ func TestVercelToolDefTextsSameAsList(t *testing.T) {
 		})
 	}
 }
+
+// OpenLLMetry's llm.request.functions.N read once per function give what
+// reading each function every time gives, on a first read and a cached one.
+func TestOpenLLMetryFunctionsCachedSame(t *testing.T) {
+	schema := js(map[string]any{"type": "object", "properties": map[string]any{"origin": map[string]any{"type": "string"}}, "required": []any{"origin"}})
+	p := olLLMRequestFunctionsPrefix
+	for name, attrs := range map[string]map[string]any{
+		"usual": {p + "0.name": "search_flights", p + "0.description": "Search flights.", p + "0.arguments": schema,
+			p + "1.name": "book_hotel", p + "1.description": "Book a hotel.", p + "1.arguments": `{"type":"object","properties":{"city":{"type":"string"}}}`},
+		"merged": {p + "0.name": "search_flights", p + "0.arguments": schema,
+			p + "1.name": "search_flights", p + "1.description": "Search flights between two airports on a date.", p + "1.arguments": schema},
+		"malformed":      {p + "0.name": "search_flights", p + "0.description": "Search flights between airports.", p + "0.arguments": schema[:len(schema)-1]},
+		"no name":        {p + "0.description": "A function without a name, described at some length.", p + "0.arguments": schema},
+		"not a schema":   {p + "0.name": "search_flights", p + "0.description": "Search flights between airports, said twice.", p + "0.arguments": "[1,2,3]"},
+		"other keys":     {p + "0.name": "search_flights", p + "0.description": "Search flights.", p + "0.arguments": schema, p + "0.parameters": schema},
+		"number name":    {p + "0.name": int64(7), p + "0.description": "Search flights between two airports.", p + "0.arguments": schema},
+		"no description": {p + "0.name": "search_flights", p + "0.arguments": schema},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sharedDefs = &defsCache{m: make(map[string][]ToolDefinition)}
+			want, wantP := readDefsBoth(t, attrs, func(d *spanData) {
+				for _, it := range indexed(d.flatten(d.ref.Span.Attributes(), defsFlat)[flatOLFunctions]) {
+					d.addToolDef(olLLMRequestFunctions, it, "")
+				}
+			})
+			sharedDefs = &defsCache{m: make(map[string][]ToolDefinition)}
+			got, gotP := readDefsBoth(t, attrs, func(d *spanData) {
+				openLLMetry{}.toolDefinitions(d, d.ref.Span.Attributes(), d.flatten(d.ref.Span.Attributes(), defsFlat))
+			})
+			for i := range 2 {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Errorf("read %d: definitions\n got %+v\nwant %+v", i, got[i], want[i])
+				}
+				if !reflect.DeepEqual(gotP[i], wantP[i]) {
+					t.Errorf("read %d: problems\n got %q\nwant %q", i, gotP[i], wantP[i])
+				}
+			}
+			if name == "usual" && len(sharedDefs.m) != 2 {
+				t.Errorf("%d functions cached, want 2", len(sharedDefs.m))
+			}
+		})
+	}
+}
