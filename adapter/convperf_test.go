@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -103,4 +104,73 @@ func TestOpenLLMetryFunctionsCachedSame(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pruned is v with the object members sel does not name left out (what
+// decodeSelect keeps of a value).
+func pruned(v any, sel jsonSel) any {
+	if sel == nil {
+		return v
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			if sub, ok := sel[k]; ok {
+				out[k] = pruned(x, sub)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = pruned(x, sel)
+		}
+		return out
+	}
+	return v
+}
+
+var selSeeds = []jsonSel{
+	{"a": nil}, {"b": nil, "c": {"d": nil}}, {"role": nil, "parts": {"type": nil}}, {"k": nil}, {},
+	lcMessagesSel, lcGenerationsSel, lcProviderSel,
+}
+
+// checkSelect compares decodeSelect with decodeFast: accepted alike, and
+// the value decodeFast's without what sel leaves out.
+func checkSelect(t *testing.T, s string, sel jsonSel) {
+	want, wantOK := decodeFast(s)
+	got, ok := decodeSelect(s, sel)
+	if ok != wantOK {
+		t.Fatalf("%q %v: decodeSelect ok %v, decodeFast ok %v", s, sel, ok, wantOK)
+	}
+	if ok && !reflect.DeepEqual(got, pruned(want, sel)) {
+		t.Fatalf("%q %v: got %#v want %#v", s, sel, got, pruned(want, sel))
+	}
+}
+
+func TestDecodeSelect(t *testing.T) {
+	seeds := append([]string{
+		`{"a":{"x":[1,{"y":"\u00e9"}]},"b":"\q"}`, `{"z":"\ud800","a":[{"b":1}]}`, `{"z":1e999,"a":1}`, `{"z":"a` + "\x01" + `","a":1}`,
+		`{"z":[1,],"a":1}`, `{"z":{"a" 1},"a":1}`, `{"z":"\u12x4","a":1}`, `{"z":-,"a":1}`, `{"z":tru,"a":1}`, `{"z":"` + "\xff" + `","a":1}`,
+		`{"generations":[[{"text":"","message":{"lc":1,"type":"constructor","id":["langchain_core","messages","AIMessage"],"kwargs":{"content":"","tool_calls":[{"name":"f","args":{"x":1},"id":"call_1","type":"tool_call"}],"additional_kwargs":{"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"response_metadata":{"tokenUsage":{"promptTokens":1}}}},"generationInfo":{"finish_reason":"tool_calls"}}]],"llm_output":{"tokenUsage":{"totalTokens":3}}}`,
+		`{"messages":[[{"lc":1,"type":"constructor","id":["langchain_core","messages","ToolMessage"],"kwargs":{"content":"ok","tool_call_id":"call_1","name":"f"}}]]}`,
+		`{"ls_provider":"openai","ls_model_name":"gpt-4o-mini","ls_provider":"anthropic","x":{"y":[1,2]}}`,
+		strings.Repeat(`{"z":`, maxDepth) + "1" + strings.Repeat("}", maxDepth), strings.Repeat(`{"z":`, maxDepth+1) + "1" + strings.Repeat("}", maxDepth+1),
+	}, jsonSeeds...)
+	for _, s := range seeds {
+		for _, sel := range selSeeds {
+			checkSelect(t, s, sel)
+		}
+	}
+}
+
+func FuzzDecodeSelect(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add(s, uint8(0))
+	}
+	f.Add(`{"generations":[[{"message":{"lc":1,"kwargs":{"tool_calls":[{"id":"a","args":{}}]}}}]]}`, uint8(6))
+	f.Fuzz(func(t *testing.T, s string, k uint8) {
+		checkSelect(t, s, selSeeds[int(k)%len(selSeeds)])
+	})
 }
