@@ -16,28 +16,7 @@ import (
 // or holds something this decoder leaves to encoding/json (a number out of
 // float64 range); the caller then tells why (jsonTooDeep, or the error of
 // json.Unmarshal). Bounding the depth here spares a scan of s before it.
-func decodeFast(s string) (v any, ok bool) {
-	d := decoders.Get().(*jsonDecoder)
-	d.s, d.i, d.depth = s, 0, 0
-	d.skipSpace()
-	v, ok = d.value()
-	if ok {
-		d.skipSpace()
-		ok = d.i == len(d.s)
-	}
-	// Completed arrays and objects cleared their part of the scratch space;
-	// on errors the rest is still held.
-	clear(d.scratch)
-	clear(d.keys)
-	d.s, d.scratch, d.keys = "", d.scratch[:0], d.keys[:0]
-	if cap(d.scratch) <= 4096 && cap(d.keys) <= 4096 {
-		decoders.Put(d)
-	}
-	if !ok {
-		return nil, false
-	}
-	return v, true
-}
+func decodeFast(s string) (v any, ok bool) { return decodeSelect(s, nil) }
 
 // decoders keep their scratch space between decodes.
 var decoders = sync.Pool{New: func() any {
@@ -303,11 +282,16 @@ func (d *jsonDecoder) array() (any, bool) {
 	if !d.each(']', d.element) {
 		return nil, false
 	}
+	return d.arrayFrom(base), true
+}
+
+// arrayFrom takes the elements read onto scratch from base as an array.
+func (d *jsonDecoder) arrayFrom(base int) []any {
 	out := make([]any, len(d.scratch)-base)
 	copy(out, d.scratch[base:])
 	clear(d.scratch[base:])
 	d.scratch = d.scratch[:base]
-	return out, true
+	return out
 }
 
 // element reads an array's element onto scratch.
@@ -325,6 +309,12 @@ func (d *jsonDecoder) object() (any, bool) {
 	if !d.each('}', d.member) {
 		return nil, false
 	}
+	return d.objectFrom(base, kbase), true
+}
+
+// objectFrom takes the members read onto keys and scratch from kbase and
+// base as an object.
+func (d *jsonDecoder) objectFrom(base, kbase int) map[string]any {
 	ks, vs := d.keys[kbase:], d.scratch[base:]
 	m := make(map[string]any, len(ks))
 	for j, k := range ks {
@@ -333,7 +323,7 @@ func (d *jsonDecoder) object() (any, bool) {
 	clear(vs)
 	clear(ks)
 	d.keys, d.scratch = d.keys[:kbase], d.scratch[:base]
-	return m, true
+	return m
 }
 
 // member reads an object's key and value onto keys and scratch.
@@ -379,6 +369,8 @@ func decodeSelect(s string, sel jsonSel) (v any, ok bool) {
 		d.skipSpace()
 		ok = d.i == len(d.s)
 	}
+	// Completed arrays and objects cleared their part of the scratch space;
+	// on errors the rest is still held.
 	clear(d.scratch)
 	clear(d.keys)
 	d.s, d.scratch, d.keys = "", d.scratch[:0], d.keys[:0]
@@ -401,29 +393,19 @@ func (d *jsonDecoder) valueSel(sel jsonSel) (any, bool) {
 		if !d.each('}', func() bool { return d.memberSel(sel) }) {
 			return nil, false
 		}
-		ks, vs := d.keys[kbase:], d.scratch[base:]
-		m := make(map[string]any, len(ks))
-		for j, k := range ks {
-			m[k] = vs[j] // duplicate keys: the last wins
-		}
-		clear(vs)
-		clear(ks)
-		d.keys, d.scratch = d.keys[:kbase], d.scratch[:base]
-		return m, true
+		return d.objectFrom(base, kbase), true
 	case '[':
 		base := len(d.scratch)
 		if !d.each(']', func() bool {
 			v, ok := d.valueSel(sel)
-			d.scratch = append(d.scratch, v)
+			if ok {
+				d.scratch = append(d.scratch, v)
+			}
 			return ok
 		}) {
 			return nil, false
 		}
-		out := make([]any, len(d.scratch)-base)
-		copy(out, d.scratch[base:])
-		clear(d.scratch[base:])
-		d.scratch = d.scratch[:base]
-		return out, true
+		return d.arrayFrom(base), true
 	}
 	return d.value()
 }
