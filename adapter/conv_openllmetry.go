@@ -57,9 +57,34 @@ func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees flatTrees, in,
 func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
 	for _, it := range indexed(trees[flatOLFunctions]) {
 		if m, ok := it.(map[string]any); ok {
-			d.addToolDef(olLLMRequestFunctions, m, "")
+			if key, ok := olFunctionKey(m); ok {
+				d.readDefsCached(key, func() { d.addToolDef(olLLMRequestFunctions, m, "") })
+			} else {
+				d.addToolDef(olLLMRequestFunctions, m, "")
+			}
 		}
 	}
+}
+
+// olFunctionKey is the cache key (readDefsCached) of a function of
+// llm.request.functions.N made of strings only, name, description and
+// arguments (its JSON schema as text), the way OpenLLMetry writes them: the
+// three joined by NUL bytes, which no JSON text holds (the other keys of
+// that cache). ok is false for any other shape, read uncached.
+func olFunctionKey(m map[string]any) (string, bool) {
+	name, ok1 := m["name"].(string)
+	desc, ok2 := m["description"].(string)
+	args, ok3 := m["arguments"].(string)
+	n := 0
+	for _, ok := range [...]bool{ok1, ok2, ok3} {
+		if ok {
+			n++
+		}
+	}
+	if n != len(m) || !ok3 {
+		return "", false
+	}
+	return "\x00" + name + "\x00" + desc + "\x00" + args, true
 }
 
 func (openLLMetry) kindKeys() []kindKey {

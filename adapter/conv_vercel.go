@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -91,7 +92,33 @@ func (vercelAI) conversation(d *spanData, attrs pcommon.Map, _ flatTrees, in, ou
 }
 
 func (vercelAI) toolDefinitions(d *spanData, attrs pcommon.Map, _ flatTrees) {
+	if v, ok := attrs.Get(aiPromptTools); ok && v.Type() == pcommon.ValueTypeSlice && d.toolDefTexts(v.Slice()) {
+		return
+	}
 	d.toolDefList(attrs, aiPromptTools)
+}
+
+// toolDefTexts reads ai.prompt.tools as the SDK writes it, an array of
+// strings each one definition's JSON text, one definition at a time, each
+// read once per text (readDefsCached): what toolDefList reads, merged
+// one by one as it merges them. It reads nothing and returns false unless
+// every element is a string that the conversion keeps as it is (valid
+// UTF-8 within the length limit, fewer than maxElements).
+func (d *spanData) toolDefTexts(list pcommon.Slice) bool {
+	n := list.Len()
+	if n == 0 || n >= maxElements {
+		return false
+	}
+	for i := range n {
+		if e := list.At(i); e.Type() != pcommon.ValueTypeStr || len(e.Str()) > maxStringBytes || !utf8.ValidString(e.Str()) {
+			return false
+		}
+	}
+	for i := range n {
+		s := list.At(i).Str()
+		d.readDefsCached(s, func() { d.addToolDef(aiPromptTools, s, "") })
+	}
+	return true
 }
 
 // kindKeys: ai.operationId. A Vercel AI SDK span is named by its operation

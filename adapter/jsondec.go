@@ -16,28 +16,7 @@ import (
 // or holds something this decoder leaves to encoding/json (a number out of
 // float64 range); the caller then tells why (jsonTooDeep, or the error of
 // json.Unmarshal). Bounding the depth here spares a scan of s before it.
-func decodeFast(s string) (v any, ok bool) {
-	d := decoders.Get().(*jsonDecoder)
-	d.s, d.i, d.depth = s, 0, 0
-	d.skipSpace()
-	v, ok = d.value()
-	if ok {
-		d.skipSpace()
-		ok = d.i == len(d.s)
-	}
-	// Completed arrays and objects cleared their part of the scratch space;
-	// on errors the rest is still held.
-	clear(d.scratch)
-	clear(d.keys)
-	d.s, d.scratch, d.keys = "", d.scratch[:0], d.keys[:0]
-	if cap(d.scratch) <= 4096 && cap(d.keys) <= 4096 {
-		decoders.Put(d)
-	}
-	if !ok {
-		return nil, false
-	}
-	return v, true
-}
+func decodeFast(s string) (v any, ok bool) { return decodeSelect(s, nil) }
 
 // decoders keep their scratch space between decodes.
 var decoders = sync.Pool{New: func() any {
@@ -99,6 +78,15 @@ func (d *jsonDecoder) lit(want string) bool {
 }
 
 func (d *jsonDecoder) number() (any, bool) {
+	f, ok := d.float()
+	if !ok {
+		return nil, false
+	}
+	return f, true
+}
+
+// float reads a JSON number at d.i.
+func (d *jsonDecoder) float() (float64, bool) {
 	start := d.i
 	s := d.s
 	i := d.i
@@ -118,12 +106,12 @@ func (d *jsonDecoder) number() (any, bool) {
 	case i < len(s) && '1' <= s[i] && s[i] <= '9':
 		digits()
 	default:
-		return nil, false
+		return 0, false
 	}
 	if i < len(s) && s[i] == '.' {
 		i++
 		if !digits() {
-			return nil, false
+			return 0, false
 		}
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
@@ -132,12 +120,12 @@ func (d *jsonDecoder) number() (any, bool) {
 			i++
 		}
 		if !digits() {
-			return nil, false
+			return 0, false
 		}
 	}
 	f, err := strconv.ParseFloat(s[start:i], 64)
 	if err != nil {
-		return nil, false // out of range: encoding/json reports it
+		return 0, false // out of range: encoding/json reports it
 	}
 	d.i = i
 	return f, true
@@ -294,11 +282,16 @@ func (d *jsonDecoder) array() (any, bool) {
 	if !d.each(']', d.element) {
 		return nil, false
 	}
+	return d.arrayFrom(base), true
+}
+
+// arrayFrom takes the elements read onto scratch from base as an array.
+func (d *jsonDecoder) arrayFrom(base int) []any {
 	out := make([]any, len(d.scratch)-base)
 	copy(out, d.scratch[base:])
 	clear(d.scratch[base:])
 	d.scratch = d.scratch[:base]
-	return out, true
+	return out
 }
 
 // element reads an array's element onto scratch.
@@ -316,6 +309,12 @@ func (d *jsonDecoder) object() (any, bool) {
 	if !d.each('}', d.member) {
 		return nil, false
 	}
+	return d.objectFrom(base, kbase), true
+}
+
+// objectFrom takes the members read onto keys and scratch from kbase and
+// base as an object.
+func (d *jsonDecoder) objectFrom(base, kbase int) map[string]any {
 	ks, vs := d.keys[kbase:], d.scratch[base:]
 	m := make(map[string]any, len(ks))
 	for j, k := range ks {
@@ -324,7 +323,7 @@ func (d *jsonDecoder) object() (any, bool) {
 	clear(vs)
 	clear(ks)
 	d.keys, d.scratch = d.keys[:kbase], d.scratch[:base]
-	return m, true
+	return m
 }
 
 // member reads an object's key and value onto keys and scratch.
@@ -349,4 +348,163 @@ func (d *jsonDecoder) member() bool {
 	d.keys = append(d.keys, k)
 	d.scratch = append(d.scratch, v)
 	return true
+}
+
+// jsonSel selects the parts of a JSON value decodeSelect decodes: of an
+// object, only the members it names, each by its own selector (nil: the
+// whole value); of an array, every element, each by the same selector.
+// Strings, numbers and literals are decoded as they are.
+type jsonSel map[string]jsonSel
+
+// decodeSelect is decodeFast keeping only the parts of s that sel selects:
+// the members of objects it does not name are checked as decodeFast checks
+// them (ok is false where decodeFast's is) but not built. For a reader that
+// reads no other part, the value reads the same as decodeFast's.
+func decodeSelect(s string, sel jsonSel) (v any, ok bool) {
+	d := decoders.Get().(*jsonDecoder)
+	d.s, d.i, d.depth = s, 0, 0
+	d.skipSpace()
+	v, ok = d.valueSel(sel)
+	if ok {
+		d.skipSpace()
+		ok = d.i == len(d.s)
+	}
+	// Completed arrays and objects cleared their part of the scratch space;
+	// on errors the rest is still held.
+	clear(d.scratch)
+	clear(d.keys)
+	d.s, d.scratch, d.keys = "", d.scratch[:0], d.keys[:0]
+	if cap(d.scratch) <= 4096 && cap(d.keys) <= 4096 {
+		decoders.Put(d)
+	}
+	if !ok {
+		return nil, false
+	}
+	return v, true
+}
+
+func (d *jsonDecoder) valueSel(sel jsonSel) (any, bool) {
+	if sel == nil || d.i >= len(d.s) {
+		return d.value()
+	}
+	switch d.s[d.i] {
+	case '{':
+		base, kbase := len(d.scratch), len(d.keys)
+		if !d.each('}', func() bool { return d.memberSel(sel) }) {
+			return nil, false
+		}
+		return d.objectFrom(base, kbase), true
+	case '[':
+		base := len(d.scratch)
+		if !d.each(']', func() bool {
+			v, ok := d.valueSel(sel)
+			if ok {
+				d.scratch = append(d.scratch, v)
+			}
+			return ok
+		}) {
+			return nil, false
+		}
+		return d.arrayFrom(base), true
+	}
+	return d.value()
+}
+
+// memberSel reads an object's member: onto keys and scratch when sel names
+// its key, checked and left out otherwise.
+func (d *jsonDecoder) memberSel(sel jsonSel) bool {
+	if d.i >= len(d.s) || d.s[d.i] != '"' {
+		return false
+	}
+	k, ok := d.str()
+	if !ok {
+		return false
+	}
+	d.skipSpace()
+	if d.i >= len(d.s) || d.s[d.i] != ':' {
+		return false
+	}
+	d.i++
+	d.skipSpace()
+	sub, keep := sel[k]
+	if !keep {
+		return d.skip()
+	}
+	v, ok := d.valueSel(sub)
+	if !ok {
+		return false
+	}
+	d.keys = append(d.keys, k)
+	d.scratch = append(d.scratch, v)
+	return true
+}
+
+// skip reads past the value at d.i, checking it as value does, building
+// nothing.
+func (d *jsonDecoder) skip() bool {
+	if d.i >= len(d.s) {
+		return false
+	}
+	switch c := d.s[d.i]; {
+	case c == '{':
+		return d.each('}', d.skipMember)
+	case c == '[':
+		return d.each(']', d.skip)
+	case c == '"':
+		return d.skipStr()
+	case c == 't':
+		return d.lit("true")
+	case c == 'f':
+		return d.lit("false")
+	case c == 'n':
+		return d.lit("null")
+	case c == '-' || ('0' <= c && c <= '9'):
+		_, ok := d.float()
+		return ok
+	}
+	return false
+}
+
+func (d *jsonDecoder) skipMember() bool {
+	if d.i >= len(d.s) || d.s[d.i] != '"' || !d.skipStr() {
+		return false
+	}
+	d.skipSpace()
+	if d.i >= len(d.s) || d.s[d.i] != ':' {
+		return false
+	}
+	d.i++
+	d.skipSpace()
+	return d.skip()
+}
+
+// skipStr reads past the string at d.i (the opening quote), accepting what
+// str and unquote accept.
+func (d *jsonDecoder) skipStr() bool {
+	s := d.s
+	for i := d.i + 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			d.i = i + 1
+			return true
+		case c == '\\':
+			i++
+			if i >= len(s) {
+				return false
+			}
+			switch s[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if _, ok := hex4(s, i+1); !ok {
+					return false
+				}
+				i += 4
+			default:
+				return false
+			}
+		case c < ' ':
+			return false
+		}
+	}
+	return false
 }

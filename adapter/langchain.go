@@ -100,17 +100,17 @@ func lcFillIDs(msgs []Message, lc []any) {
 // ({"generations":[[{"message":…}]]}).
 func (d *spanData) readLangChainIDs(attrs pcommon.Map, p parts) {
 	c := &d.c
-	raw := func(key string) map[string]any {
+	raw := func(key string, sel jsonSel) map[string]any {
 		s := strAttr(attrs, key)
 		if !strings.Contains(s, `"lc"`) {
 			return nil
 		}
-		v, _ := c.decodeJSON(key, s)
+		v, _ := c.decodeJSONSel(key, s, sel)
 		m, _ := v.(map[string]any)
 		return m
 	}
 	if p&partInput != 0 && missingIDs(d.input) {
-		if m := raw(oiInputValue); m != nil {
+		if m := raw(oiInputValue, lcMessagesSel); m != nil {
 			var lc []any
 			for _, batch := range asList(m["messages"]) {
 				lc = append(lc, asList(batch)...)
@@ -119,7 +119,7 @@ func (d *spanData) readLangChainIDs(attrs pcommon.Map, p parts) {
 		}
 	}
 	if p&partOutput != 0 && missingIDs(d.output) {
-		if m := raw(oiOutputValue); m != nil {
+		if m := raw(oiOutputValue, lcGenerationsSel); m != nil {
 			var lc []any
 			for _, batch := range asList(m["generations"]) {
 				for _, g := range asList(batch) {
@@ -132,6 +132,18 @@ func (d *spanData) readLangChainIDs(attrs pcommon.Map, p parts) {
 		}
 	}
 }
+
+// What readLangChainIDs reads of input.value and output.value (the rest of
+// the serialized messages, their content, arguments and metadata, is not
+// decoded), and lcProvider of metadata.
+var (
+	// lcMessageSel: what lcFillIDs reads of a serialized message
+	lcMessageSel = jsonSel{"lc": nil, "id": nil, "kwargs": {
+		"tool_call_id": nil, "tool_calls": {"id": nil}, "additional_kwargs": {"tool_calls": {"id": nil}}}}
+	lcMessagesSel    = jsonSel{"messages": lcMessageSel}
+	lcGenerationsSel = jsonSel{"generations": {"message": lcMessageSel}}
+	lcProviderSel    = jsonSel{"ls_provider": nil}
+)
 
 // asList is v as a JSON array (nil when it is not one).
 func asList(v any) []any {
@@ -177,7 +189,7 @@ func (d *spanData) lcProvider(attrs pcommon.Map) string {
 	if !strings.Contains(s, `"ls_provider"`) {
 		return ""
 	}
-	v, ok := d.c.decodeJSON("metadata", s)
+	v, ok := d.c.decodeJSONSel("metadata", s, lcProviderSel)
 	if !ok {
 		return ""
 	}

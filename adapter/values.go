@@ -119,6 +119,29 @@ func (c *spanCtx) decodeJSON(attr, s string) (any, bool) {
 	return c.decodeJSONUncached(attr, s)
 }
 
+// decodeJSONSel is decodeJSON for a reader that reads only the parts of s
+// that sel selects (decodeSelect): the same problems, and a value that
+// reads the same for it, with the rest checked but not built. The value is
+// not kept in the trace's cache, which holds whole values; one found there
+// is used.
+func (c *spanCtx) decodeJSONSel(attr, s string, sel jsonSel) (any, bool) {
+	if c.cache != nil {
+		if r, ok := c.cache.json[s]; ok {
+			if r.err != "" {
+				c.report(attr, "%s", r.err)
+				return nil, false
+			}
+			return r.v, true
+		}
+	}
+	if len(s) <= maxJSONBytes {
+		if v, ok := decodeSelect(s, sel); ok {
+			return v, true
+		}
+	}
+	return c.decodeJSON(attr, s) // refused: decodeJSON says why
+}
+
 func (c *spanCtx) decodeJSONUncached(attr, s string) (any, bool) {
 	if len(s) > maxJSONBytes {
 		c.report(attr, "JSON value of %d bytes exceeds the %d-byte limit; skipped", len(s), maxJSONBytes)
