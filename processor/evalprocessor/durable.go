@@ -15,8 +15,6 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/internal/storageext"
@@ -95,11 +93,12 @@ type holdStore struct {
 	flush   *time.Timer
 	closed  bool
 
-	// bufs are encoding buffers, reused once a batch is written when
-	// reuseBufs: only with file_storage, whose bbolt copies the values into
-	// its pages when the transaction commits (the storage API leaves open
-	// whether a client may keep a value's slice).
-	bufs      sync.Pool // *[]byte
+	// encs are encoders (*encoder): their protobuf buffers are reused,
+	// and the buffers the values go into too when reuseBufs: only with
+	// file_storage, whose bbolt copies the values into its pages when the
+	// transaction commits (the storage API leaves open whether a client
+	// may keep a value's slice).
+	encs      sync.Pool
 	reuseBufs bool
 }
 
@@ -195,27 +194,34 @@ func parseKey(k string) (id pcommon.TraceID, isLogs bool, stamp uint64, r route,
 	return id, isLogs, stamp, r, err == nil
 }
 
-// encodeChunk appends c's value (formatS2 and the compressed protobuf) to
-// buf and returns the value and the grown buffer. When buf has no room, it
-// continues in a new one: values already handed out keep the old one.
-func encodeChunk(buf []byte, c *chunk) (val, grown []byte) {
+// encoder encodes the values of one persist call: its protobuf writer and
+// the buffer the values go into are reused across calls.
+type encoder struct {
+	w   protoWriter
+	out []byte
+}
+
+// encode appends c's value (formatS2 and the compressed protobuf) to e.out
+// and returns it. When e.out has no room, it continues in a new buffer:
+// values already handed out keep the old one.
+func (e *encoder) encode(c *chunk) []byte {
 	var raw []byte
 	if c.isLogs {
-		var m plog.ProtoMarshaler
-		raw, _ = m.MarshalLogs(c.ld) // cannot fail: pdata marshals what it holds
+		raw = e.w.marshalLogs(c.ld)
 	} else {
-		var m ptrace.ProtoMarshaler
-		raw, _ = m.MarshalTraces(c.td)
+		raw = e.w.marshalTraces(c.td)
 	}
 	need := 1 + s2.MaxEncodedLen(len(raw))
+	buf := e.out
 	if cap(buf)-len(buf) < need {
 		buf = make([]byte, 0, max(2*cap(buf), need, 64<<10))
 	}
-	val = buf[len(buf) : len(buf)+need]
+	val := buf[len(buf) : len(buf)+need]
 	val[0] = formatS2
 	enc := s2.Encode(val[1:], raw) // within val: it is large enough
 	val = val[:1+len(enc)]
-	return val, buf[:len(buf)+len(val)]
+	e.out = buf[:len(buf)+len(val)]
+	return val
 }
 
 // decodeValue returns the protobuf of a stored value (a new slice: v may be
@@ -230,12 +236,11 @@ func decodeValue(v []byte) ([]byte, error) {
 // persist writes chunks in one batch (shared with concurrent calls) and
 // gives each its key; it returns once they are written.
 func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
-	var buf []byte
-	if s.reuseBufs {
-		if bp, _ := s.bufs.Get().(*[]byte); bp != nil {
-			buf = (*bp)[:0]
-		}
+	e, _ := s.encs.Get().(*encoder)
+	if e == nil {
+		e = &encoder{}
 	}
+	e.out = e.out[:0]
 	ops := make([]*storage.Operation, len(chunks))
 	opv := make([]storage.Operation, len(chunks))
 	for i, c := range chunks {
@@ -244,16 +249,19 @@ func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
 			prefix = keyLogs
 		}
 		c.key = chunkKey(prefix, c.id, s.stamp(), c.route)
-		opv[i] = storage.Operation{Type: storage.Set, Key: c.key}
-		opv[i].Value, buf = encodeChunk(buf, c)
+		opv[i] = storage.Operation{Type: storage.Set, Key: c.key, Value: e.encode(c)}
 		ops[i] = &opv[i]
 	}
 	err := s.commit(ctx, ops)
-	if s.reuseBufs && cap(buf) <= maxPooledBuf {
-		// Written (or not at all): bbolt has copied the values.
-		buf = buf[:0]
-		s.bufs.Put(&buf)
+	// Written (or not at all): with file_storage, bbolt has copied the
+	// values; other clients may keep them.
+	if !s.reuseBufs || cap(e.out) > maxPooledBuf {
+		e.out = nil
 	}
+	if cap(e.w.buf) > maxPooledBuf {
+		e.w.buf = nil
+	}
+	s.encs.Put(e)
 	if err != nil {
 		for _, c := range chunks {
 			c.key = ""
