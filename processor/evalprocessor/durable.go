@@ -65,6 +65,10 @@ const (
 	// deleteDelay bounds how long deletes of released chunks wait for a
 	// write to share its transaction with.
 	deleteDelay = 50 * time.Millisecond
+	// deleteBatchAge and deleteBatchMax: a write takes the deletes waiting
+	// once the oldest has waited this long, or this many wait.
+	deleteBatchAge = 20 * time.Millisecond
+	deleteBatchMax = 4096
 	// maxPooledBuf: encoding buffers above this size are not kept for reuse.
 	maxPooledBuf = 8 << 20
 )
@@ -92,6 +96,13 @@ type holdStore struct {
 	dels    []string
 	flush   *time.Timer
 	closed  bool
+	// delsFrom is when the oldest of dels was released; flushDue: the
+	// timer fired while a batch was being written, so the next one takes
+	// dels.
+	delsFrom time.Time
+	flushDue bool
+	// deleteDelay and deleteBatchAge (tests change them).
+	delay, batchAge time.Duration
 
 	// encs are encoders (*encoder): their protobuf buffers are reused,
 	// and the buffers the values go into too when reuseBufs: only with
@@ -122,7 +133,7 @@ func openStore(ctx context.Context, host component.Host, id, self component.ID, 
 			client.Close(ctx))
 	}
 	return &holdStore{client: client, walker: w, now: now, logger: logger, tel: tel,
-		reuseBufs: id.Type().String() == "file_storage"}, nil
+		reuseBufs: id.Type().String() == "file_storage", delay: deleteDelay, batchAge: deleteBatchAge}, nil
 }
 
 // stamp returns a unique, increasing stamp: the time in Unix ns, or one
@@ -284,9 +295,12 @@ func (s *holdStore) remove(keys []string) {
 		s.deleteNow(keys)
 		return
 	}
+	if s.dels == nil {
+		s.delsFrom = time.Now()
+	}
 	s.dels = append(s.dels, keys...)
 	if s.flush == nil {
-		s.flush = time.AfterFunc(deleteDelay, s.flushDeletes)
+		s.flush = time.AfterFunc(s.delay, s.flushDeletes)
 	}
 	s.mu.Unlock()
 }
@@ -297,6 +311,7 @@ func (s *holdStore) flushDeletes() {
 	pending := s.dels != nil && !s.writing
 	if !pending {
 		s.flush = nil // a write under way takes them, or none wait
+		s.flushDue = s.dels != nil
 	}
 	s.mu.Unlock()
 	if pending {
@@ -339,11 +354,15 @@ func (s *holdStore) commit(ctx context.Context, ops []*storage.Operation) error 
 		s.mu.Lock()
 	}
 	s.writing = true
-	group, dels := s.waiting, s.dels
-	s.waiting, s.dels = nil, nil
-	if s.flush != nil {
-		s.flush.Stop()
-		s.flush = nil
+	group := s.waiting
+	s.waiting = nil
+	var dels []string
+	if s.dels != nil && s.takeDeletes(group) {
+		dels, s.dels, s.flushDue = s.dels, nil, false
+		if s.flush != nil {
+			s.flush.Stop()
+			s.flush = nil
+		}
 	}
 	s.mu.Unlock()
 
@@ -355,11 +374,28 @@ func (s *holdStore) commit(ctx context.Context, ops []*storage.Operation) error 
 	} else {
 		s.writing = false
 		if s.dels != nil && s.flush == nil && !s.closed {
-			s.flush = time.AfterFunc(deleteDelay, s.flushDeletes)
+			s.flush = time.AfterFunc(max(s.delay-time.Since(s.delsFrom), 0), s.flushDeletes)
 		}
 	}
 	s.mu.Unlock()
 	return <-c.done
+}
+
+// takeDeletes tells whether the batch of group takes the deletes waiting:
+// when they have waited deleteBatchAge, or are many, or the batch is a
+// flush. Deletes of one batch then span whole runs of the oldest keys, so
+// the storage frees their pages instead of rewriting them partly emptied
+// (file_storage's B-tree is ordered by the keys' stamps). s.mu is held.
+func (s *holdStore) takeDeletes(group []*commitReq) bool {
+	if s.flushDue || len(s.dels) >= deleteBatchMax || time.Since(s.delsFrom) >= s.batchAge {
+		return true
+	}
+	for _, c := range group {
+		if c.ops == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // write writes a group's operations and the deletes in one batch and

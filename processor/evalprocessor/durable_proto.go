@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/xpdata/entity"
 )
 
 // protoWriter writes a chunk's OTLP protobuf (ExportTraceServiceRequest or
@@ -20,15 +21,21 @@ import (
 // those ProtoMarshaler writes (durable_proto_test.go checks that).
 //
 // It reads the data through pdata's public API, which does not show every
-// field of the protocol (a resource's entity references, for one): the
-// caller compares what it wrote with the size pdata computes and falls
-// back to ProtoMarshaler when they differ (marshalTraces, marshalLogs).
+// field of the protocol (hiddenFields in the test lists them): a
+// resource's entity references, and the string table indexes of profiles
+// that a key or a value may carry instead of a string. Where the data may
+// hold one (entity references, an empty key, a value of no type the API
+// knows), the size written is compared with the size pdata computes, and
+// pdata's ProtoMarshaler writes the chunk when they differ.
 type protoWriter struct {
 	buf []byte
 	pos int // what is written is buf[pos:]
 	// kvs is a stack of the entries of the maps being written: pcommon.Map
 	// iterates forwards only.
 	kvs []keyVal
+	// unsure: the data may hold what the public API does not show (see
+	// hiddenFields): the caller compares sizes with pdata's.
+	unsure bool
 }
 
 type keyVal struct {
@@ -39,27 +46,29 @@ type keyVal struct {
 // marshalTraces returns td's protobuf, in w's buffer (valid until the next
 // call) when it can.
 func (w *protoWriter) marshalTraces(td ptrace.Traces) []byte {
-	var m ptrace.ProtoMarshaler
-	size := m.TracesSize(td)
-	w.reset(size)
+	w.reset()
 	w.traces(td)
-	if w.written() != size {
-		// A field the public API does not show: pdata writes it.
-		raw, _ := m.MarshalTraces(td) // cannot fail: pdata marshals what it holds
-		return raw
+	if w.unsure {
+		var m ptrace.ProtoMarshaler
+		if w.written() != m.TracesSize(td) {
+			// A field the public API does not show: pdata writes it.
+			raw, _ := m.MarshalTraces(td) // cannot fail: pdata marshals what it holds
+			return raw
+		}
 	}
 	return w.buf[w.pos:]
 }
 
 // marshalLogs is marshalTraces for log records.
 func (w *protoWriter) marshalLogs(ld plog.Logs) []byte {
-	var m plog.ProtoMarshaler
-	size := m.LogsSize(ld)
-	w.reset(size)
+	w.reset()
 	w.logs(ld)
-	if w.written() != size {
-		raw, _ := m.MarshalLogs(ld)
-		return raw
+	if w.unsure {
+		var m plog.ProtoMarshaler
+		if w.written() != m.LogsSize(ld) {
+			raw, _ := m.MarshalLogs(ld)
+			return raw
+		}
 	}
 	return w.buf[w.pos:]
 }
@@ -82,12 +91,10 @@ func (w *protoWriter) logs(ld plog.Logs) {
 	}
 }
 
-func (w *protoWriter) reset(size int) {
-	if cap(w.buf) < size {
-		w.buf = make([]byte, size)
-	}
+func (w *protoWriter) reset() {
 	w.buf = w.buf[:cap(w.buf)]
 	w.pos = len(w.buf)
+	w.unsure = false
 }
 
 // written is how many bytes are written: a mark that survives growth.
@@ -99,7 +106,7 @@ func (w *protoWriter) room(n int) {
 		return
 	}
 	done := w.written()
-	nb := make([]byte, 2*len(w.buf)+n)
+	nb := make([]byte, max(2*len(w.buf)+n, 16<<10))
 	copy(nb[len(nb)-done:], w.buf[w.pos:])
 	w.buf, w.pos = nb, len(nb)-done
 }
@@ -201,6 +208,9 @@ func (w *protoWriter) attrs(t byte, m pcommon.Map) {
 	for i := len(w.kvs) - 1; i >= base; i-- {
 		kv := w.kvs[i] // w.kvs may grow meanwhile (nested maps)
 		mark := w.written()
+		if kv.k == "" {
+			w.unsure = true // or a key_strindex
+		}
 		w.strField(0xa, kv.k)
 		vm := w.written()
 		w.anyValue(kv.v)
@@ -252,10 +262,15 @@ func (w *protoWriter) anyValue(v pcommon.Value) {
 		copy(w.buf[w.pos:], b)
 		w.varint(uint64(len(b)))
 		w.tag(0x3a)
+	default:
+		w.unsure = true // empty, or a string_value_strindex
 	}
 }
 
 func (w *protoWriter) resource(r pcommon.Resource) {
+	if entity.ResourceEntityRefs(r).Len() > 0 {
+		w.unsure = true
+	}
 	w.attrs(0xa, r.Attributes())
 	w.varintField(0x10, uint64(r.DroppedAttributesCount()))
 }

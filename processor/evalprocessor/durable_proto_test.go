@@ -1,6 +1,8 @@
 package evalprocessor
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -145,13 +147,14 @@ func TestProtoWriterWritesWhatPdataWrites(t *testing.T) {
 	want, err := tm.MarshalTraces(td)
 	require.NoError(t, err)
 	w = protoWriter{}
-	w.reset(0)
+	w.reset()
 	w.traces(td)
 	assert.Equal(t, want, w.buf[w.pos:])
 }
 
-// Fields the public API does not show (a resource's entity references)
-// are not lost: the size differs from pdata's and pdata writes the chunk.
+// Fields the public API does not show are not lost: where one may be set
+// the writer is unsure, compares its size with pdata's and pdata writes
+// the chunk when they differ.
 func TestProtoWriterFallsBackOnHiddenFields(t *testing.T) {
 	td := richTraces()
 	ref := entity.ResourceEntityRefs(td.ResourceSpans().At(0).Resource()).AppendEmpty()
@@ -165,4 +168,76 @@ func TestProtoWriterFallsBackOnHiddenFields(t *testing.T) {
 	assert.Equal(t, want, w.marshalTraces(td))
 	wantLogs, _ := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
 	assert.Equal(t, wantLogs, w.marshalLogs(ld))
+
+	// A resource attribute with a profile's key_strindex (5) and
+	// string_value_strindex (7) instead of strings.
+	strindex := []byte{0x0a, 0x0a, 0x0a, 0x08, 0x0a, 0x06, 0x12, 0x02, 0x40, 0x07, 0x18, 0x05}
+	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(strindex)
+	require.NoError(t, err)
+	want, _ = (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	require.Len(t, want, len(strindex), "pdata keeps both")
+	assert.Equal(t, want, w.marshalTraces(td))
+}
+
+// protoFields lists the fields of the structs pdata keeps t in (its
+// internal protobuf types), as "Type.Field", recursively.
+func protoFields(t reflect.Type, seen map[reflect.Type]bool, out *[]string) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] || t.PkgPath() != "go.opentelemetry.io/collector/pdata/internal" {
+		return
+	}
+	seen[t] = true
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		*out = append(*out, t.Name()+"."+f.Name)
+		protoFields(f.Type, seen, out)
+	}
+}
+
+// The writer knows every field pdata holds for traces and logs, but those
+// the public API does not show (hiddenFields), which make it unsure. A
+// pdata upgrade that adds a field fails this test: teach protoWriter the
+// field (and richTraces/richLogs), or list it as hidden and make the
+// writer unsure where it may be set.
+func TestProtoWriterKnowsPdataFields(t *testing.T) {
+	written := []string{
+		"ExportTraceServiceRequest.ResourceSpans", "ExportLogsServiceRequest.ResourceLogs",
+		"ResourceSpans.Resource", "ResourceSpans.ScopeSpans", "ResourceSpans.SchemaUrl",
+		"ResourceLogs.Resource", "ResourceLogs.ScopeLogs", "ResourceLogs.SchemaUrl",
+		"Resource.Attributes", "Resource.DroppedAttributesCount",
+		"KeyValue.Key", "KeyValue.Value", "AnyValue.Value",
+		"InstrumentationScope.Name", "InstrumentationScope.Version", "InstrumentationScope.Attributes",
+		"InstrumentationScope.DroppedAttributesCount",
+		"ScopeSpans.Scope", "ScopeSpans.Spans", "ScopeSpans.SchemaUrl",
+		"ScopeLogs.Scope", "ScopeLogs.LogRecords", "ScopeLogs.SchemaUrl",
+		"Span.TraceId", "Span.SpanId", "Span.TraceState", "Span.ParentSpanId", "Span.Flags", "Span.Name",
+		"Span.Kind", "Span.StartTimeUnixNano", "Span.EndTimeUnixNano", "Span.Attributes",
+		"Span.DroppedAttributesCount", "Span.Events", "Span.DroppedEventsCount", "Span.Links",
+		"Span.DroppedLinksCount", "Span.Status",
+		"SpanEvent.TimeUnixNano", "SpanEvent.Name", "SpanEvent.Attributes", "SpanEvent.DroppedAttributesCount",
+		"SpanLink.TraceId", "SpanLink.SpanId", "SpanLink.TraceState", "SpanLink.Attributes",
+		"SpanLink.DroppedAttributesCount", "SpanLink.Flags",
+		"Status.Message", "Status.Code",
+		"LogRecord.TimeUnixNano", "LogRecord.ObservedTimeUnixNano", "LogRecord.SeverityNumber",
+		"LogRecord.SeverityText", "LogRecord.Body", "LogRecord.Attributes", "LogRecord.DroppedAttributesCount",
+		"LogRecord.Flags", "LogRecord.TraceId", "LogRecord.SpanId", "LogRecord.EventName",
+	}
+	hiddenFields := []string{
+		// Entity references: the writer is unsure when a resource has some.
+		"Resource.EntityRefs", "EntityRef.SchemaUrl", "EntityRef.Type", "EntityRef.IdKeys", "EntityRef.DescriptionKeys",
+		// Profiles' string table: the writer is unsure on an empty key.
+		"KeyValue.KeyStrindex",
+		// Moved to ScopeSpans/ScopeLogs when pdata unmarshals.
+		"ResourceSpans.DeprecatedScopeSpans", "ResourceLogs.DeprecatedScopeLogs",
+	}
+	var got []string
+	seen := map[reflect.Type]bool{}
+	protoFields(reflect.TypeOf(ptrace.NewTraces()).Field(0).Type, seen, &got)
+	protoFields(reflect.TypeOf(plog.NewLogs()).Field(0).Type, seen, &got)
+	want := append(append([]string(nil), written...), hiddenFields...)
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got)
 }
