@@ -102,9 +102,12 @@ func (w *protoWriter) written() int { return len(w.buf) - w.pos }
 
 // room makes room for n more bytes before pos.
 func (w *protoWriter) room(n int) {
-	if w.pos >= n {
-		return
+	if w.pos < n {
+		w.grow(n)
 	}
+}
+
+func (w *protoWriter) grow(n int) {
 	done := w.written()
 	nb := make([]byte, max(2*len(w.buf)+n, 16<<10))
 	copy(nb[len(nb)-done:], w.buf[w.pos:])
@@ -118,20 +121,32 @@ func (w *protoWriter) tag(t byte) {
 }
 
 func (w *protoWriter) varint(v uint64) {
-	n := (bits.Len64(v|1) + 6) / 7
+	if v < 0x80 {
+		w.room(1)
+		w.pos--
+		w.buf[w.pos] = byte(v)
+		return
+	}
+	n := (bits.Len64(v) + 6) / 7
 	w.room(n)
 	w.pos -= n
-	i := w.pos
-	for v >= 0x80 {
-		w.buf[i] = byte(v) | 0x80
+	b := w.buf[w.pos : w.pos+n]
+	for i := range n - 1 {
+		b[i] = byte(v) | 0x80
 		v >>= 7
-		i++
 	}
-	w.buf[i] = byte(v)
+	b[n-1] = byte(v)
 }
 
 // lenTag ends a length-delimited field whose content was written since mark.
 func (w *protoWriter) lenTag(mark int, t byte) {
+	if l := w.written() - mark; l < 0x80 {
+		w.room(2)
+		w.pos -= 2
+		w.buf[w.pos] = t
+		w.buf[w.pos+1] = byte(l)
+		return
+	}
 	w.varint(uint64(w.written() - mark))
 	w.tag(t)
 }
@@ -166,11 +181,11 @@ func (w *protoWriter) fixed32Field(tag string, v uint32) {
 
 // str writes a string field, even empty (a oneof's).
 func (w *protoWriter) str(t byte, s string) {
+	mark := w.written()
 	w.room(len(s))
 	w.pos -= len(s)
 	copy(w.buf[w.pos:], s)
-	w.varint(uint64(len(s)))
-	w.tag(t)
+	w.lenTag(mark, t)
 }
 
 func (w *protoWriter) strField(t byte, s string) {
