@@ -49,11 +49,16 @@ import (
 //
 // Cost (docs/performance.md): the chunks of one call go in one storage
 // Batch (one transaction in file_storage), shared with the calls that
-// persist at the same time (group commit, holdStore.commit); deletes wait
-// for the next write's transaction (at most deleteDelay) instead of taking
-// one of their own; values are compressed (into reused buffers with
-// file_storage), so the storage writes (and copies into its pages) a
-// fraction of the bytes.
+// persist at the same time (group commit, holdStore.commit); a chunk's
+// protobuf is written into a buffer the store reuses (protoWriter,
+// durable_proto.go: the bytes pdata writes, without its allocation per
+// value); values are compressed (into reused buffers with file_storage),
+// so the storage writes (and copies into its pages) a fraction of the
+// bytes; deletes wait for a write's transaction instead of taking one of
+// their own, and a write takes them only once they have waited
+// deleteBatchAge (at most deleteDelay in all), so one transaction deletes
+// a run of the oldest keys and the storage frees whole pages instead of
+// rewriting pages it emptied in part.
 
 const (
 	keyTraces = "t/"
