@@ -414,8 +414,10 @@ func (s *holdStore) write(ctx context.Context, group []*commitReq, dels []string
 	for _, c := range group {
 		all = append(all, c.ops...)
 	}
-	for _, k := range dels {
-		all = append(all, storage.DeleteOperation(k))
+	delOps := make([]storage.Operation, len(dels)) // one allocation for all
+	for i, k := range dels {
+		delOps[i] = storage.Operation{Type: storage.Delete, Key: k}
+		all = append(all, &delOps[i])
 	}
 	// Not the writing call's cancellation: the batch is the others' too.
 	ctx = context.WithoutCancel(ctx)
