@@ -135,3 +135,60 @@ func BenchmarkDurablePersist(b *testing.B) {
 	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N*spansPerBatch), "cpu-µs/span")
 	require.NoError(b, s.close(context.Background()))
 }
+
+// BenchmarkDurableRestore measures how long Start takes to restore what
+// the store holds (Start returns only once it is held again, contract
+// §12): 10,000 traces of the end-to-end benchmark (100,000 spans). Each op
+// is one Start on the same file; the processor is then shut down as if
+// killed (nothing it deletes reaches the file).
+func BenchmarkDurableRestore(b *testing.B) {
+	const requests = 100
+	dir := b.TempDir()
+	fill := startFileStorageB(b, dir)
+	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: fill}}
+	tel, err := newTelemetry(processortest.NewNopSettings(Type).TelemetrySettings)
+	require.NoError(b, err)
+	s, err := openStore(context.Background(), host, storageID, component.NewID(Type), time.Now, zap.NewNop(), tel)
+	require.NoError(b, err)
+	var seq uint64
+	tmpl := genAITemplate()
+	for r := 0; r < requests; r++ {
+		td := makeBatch(tmpl, &seq)
+		spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		var chunks []*chunk
+		for t0 := 0; t0 < spans.Len(); t0 += spansPerTrace {
+			c := newChunk(spans.At(t0).TraceID())
+			ss := c.td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+			for k := t0; k < t0+spansPerTrace; k++ {
+				spans.At(k).CopyTo(ss.Spans().AppendEmpty())
+				c.added(spans.At(k), true)
+			}
+			chunks = append(chunks, c)
+		}
+		require.NoError(b, s.persist(context.Background(), chunks))
+	}
+	require.NoError(b, s.close(context.Background()))
+	fill.stop()
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		st := startFileStorageB(b, dir)
+		cfg := benchEvalConfig(time.Hour)
+		id := storageID
+		cfg.Storage = &id
+		sink := &countSink{}
+		p := newEvalForBench(b, cfg, sink)
+		host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
+		b.StartTimer()
+		require.NoError(b, p.Start(context.Background(), host))
+		b.StopTimer()
+		st.dead.Store(true) // killed: what Shutdown deletes stays in the file
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(b, p.Shutdown(ctx))
+		st.stop()
+		b.StartTimer()
+	}
+}
