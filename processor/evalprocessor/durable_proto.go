@@ -194,21 +194,32 @@ func (w *protoWriter) strField(t byte, s string) {
 	}
 }
 
-// id writes a trace or span id field: empty (length 0) when all zero, as
-// pdata does.
-func (w *protoWriter) id(t byte, id []byte) {
-	for _, b := range id {
-		if b != 0 {
-			w.room(len(id) + 2)
-			w.pos -= len(id)
-			copy(w.buf[w.pos:], id)
-			w.varint(uint64(len(id)))
-			w.tag(t)
-			return
-		}
+// traceID and spanID write an id field: empty (length 0) when all zero,
+// as pdata does.
+func (w *protoWriter) traceID(t byte, id pcommon.TraceID) {
+	if id.IsEmpty() {
+		w.room(2)
+		w.pos -= 2
+		w.buf[w.pos], w.buf[w.pos+1] = t, 0
+		return
 	}
-	w.varint(0)
-	w.tag(t)
+	w.room(18)
+	w.pos -= 18
+	w.buf[w.pos], w.buf[w.pos+1] = t, 16
+	copy(w.buf[w.pos+2:], id[:])
+}
+
+func (w *protoWriter) spanID(t byte, id pcommon.SpanID) {
+	if id.IsEmpty() {
+		w.room(2)
+		w.pos -= 2
+		w.buf[w.pos], w.buf[w.pos+1] = t, 0
+		return
+	}
+	w.room(10)
+	w.pos -= 10
+	w.buf[w.pos], w.buf[w.pos+1] = t, 8
+	copy(w.buf[w.pos+2:], id[:])
 }
 
 // attrs writes m's entries as repeated KeyValue field t.
@@ -324,11 +335,10 @@ func (w *protoWriter) scopeSpans(ss ptrace.ScopeSpans) {
 }
 
 func (w *protoWriter) span(s ptrace.Span) {
-	tid, sid, pid := s.TraceID(), s.SpanID(), s.ParentSpanID()
-	w.id(0xa, tid[:])
-	w.id(0x12, sid[:])
+	w.traceID(0xa, s.TraceID())
+	w.spanID(0x12, s.SpanID())
 	w.strField(0x1a, s.TraceState().AsRaw())
-	w.id(0x22, pid[:])
+	w.spanID(0x22, s.ParentSpanID())
 	w.fixed32Field("\x85\x01", s.Flags())
 	w.strField(0x2a, s.Name())
 	w.varintField(0x30, uint64(s.Kind()))
@@ -365,9 +375,8 @@ func (w *protoWriter) event(e ptrace.SpanEvent) {
 }
 
 func (w *protoWriter) link(l ptrace.SpanLink) {
-	tid, sid := l.TraceID(), l.SpanID()
-	w.id(0xa, tid[:])
-	w.id(0x12, sid[:])
+	w.traceID(0xa, l.TraceID())
+	w.spanID(0x12, l.SpanID())
 	w.strField(0x1a, l.TraceState().AsRaw())
 	w.attrs(0x22, l.Attributes())
 	w.varintField(0x28, uint64(l.DroppedAttributesCount()))
@@ -411,8 +420,7 @@ func (w *protoWriter) logRecord(lr plog.LogRecord) {
 	w.attrs(0x32, lr.Attributes())
 	w.varintField(0x38, uint64(lr.DroppedAttributesCount()))
 	w.fixed32Field("\x45", uint32(lr.Flags()))
-	tid, sid := lr.TraceID(), lr.SpanID()
-	w.id(0x4a, tid[:])
-	w.id(0x52, sid[:])
+	w.traceID(0x4a, lr.TraceID())
+	w.spanID(0x52, lr.SpanID())
 	w.strField(0x62, lr.EventName())
 }
