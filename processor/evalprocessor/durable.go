@@ -15,8 +15,6 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/internal/storageext"
@@ -51,11 +49,16 @@ import (
 //
 // Cost (docs/performance.md): the chunks of one call go in one storage
 // Batch (one transaction in file_storage), shared with the calls that
-// persist at the same time (group commit, holdStore.commit); deletes wait
-// for the next write's transaction (at most deleteDelay) instead of taking
-// one of their own; values are compressed (into reused buffers with
-// file_storage), so the storage writes (and copies into its pages) a
-// fraction of the bytes.
+// persist at the same time (group commit, holdStore.commit); a chunk's
+// protobuf is written into a buffer the store reuses (protoWriter,
+// durable_proto.go: the bytes pdata writes, without its allocation per
+// value); values are compressed (into reused buffers with file_storage),
+// so the storage writes (and copies into its pages) a fraction of the
+// bytes; deletes wait for a write's transaction instead of taking one of
+// their own, and a write takes them only once they have waited
+// deleteBatchAge (at most deleteDelay in all), so one transaction deletes
+// a run of the oldest keys and the storage frees whole pages instead of
+// rewriting pages it emptied in part.
 
 const (
 	keyTraces = "t/"
@@ -67,6 +70,10 @@ const (
 	// deleteDelay bounds how long deletes of released chunks wait for a
 	// write to share its transaction with.
 	deleteDelay = 50 * time.Millisecond
+	// deleteBatchAge and deleteBatchMax: a write takes the deletes waiting
+	// once the oldest has waited this long, or this many wait.
+	deleteBatchAge = 20 * time.Millisecond
+	deleteBatchMax = 4096
 	// maxPooledBuf: encoding buffers above this size are not kept for reuse.
 	maxPooledBuf = 8 << 20
 )
@@ -94,12 +101,20 @@ type holdStore struct {
 	dels    []string
 	flush   *time.Timer
 	closed  bool
+	// delsFrom is when the oldest of dels was released; flushDue: the
+	// timer fired while a batch was being written, so the next one takes
+	// dels.
+	delsFrom time.Time
+	flushDue bool
+	// deleteDelay and deleteBatchAge (tests change them).
+	delay, batchAge time.Duration
 
-	// bufs are encoding buffers, reused once a batch is written when
-	// reuseBufs: only with file_storage, whose bbolt copies the values into
-	// its pages when the transaction commits (the storage API leaves open
-	// whether a client may keep a value's slice).
-	bufs      sync.Pool // *[]byte
+	// encs are encoders (*encoder): their protobuf buffers are reused,
+	// and the buffers the values go into too when reuseBufs: only with
+	// file_storage, whose bbolt copies the values into its pages when the
+	// transaction commits (the storage API leaves open whether a client
+	// may keep a value's slice).
+	encs      sync.Pool
 	reuseBufs bool
 }
 
@@ -123,7 +138,7 @@ func openStore(ctx context.Context, host component.Host, id, self component.ID, 
 			client.Close(ctx))
 	}
 	return &holdStore{client: client, walker: w, now: now, logger: logger, tel: tel,
-		reuseBufs: id.Type().String() == "file_storage"}, nil
+		reuseBufs: id.Type().String() == "file_storage", delay: deleteDelay, batchAge: deleteBatchAge}, nil
 }
 
 // stamp returns a unique, increasing stamp: the time in Unix ns, or one
@@ -195,27 +210,34 @@ func parseKey(k string) (id pcommon.TraceID, isLogs bool, stamp uint64, r route,
 	return id, isLogs, stamp, r, err == nil
 }
 
-// encodeChunk appends c's value (formatS2 and the compressed protobuf) to
-// buf and returns the value and the grown buffer. When buf has no room, it
-// continues in a new one: values already handed out keep the old one.
-func encodeChunk(buf []byte, c *chunk) (val, grown []byte) {
+// encoder encodes the values of one persist call: its protobuf writer and
+// the buffer the values go into are reused across calls.
+type encoder struct {
+	w   protoWriter
+	out []byte
+}
+
+// encode appends c's value (formatS2 and the compressed protobuf) to e.out
+// and returns it. When e.out has no room, it continues in a new buffer:
+// values already handed out keep the old one.
+func (e *encoder) encode(c *chunk) []byte {
 	var raw []byte
 	if c.isLogs {
-		var m plog.ProtoMarshaler
-		raw, _ = m.MarshalLogs(c.ld) // cannot fail: pdata marshals what it holds
+		raw = e.w.marshalLogs(c.ld)
 	} else {
-		var m ptrace.ProtoMarshaler
-		raw, _ = m.MarshalTraces(c.td)
+		raw = e.w.marshalTraces(c.td)
 	}
 	need := 1 + s2.MaxEncodedLen(len(raw))
+	buf := e.out
 	if cap(buf)-len(buf) < need {
 		buf = make([]byte, 0, max(2*cap(buf), need, 64<<10))
 	}
-	val = buf[len(buf) : len(buf)+need]
+	val := buf[len(buf) : len(buf)+need]
 	val[0] = formatS2
 	enc := s2.Encode(val[1:], raw) // within val: it is large enough
 	val = val[:1+len(enc)]
-	return val, buf[:len(buf)+len(val)]
+	e.out = buf[:len(buf)+len(val)]
+	return val
 }
 
 // decodeValue returns the protobuf of a stored value (a new slice: v may be
@@ -230,12 +252,11 @@ func decodeValue(v []byte) ([]byte, error) {
 // persist writes chunks in one batch (shared with concurrent calls) and
 // gives each its key; it returns once they are written.
 func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
-	var buf []byte
-	if s.reuseBufs {
-		if bp, _ := s.bufs.Get().(*[]byte); bp != nil {
-			buf = (*bp)[:0]
-		}
+	e, _ := s.encs.Get().(*encoder)
+	if e == nil {
+		e = &encoder{}
 	}
+	e.out = e.out[:0]
 	ops := make([]*storage.Operation, len(chunks))
 	opv := make([]storage.Operation, len(chunks))
 	for i, c := range chunks {
@@ -244,16 +265,19 @@ func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
 			prefix = keyLogs
 		}
 		c.key = chunkKey(prefix, c.id, s.stamp(), c.route)
-		opv[i] = storage.Operation{Type: storage.Set, Key: c.key}
-		opv[i].Value, buf = encodeChunk(buf, c)
+		opv[i] = storage.Operation{Type: storage.Set, Key: c.key, Value: e.encode(c)}
 		ops[i] = &opv[i]
 	}
 	err := s.commit(ctx, ops)
-	if s.reuseBufs && cap(buf) <= maxPooledBuf {
-		// Written (or not at all): bbolt has copied the values.
-		buf = buf[:0]
-		s.bufs.Put(&buf)
+	// Written (or not at all): with file_storage, bbolt has copied the
+	// values; other clients may keep them.
+	if !s.reuseBufs || cap(e.out) > maxPooledBuf {
+		e.out = nil
 	}
+	if cap(e.w.buf) > maxPooledBuf {
+		e.w.buf = nil
+	}
+	s.encs.Put(e)
 	if err != nil {
 		for _, c := range chunks {
 			c.key = ""
@@ -276,9 +300,12 @@ func (s *holdStore) remove(keys []string) {
 		s.deleteNow(keys)
 		return
 	}
+	if s.dels == nil {
+		s.delsFrom = time.Now()
+	}
 	s.dels = append(s.dels, keys...)
 	if s.flush == nil {
-		s.flush = time.AfterFunc(deleteDelay, s.flushDeletes)
+		s.flush = time.AfterFunc(s.delay, s.flushDeletes)
 	}
 	s.mu.Unlock()
 }
@@ -289,6 +316,7 @@ func (s *holdStore) flushDeletes() {
 	pending := s.dels != nil && !s.writing
 	if !pending {
 		s.flush = nil // a write under way takes them, or none wait
+		s.flushDue = s.dels != nil
 	}
 	s.mu.Unlock()
 	if pending {
@@ -331,11 +359,15 @@ func (s *holdStore) commit(ctx context.Context, ops []*storage.Operation) error 
 		s.mu.Lock()
 	}
 	s.writing = true
-	group, dels := s.waiting, s.dels
-	s.waiting, s.dels = nil, nil
-	if s.flush != nil {
-		s.flush.Stop()
-		s.flush = nil
+	group := s.waiting
+	s.waiting = nil
+	var dels []string
+	if s.dels != nil && s.takeDeletes(group) {
+		dels, s.dels, s.flushDue = s.dels, nil, false
+		if s.flush != nil {
+			s.flush.Stop()
+			s.flush = nil
+		}
 	}
 	s.mu.Unlock()
 
@@ -347,11 +379,28 @@ func (s *holdStore) commit(ctx context.Context, ops []*storage.Operation) error 
 	} else {
 		s.writing = false
 		if s.dels != nil && s.flush == nil && !s.closed {
-			s.flush = time.AfterFunc(deleteDelay, s.flushDeletes)
+			s.flush = time.AfterFunc(max(s.delay-time.Since(s.delsFrom), 0), s.flushDeletes)
 		}
 	}
 	s.mu.Unlock()
 	return <-c.done
+}
+
+// takeDeletes tells whether the batch of group takes the deletes waiting:
+// when they have waited deleteBatchAge, or are many, or the batch is a
+// flush. Deletes of one batch then span whole runs of the oldest keys, so
+// the storage frees their pages instead of rewriting them partly emptied
+// (file_storage's B-tree is ordered by the keys' stamps). s.mu is held.
+func (s *holdStore) takeDeletes(group []*commitReq) bool {
+	if s.flushDue || len(s.dels) >= deleteBatchMax || time.Since(s.delsFrom) >= s.batchAge {
+		return true
+	}
+	for _, c := range group {
+		if c.ops == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // write writes a group's operations and the deletes in one batch and
@@ -365,8 +414,10 @@ func (s *holdStore) write(ctx context.Context, group []*commitReq, dels []string
 	for _, c := range group {
 		all = append(all, c.ops...)
 	}
-	for _, k := range dels {
-		all = append(all, storage.DeleteOperation(k))
+	delOps := make([]storage.Operation, len(dels)) // one allocation for all
+	for i, k := range dels {
+		delOps[i] = storage.Operation{Type: storage.Delete, Key: k}
+		all = append(all, &delOps[i])
 	}
 	// Not the writing call's cancellation: the batch is the others' too.
 	ctx = context.WithoutCancel(ctx)

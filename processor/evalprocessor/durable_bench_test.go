@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/zap"
 )
 
 // BenchmarkDurableConcurrentCallers is BenchmarkGenAIEndToEnd's eval and
@@ -78,5 +80,115 @@ func BenchmarkDurableConcurrentCallers(b *testing.B) {
 			}
 			require.NoError(b, p.Shutdown(context.Background()))
 		})
+	}
+}
+
+// BenchmarkDurablePersist is the store alone: each op persists the chunks
+// of one request of BenchmarkGenAIEndToEnd (100 traces, 1000 spans) on
+// file_storage, as ConsumeTraces does, and releases those of the request
+// four before (deletes ride the writes as in the processor). It reports
+// CPU per span.
+func BenchmarkDurablePersist(b *testing.B) {
+	st := startFileStorageB(b, b.TempDir())
+	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
+	tel, err := newTelemetry(processortest.NewNopSettings(Type).TelemetrySettings)
+	require.NoError(b, err)
+	s, err := openStore(context.Background(), host, storageID, component.NewID(Type), time.Now, zap.NewNop(), tel)
+	require.NoError(b, err)
+	var seq uint64
+	tmpl := genAITemplate()
+	requests := make([][]*chunk, 8)
+	for i := range requests {
+		td := makeBatch(tmpl, &seq)
+		spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for t0 := 0; t0 < spans.Len(); t0 += spansPerTrace {
+			c := newChunk(spans.At(t0).TraceID())
+			rs := c.td.ResourceSpans().AppendEmpty()
+			td.ResourceSpans().At(0).Resource().CopyTo(rs.Resource())
+			ss := rs.ScopeSpans().AppendEmpty()
+			td.ResourceSpans().At(0).ScopeSpans().At(0).Scope().CopyTo(ss.Scope())
+			for k := t0; k < t0+spansPerTrace; k++ {
+				spans.At(k).CopyTo(ss.Spans().AppendEmpty())
+				c.added(spans.At(k), true)
+			}
+			requests[i] = append(requests[i], c)
+		}
+	}
+	keys := make([][]string, len(requests))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		r := i % len(requests)
+		old := (i + len(requests) - 4) % len(requests)
+		if i >= 4 {
+			s.remove(keys[old])
+		}
+		require.NoError(b, s.persist(context.Background(), requests[r]))
+		keys[r] = keys[r][:0]
+		for _, c := range requests[r] {
+			keys[r] = append(keys[r], c.key)
+		}
+	}
+	cpu := processCPU() - cpu0
+	b.StopTimer()
+	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N*spansPerBatch), "cpu-µs/span")
+	require.NoError(b, s.close(context.Background()))
+}
+
+// BenchmarkDurableRestore measures how long Start takes to restore what
+// the store holds (Start returns only once it is held again, contract
+// §12): 10,000 traces of the end-to-end benchmark (100,000 spans). Each op
+// is one Start on the same file; the processor is then shut down as if
+// killed (nothing it deletes reaches the file).
+func BenchmarkDurableRestore(b *testing.B) {
+	const requests = 100
+	dir := b.TempDir()
+	fill := startFileStorageB(b, dir)
+	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: fill}}
+	tel, err := newTelemetry(processortest.NewNopSettings(Type).TelemetrySettings)
+	require.NoError(b, err)
+	s, err := openStore(context.Background(), host, storageID, component.NewID(Type), time.Now, zap.NewNop(), tel)
+	require.NoError(b, err)
+	var seq uint64
+	tmpl := genAITemplate()
+	for r := 0; r < requests; r++ {
+		td := makeBatch(tmpl, &seq)
+		spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		var chunks []*chunk
+		for t0 := 0; t0 < spans.Len(); t0 += spansPerTrace {
+			c := newChunk(spans.At(t0).TraceID())
+			ss := c.td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+			for k := t0; k < t0+spansPerTrace; k++ {
+				spans.At(k).CopyTo(ss.Spans().AppendEmpty())
+				c.added(spans.At(k), true)
+			}
+			chunks = append(chunks, c)
+		}
+		require.NoError(b, s.persist(context.Background(), chunks))
+	}
+	require.NoError(b, s.close(context.Background()))
+	fill.stop()
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		st := startFileStorageB(b, dir)
+		cfg := benchEvalConfig(time.Hour)
+		id := storageID
+		cfg.Storage = &id
+		sink := &countSink{}
+		p := newEvalForBench(b, cfg, sink)
+		host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
+		b.StartTimer()
+		require.NoError(b, p.Start(context.Background(), host))
+		b.StopTimer()
+		st.dead.Store(true) // killed: what Shutdown deletes stays in the file
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(b, p.Shutdown(ctx))
+		st.stop()
+		b.StartTimer()
 	}
 }

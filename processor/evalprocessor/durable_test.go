@@ -530,3 +530,73 @@ func TestDurableGroupCommit(t *testing.T) {
 	h.waitSpans(5 * calls)
 	require.Eventually(t, func() bool { return len(h.storedKeys()) == 0 }, 10*time.Second, time.Millisecond)
 }
+
+// Deletes of released chunks wait for a write's transaction, but a write
+// takes them only once they have waited deleteBatchAge (or a flush, or
+// Shutdown, does), so one transaction deletes a run of the oldest keys.
+func TestDurableDeletesBatched(t *testing.T) {
+	st := startFileStorage(t, t.TempDir())
+	var mu sync.Mutex
+	var batches [][]*storage.Operation
+	st.onBatch = func(ops []*storage.Operation) {
+		mu.Lock()
+		defer mu.Unlock()
+		batches = append(batches, ops)
+	}
+	h := startDurable(t, st, nil, 0)
+	s := h.p.store
+	s.mu.Lock()
+	s.delay, s.batchAge = time.Hour, time.Hour // only writes and Shutdown take them
+	s.mu.Unlock()
+	consumeTrace := func(id byte) []*storage.Operation {
+		mu.Lock()
+		n := len(batches)
+		mu.Unlock()
+		b := newBatch()
+		agentTrace(b, id, false)
+		h.consume(b.td)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, batches, n+1, "one write")
+		return batches[n]
+	}
+	waitingDeletes := func() []string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return append([]string(nil), s.dels...)
+	}
+
+	consumeTrace(1)
+	released := h.storedKeys()
+	require.Len(t, released, 1)
+	h.clk.advance(2 * time.Second)
+	h.waitSpans(5)
+	require.Eventually(t, func() bool { return len(waitingDeletes()) == 1 }, 10*time.Second, time.Millisecond)
+
+	// Young: the next write leaves them waiting.
+	assert.False(t, hasOp(consumeTrace(2), storage.Delete))
+	assert.Equal(t, released, waitingDeletes())
+	// Old enough: the next write takes them.
+	s.mu.Lock()
+	s.batchAge = 0
+	s.mu.Unlock()
+	ops := consumeTrace(3)
+	require.True(t, hasOp(ops, storage.Delete))
+	assert.Equal(t, released[0], ops[len(ops)-1].Key)
+	assert.Empty(t, waitingDeletes())
+	assert.Len(t, h.storedKeys(), 2)
+
+	// Shutdown writes those still waiting.
+	s.mu.Lock()
+	s.batchAge = time.Hour
+	s.mu.Unlock()
+	h.clk.advance(2 * time.Second)
+	h.waitSpans(15)
+	require.Eventually(t, func() bool { return len(waitingDeletes()) == 2 }, 10*time.Second, time.Millisecond)
+	h.shutdown(context.Background())
+	mu.Lock()
+	last := batches[len(batches)-1]
+	mu.Unlock()
+	assert.Len(t, last, 2)
+	assert.True(t, hasOp(last, storage.Delete))
+}
