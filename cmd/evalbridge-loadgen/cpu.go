@@ -61,6 +61,10 @@ type cpuRun struct {
 	pipeline string
 	spans    int64
 	cpu      time.Duration
+	// switches are the context switches of the collector's threads in the
+	// same window (voluntary and not): the goroutine hand-offs that put a
+	// thread to sleep and wake it cost CPU that profiles do not name.
+	switches int64
 }
 
 func (r cpuRun) perSpan() float64 {
@@ -74,7 +78,7 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 	}
 	defer cleanup()
 	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
-	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span")
+	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span")
 	var runs []cpuRun
 	for round := 1; round <= o.rounds; round++ {
 		order := slices.Clone(cpuPipelines)
@@ -89,7 +93,8 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, pl, err)
 			}
-			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan())
+			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
+				float64(r.switches)/float64(max(r.spans, 1)))
 			runs = append(runs, r)
 		}
 	}
@@ -137,6 +142,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	if err != nil {
 		return cpuRun{}, err
 	}
+	switchesBefore := contextSwitches(pid)
 	profiled := make(chan error, 1)
 	if profileDir != "" {
 		file := filepath.Join(profileDir, name+"-"+strings.Trim(strings.NewReplacer(", ", "-").Replace(pipeline), "[]")+".pprof")
@@ -157,11 +163,12 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	if err != nil {
 		return cpuRun{}, err
 	}
+	switches := contextSwitches(pid) - switchesBefore
 	col.stop(20 * time.Second)
 	if !complete {
 		return cpuRun{}, fmt.Errorf("not every acknowledged span arrived within 60 s (log %s)", filepath.Join(dir, name+".log"))
 	}
-	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before}, nil
+	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before, switches: switches}, nil
 }
 
 // processCPU is the user and system CPU time of process pid so far
@@ -184,6 +191,26 @@ func processCPU(pid int) (time.Duration, error) {
 	}
 	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
 	return time.Duration(utime+stime) * tick, nil
+}
+
+// contextSwitches is the sum of the context switches of process pid's
+// threads so far (/proc/PID/task/*/status); 0 where it cannot be read.
+func contextSwitches(pid int) int64 {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
 }
 
 // saveProfile writes a CPU profile of d from the pprof extension at addr.
