@@ -328,19 +328,10 @@ func (d *jsonDecoder) objectFrom(base, kbase int) map[string]any {
 
 // member reads an object's key and value onto keys and scratch.
 func (d *jsonDecoder) member() bool {
-	if d.i >= len(d.s) || d.s[d.i] != '"' {
-		return false
-	}
-	k, ok := d.str()
+	k, ok := d.memberKey()
 	if !ok {
 		return false
 	}
-	d.skipSpace()
-	if d.i >= len(d.s) || d.s[d.i] != ':' {
-		return false
-	}
-	d.i++
-	d.skipSpace()
 	v, ok := d.value()
 	if !ok {
 		return false
@@ -413,19 +404,10 @@ func (d *jsonDecoder) valueSel(sel jsonSel) (any, bool) {
 // memberSel reads an object's member: onto keys and scratch when sel names
 // its key, checked and left out otherwise.
 func (d *jsonDecoder) memberSel(sel jsonSel) bool {
-	if d.i >= len(d.s) || d.s[d.i] != '"' {
-		return false
-	}
-	k, ok := d.str()
+	k, ok := d.memberKey()
 	if !ok {
 		return false
 	}
-	d.skipSpace()
-	if d.i >= len(d.s) || d.s[d.i] != ':' {
-		return false
-	}
-	d.i++
-	d.skipSpace()
 	sub, keep := sel[k]
 	if !keep {
 		return d.skip()
@@ -469,13 +451,28 @@ func (d *jsonDecoder) skipMember() bool {
 	if d.i >= len(d.s) || d.s[d.i] != '"' || !d.skipStr() {
 		return false
 	}
+	return d.colon() && d.skip()
+}
+
+// memberKey reads a member's key and the colon after it, up to its value.
+func (d *jsonDecoder) memberKey() (string, bool) {
+	if d.i >= len(d.s) || d.s[d.i] != '"' {
+		return "", false
+	}
+	k, ok := d.str()
+	return k, ok && d.colon()
+}
+
+// colon reads the colon between a member's key and its value, with the
+// space around it.
+func (d *jsonDecoder) colon() bool {
 	d.skipSpace()
 	if d.i >= len(d.s) || d.s[d.i] != ':' {
 		return false
 	}
 	d.i++
 	d.skipSpace()
-	return d.skip()
+	return true
 }
 
 // skipStr reads past the string at d.i (the opening quote), accepting what
