@@ -2,6 +2,7 @@ package evalprocessor
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -97,6 +98,9 @@ type ingestMsg struct {
 	// that reason (too_old).
 	restored bool
 	unscored string
+	// at is when the consume call handed the chunks over: their arrival,
+	// whenever the loop takes them in (zero: when it does).
+	at time.Time
 }
 
 // consume routes request b that came in through route rt: items of traces
@@ -164,7 +168,7 @@ func consume[B pdata, I any](ctx context.Context, p *evalProcessor, in *ingestPa
 			return err
 		}
 	}
-	p.in <- ingestMsg{chunks: chunks}
+	p.in <- ingestMsg{chunks: chunks, at: p.clk.now()}
 	p.lifeMu.RUnlock()
 	add(ctx, in.held, r.held)
 	add(ctx, in.late, r.late)

@@ -18,21 +18,28 @@ func (p *evalProcessor) loop(tick ticker) {
 		case m := <-p.in:
 			p.ingest(m)
 		case now := <-tick.C():
+			// What the consume calls handed over before this tick is held
+			// before anything is released (p.in is buffered).
+			p.drainIngest()
 			p.release(p.held.due(now), now, true, "")
 			p.held.expire(now)
 		case <-p.stop:
 			// No consume call sends any more (Shutdown saw to it); take
 			// what may still be pending, then hand every held trace on.
-			for {
-				select {
-				case m := <-p.in:
-					p.ingest(m)
-					continue
-				default:
-				}
-				break
-			}
+			p.drainIngest()
 			p.release(p.held.all(), p.clk.now(), true, "")
+			return
+		}
+	}
+}
+
+// drainIngest takes in every message waiting in p.in.
+func (p *evalProcessor) drainIngest() {
+	for {
+		select {
+		case m := <-p.in:
+			p.ingest(m)
+		default:
 			return
 		}
 	}
@@ -45,7 +52,10 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 	if len(m.undo) > 0 {
 		p.held.forgetUnheld(m.undo)
 	}
-	now := p.clk.now()
+	now := m.at
+	if now.IsZero() {
+		now = p.clk.now()
+	}
 	var full []*heldTrace
 	for _, c := range m.chunks {
 		ok, t := p.held.add(c, now, m.restored, m.unscored != "")

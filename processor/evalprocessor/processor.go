@@ -77,7 +77,7 @@ type evalProcessor struct {
 	// fwd hands released data on, in batches, retrying refusals.
 	fwd *forwarder
 
-	in       chan ingestMsg // consume calls -> loop (unbuffered: back-pressure)
+	in       chan ingestMsg // consume calls -> loop (ingestQueue messages; full: back-pressure)
 	stop     chan struct{}  // closed by Shutdown
 	loopDone chan struct{}
 	runCtx   context.Context
@@ -146,7 +146,7 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	p.eng = eng
 	p.held = newHeldSet(p.cfg, p.tel, p.logger)
 	p.fwd = newForwarder(p.routes, p.tel, p.logger, p.cfg.ReleaseRetry, p.removeKeys)
-	p.in = make(chan ingestMsg)
+	p.in = make(chan ingestMsg, ingestQueue)
 	p.stop = make(chan struct{})
 	p.loopDone = make(chan struct{})
 	p.runCtx, p.cancel = context.WithCancel(context.Background())
@@ -249,3 +249,8 @@ func (p *evalProcessor) forwardLateResult(td ptrace.Traces, origin any) {
 		p.fwd.pushTraces(routedTraces{route: rt, data: td, n: td.SpanCount()})
 	}
 }
+
+// ingestQueue is how many consume calls' chunks may wait for the loop. An
+// unbuffered hand-over made each call wait until the loop, woken, got a
+// core the workers held.
+const ingestQueue = 16
