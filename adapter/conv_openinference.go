@@ -89,7 +89,7 @@ func (openInference) fromSpan(d *spanData, attrs pcommon.Map, f attrField) strin
 
 func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTrees, in, out bool) {
 	d.flatConversation(trees, in, out, flatOIInput, oiLLMInputMessages, flatOIOutput, oiLLMOutputMessages)
-	if d.kind == kindLLM && (trees[flatOIInput] != nil || trees[flatOIOutput] != nil) {
+	if d.kind == kindLLM && (trees.has(flatOIInput) || trees.has(flatOIOutput)) {
 		var p parts
 		if in {
 			p |= partInput
@@ -102,7 +102,7 @@ func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTree
 }
 
 func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
-	for _, it := range indexed(trees[flatOITools]) {
+	for _, it := range indexed(trees.tree(flatOITools)) {
 		if js := path(it, "tool", "json_schema"); js != nil {
 			// one definition per attribute; as JSON text (the usual),
 			// read once per text (tooldefs.go)
@@ -113,7 +113,7 @@ func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees
 }
 
 func (openInference) documents(d *spanData, _ pcommon.Map, trees flatTrees) {
-	for _, it := range indexed(trees[flatOIDocs]) {
+	for _, it := range indexed(trees.tree(flatOIDocs)) {
 		d.addDocument(oiRetrievalDocuments, it)
 	}
 }

@@ -55,7 +55,7 @@ func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees flatTrees, in,
 }
 
 func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
-	for _, it := range indexed(trees[flatOLFunctions]) {
+	for _, it := range indexed(trees.tree(flatOLFunctions)) {
 		if m, ok := it.(map[string]any); ok {
 			if key, ok := olFunctionKey(m); ok {
 				d.readDefsCached(key, func() { d.addToolDef(olLLMRequestFunctions, m, "") })

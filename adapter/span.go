@@ -108,10 +108,11 @@ func convFlat(p parts) uint8 {
 	return m
 }
 
-// flatten collects the flattened attributes under the flatPrefixes in mask
-// into trees.
+// flatten collects the flattened attributes under the flatPrefixes in mask,
+// each converted (and any problem reported) in attribute order; the trees
+// are built from them only when asked for (flatSet.tree).
 func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
-	var trees flatTrees
+	var trees *flatSet // nil while none
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		if !strings.HasPrefix(k, oiLLMPrefix) && !strings.HasPrefix(k, genAIPrefix) && !strings.HasPrefix(k, oiRetrievalPrefix) {
 			return true
@@ -121,10 +122,15 @@ func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
 				if mask&(1<<i) == 0 {
 					break
 				}
-				if trees[i] == nil {
-					trees[i] = make(map[string]any, 8)
+				if trees == nil {
+					trees = &flatSet{}
 				}
-				if !unflatten(trees[i], k[len(p):], d.c.convert(k, v)) {
+				if trees.kvs[i] == nil {
+					trees.kvs[i] = make([]flatKV, 0, 8)
+				}
+				rest := k[len(p):]
+				trees.kvs[i] = append(trees.kvs[i], flatKV{rest, d.c.convert(k, v)})
+				if strings.Count(rest, ".") > maxDepth { // what unflatten refuses
 					d.c.report(k, "key nested too deeply; skipped")
 				}
 				break
@@ -135,8 +141,42 @@ func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
 	return trees
 }
 
-// flatTrees are the flattened attributes under each of flatPrefixes.
-type flatTrees = [len(flatPrefixes)]map[string]any
+// flatKV is one flattened attribute: its key after the prefix and its
+// converted value.
+type flatKV struct {
+	key string
+	val any
+}
+
+// flatTrees are the flattened attributes under each of flatPrefixes (nil
+// when there are none).
+type flatTrees = *flatSet
+
+// flatSet holds the flattened attributes under each of flatPrefixes, in
+// attribute order, and the trees built from them (unflatten) once asked for.
+type flatSet struct {
+	kvs   [len(flatPrefixes)][]flatKV
+	trees [len(flatPrefixes)]map[string]any
+}
+
+// has tells whether any attribute is under flatPrefixes[i].
+func (t *flatSet) has(i int) bool { return t != nil && t.kvs[i] != nil }
+
+// tree is the attributes under flatPrefixes[i] as nested maps, nil when
+// there are none.
+func (t *flatSet) tree(i int) map[string]any {
+	if !t.has(i) {
+		return nil
+	}
+	if t.trees[i] == nil {
+		m := make(map[string]any, 8)
+		for _, kv := range t.kvs[i] {
+			unflatten(m, kv.key, kv.val) // too deep: reported by flatten
+		}
+		t.trees[i] = m
+	}
+	return t.trees[i]
+}
 
 // parts of a span that are read separately, each at most once.
 type parts uint8
@@ -265,12 +305,21 @@ func normProvider(p string) string {
 // (in, out) from the flattened messages trees[inTree] (attribute inAttr)
 // and trees[outTree] (outAttr).
 func (d *spanData) flatConversation(trees flatTrees, in, out bool, inTree int, inAttr string, outTree int, outAttr string) {
-	if in && len(d.input) == 0 && trees[inTree] != nil {
-		d.input = d.c.flatMessages(inAttr, trees[inTree], "user")
+	if in && len(d.input) == 0 && trees.has(inTree) {
+		d.input = d.c.readFlatMessages(trees, inTree, inAttr, "user")
 	}
-	if out && len(d.output) == 0 && trees[outTree] != nil {
-		d.output = d.c.flatMessages(outAttr, trees[outTree], "assistant")
+	if out && len(d.output) == 0 && trees.has(outTree) {
+		d.output = d.c.readFlatMessages(trees, outTree, outAttr, "assistant")
 	}
+}
+
+// readFlatMessages reads the flattened messages trees[i] (attribute attr):
+// straight from the keys when they have the usual shape, else from the tree.
+func (c *spanCtx) readFlatMessages(trees flatTrees, i int, attr, defaultRole string) []Message {
+	if msgs, ok := c.flatMessagesFast(attr, trees.kvs[i], defaultRole, i == flatOIInput || i == flatOIOutput); ok {
+		return msgs
+	}
+	return c.flatMessages(attr, trees.tree(i), defaultRole)
 }
 
 // flatMessages reads flattened messages: N.{message.}role/content/…
@@ -292,21 +341,7 @@ func (c *spanCtx) flatMessages(attr string, tree map[string]any, defaultRole str
 		switch ct := m["content"].(type) {
 		case nil:
 		case string:
-			if !(ct == "null" && msg.Role == "assistant") {
-				if strings.HasPrefix(ct, "[{") {
-					if arr, ok := decodeQuiet(ct).([]any); ok && allTyped(arr) {
-						for _, p := range arr {
-							if t, _, _ := c.parsePart(attr, p); t != "" {
-								texts = append(texts, t)
-							}
-						}
-						break
-					}
-				}
-				if ct != "" {
-					texts = append(texts, ct)
-				}
-			}
+			texts = c.stringContent(attr, ct, msg.Role, texts)
 		default:
 			c.report(attr, "message content: want a string, got %s", typeName(ct))
 			texts = append(texts, textOf(ct))

@@ -1,0 +1,173 @@
+package adapter
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Reading the usual flattened attributes straight into messages and tool
+// definitions, without the nested maps of flatSet.tree: each reader takes
+// only keys of the exact shapes the instrumentation libraries write, with
+// string values, each key once and every index plain (smallIndex); for
+// anything else it returns ok false, having read and reported nothing, and
+// the caller reads the tree, which gives the same for those shapes.
+
+// cutIndex splits "N.rest" into N (smallIndex) and rest.
+func cutIndex(k string) (int, string, bool) {
+	dot := strings.IndexByte(k, '.')
+	if dot < 0 {
+		return 0, "", false
+	}
+	n, ok := smallIndex(k[:dot])
+	return n, k[dot+1:], ok
+}
+
+// setOnce stores the string v into *dst, once; ok is false for a value
+// that is not a string, or a second one.
+func setOnce(dst *string, set *bool, v any) bool {
+	s, ok := v.(string)
+	if !ok || *set {
+		return false
+	}
+	*dst, *set = s, true
+	return true
+}
+
+// flatCall is one tool call of a flatMsg.
+type flatCall struct {
+	idx                     int
+	id, name, args          string
+	hasID, hasName, hasArgs bool
+}
+
+// flatMsg is one message read from flattened keys.
+type flatMsg struct {
+	idx                                int
+	role, content, toolCallID          string
+	hasRole, hasContent, hasToolCallID bool
+	calls                              []flatCall
+}
+
+// flatMessagesFast is flatMessages of the tree of kvs: OpenInference's
+// N.message.{role,content,tool_call_id,tool_calls.M.tool_call.{id,
+// function.name,function.arguments}} (oi) or OpenLLMetry's N.{role,content,
+// tool_call_id,finish_reason,tool_calls.M.{id,name,arguments}}.
+func (c *spanCtx) flatMessagesFast(attr string, kvs []flatKV, defaultRole string, oi bool) ([]Message, bool) {
+	var msgs []flatMsg
+	for _, kv := range kvs {
+		n, rest, ok := cutIndex(kv.key)
+		if !ok {
+			return nil, false
+		}
+		if oi {
+			if rest, ok = strings.CutPrefix(rest, "message."); !ok {
+				return nil, false
+			}
+		}
+		i := slices.IndexFunc(msgs, func(m flatMsg) bool { return m.idx == n })
+		if i < 0 {
+			i = len(msgs)
+			msgs = append(msgs, flatMsg{idx: n})
+		}
+		m := &msgs[i]
+		switch rest {
+		case "role":
+			ok = setOnce(&m.role, &m.hasRole, kv.val)
+		case "content":
+			ok = setOnce(&m.content, &m.hasContent, kv.val)
+		case "tool_call_id":
+			ok = setOnce(&m.toolCallID, &m.hasToolCallID, kv.val)
+		case "finish_reason": // not read
+		default:
+			ok = m.addCall(rest, kv.val, oi)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	slices.SortFunc(msgs, func(a, b flatMsg) int { return cmp.Compare(a.idx, b.idx) })
+	out := make([]Message, 0, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		msg := Message{Role: defaultRole}
+		if m.role != "" {
+			msg.Role = normRole(m.role)
+		}
+		if m.hasContent {
+			msg.Content = strings.Join(c.stringContent(attr, m.content, msg.Role, nil), "\n")
+		}
+		slices.SortFunc(m.calls, func(a, b flatCall) int { return cmp.Compare(a.idx, b.idx) })
+		for _, fc := range m.calls {
+			call := ToolCall{ID: fc.id, Name: fc.name}
+			if fc.hasArgs {
+				c.setArgumentsText(attr, &call, fc.args)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, call)
+		}
+		if msg.Role == "tool" {
+			msg.ToolCallID = m.toolCallID
+		}
+		out = append(out, msg)
+	}
+	return out, true
+}
+
+// addCall reads the tool-call key rest (tool_calls.M.…) of m.
+func (m *flatMsg) addCall(rest string, v any, oi bool) bool {
+	rest, ok := strings.CutPrefix(rest, "tool_calls.")
+	if !ok {
+		return false
+	}
+	n, rest, ok := cutIndex(rest)
+	if !ok {
+		return false
+	}
+	if oi {
+		if rest, ok = strings.CutPrefix(rest, "tool_call."); !ok {
+			return false
+		}
+		if r, fn := strings.CutPrefix(rest, "function."); fn && r != "id" {
+			rest = r
+		} else if rest != "id" {
+			return false
+		}
+	}
+	i := slices.IndexFunc(m.calls, func(c flatCall) bool { return c.idx == n })
+	if i < 0 {
+		i = len(m.calls)
+		m.calls = append(m.calls, flatCall{idx: n})
+	}
+	fc := &m.calls[i]
+	switch rest {
+	case "id":
+		return setOnce(&fc.id, &fc.hasID, v)
+	case "name":
+		return setOnce(&fc.name, &fc.hasName, v)
+	case "arguments":
+		return setOnce(&fc.args, &fc.hasArgs, v)
+	}
+	return false
+}
+
+// stringContent appends the texts of a flattened message's string content
+// ct (role: the message's role) to texts.
+func (c *spanCtx) stringContent(attr, ct, role string, texts []string) []string {
+	if ct == "null" && role == "assistant" {
+		return texts
+	}
+	if strings.HasPrefix(ct, "[{") {
+		if arr, ok := decodeQuiet(ct).([]any); ok && allTyped(arr) {
+			for _, p := range arr {
+				if t, _, _ := c.parsePart(attr, p); t != "" {
+					texts = append(texts, t)
+				}
+			}
+			return texts
+		}
+	}
+	if ct != "" {
+		texts = append(texts, ct)
+	}
+	return texts
+}

@@ -1,0 +1,101 @@
+package adapter
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// fuzzKVs reads flattened attributes from s, one "key=value" a line; a
+// value "!" is null, "~" true, "#N" the number N, anything else a string.
+func fuzzKVs(s string) []flatKV {
+	var kvs []flatKV
+	for _, line := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || k == "" {
+			continue
+		}
+		var val any = v
+		switch {
+		case v == "!":
+			val = nil
+		case v == "~":
+			val = true
+		case strings.HasPrefix(v, "#"):
+			n, _ := strconv.Atoi(v[1:])
+			val = float64(n)
+		}
+		kvs = append(kvs, flatKV{k, val})
+	}
+	return kvs
+}
+
+// treeOf is the tree flatten builds of kvs.
+func treeOf(kvs []flatKV) map[string]any {
+	set := &flatSet{}
+	set.kvs[0] = kvs
+	return set.tree(0)
+}
+
+// flatMsgSeeds are flattened messages of the usual shapes and of unusual
+// ones (the tree read for those).
+var flatMsgSeeds = []string{
+	"0.message.role=user\n0.message.content=hi\n1.message.role=assistant\n1.message.tool_calls.0.tool_call.id=c1\n1.message.tool_calls.0.tool_call.function.name=search\n1.message.tool_calls.0.tool_call.function.arguments={\"q\":\"x\"}\n2.message.role=tool\n2.message.tool_call_id=c1\n2.message.content=done",
+	"0.role=assistant\n0.content=null\n0.finish_reason=tool_calls\n0.tool_calls.1.name=b\n0.tool_calls.0.name=a\n0.tool_calls.0.arguments={}\n0.tool_calls.1.arguments=[1]\n0.tool_calls.0.id=x",
+	"2.role=user\n0.role=system\n0.content=[{\"type\":\"text\",\"text\":\"be brief\"}]\n2.content=q",
+	"0.role=user\n0.role=assistant",
+	"01.role=user\n1.role=assistant",
+	"0.role=#3\n0.content=~",
+	"0.content=!\n0.tool_calls.0.arguments=not json",
+	"0.message.role=user\n0.role=assistant",
+	"0.message.contents.0.message_content.text=x\n0.message.role=model",
+	"0.message=x\n0.message.role=user",
+	"0.tool_calls.0.function.name=f\n0.tool_calls.0.tool_call.id=i",
+	"10001.role=user\n3.role=tool\n3.tool_call_id=abc\n3.id=def",
+}
+
+// The messages read straight from the flattened keys, when that reader
+// takes them, are what reading their tree gives, problems included.
+func FuzzFlatMessagesFast(f *testing.F) {
+	for i, s := range flatMsgSeeds {
+		f.Add(s, uint8(i))
+	}
+	sp := ptrace.NewSpan()
+	f.Fuzz(func(t *testing.T, s string, k uint8) {
+		kvs := fuzzKVs(s)
+		if len(kvs) == 0 {
+			return
+		}
+		oi := k&1 != 0
+		role := [...]string{"user", "assistant"}[k>>1&1]
+		fast := spanCtx{span: sp, cache: &traceCache{}}
+		got, ok := fast.flatMessagesFast("attr", kvs, role, oi)
+		if !ok {
+			if len(fast.problems) != 0 {
+				t.Fatalf("declined after reporting %q", fast.problems)
+			}
+			return
+		}
+		tree := spanCtx{span: sp, cache: &traceCache{}}
+		want := tree.flatMessages("attr", treeOf(kvs), role)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("messages\n got %+v\nwant %+v", got, want)
+		}
+		if !reflect.DeepEqual(fast.problems, tree.problems) {
+			t.Errorf("problems\n got %q\nwant %q", fast.problems, tree.problems)
+		}
+	})
+}
+
+// The usual shapes are read straight from the keys.
+func TestFlatMessagesFastTakesUsual(t *testing.T) {
+	for i, oi := range []bool{true, false} {
+		c := spanCtx{span: ptrace.NewSpan()}
+		if _, ok := c.flatMessagesFast("attr", fuzzKVs(flatMsgSeeds[i]), "user", oi); !ok {
+			t.Errorf("seed %d declined", i)
+		}
+	}
+}
