@@ -171,3 +171,92 @@ func (c *spanCtx) stringContent(attr, ct, role string, texts []string) []string 
 	}
 	return texts
 }
+
+// oiToolSchemasFlat calls fn (unless nil) with the value of each
+// llm.tools.N.tool.json_schema of kvs, in order; ok is false, fn not
+// called, unless every key has that shape, N increasing, with a value.
+// Called with nil first, it checks without reading.
+func oiToolSchemasFlat(kvs []flatKV, fn func(js any)) bool {
+	last := -1
+	for _, kv := range kvs {
+		n, rest, ok := cutIndex(kv.key)
+		if !ok || n <= last || rest != "tool.json_schema" || kv.val == nil {
+			return false
+		}
+		last = n
+	}
+	if fn != nil {
+		for _, kv := range kvs {
+			fn(kv.val)
+		}
+	}
+	return true
+}
+
+// olFunc is one function of OpenLLMetry's llm.request.functions.N.
+type olFunc struct {
+	name, desc, args          string
+	hasName, hasDesc, hasArgs bool
+}
+
+// tree is f as its flattened tree holds it.
+func (f *olFunc) tree() map[string]any {
+	m := make(map[string]any, 3)
+	if f.hasName {
+		m["name"] = f.name
+	}
+	if f.hasDesc {
+		m["description"] = f.desc
+	}
+	m["arguments"] = f.args
+	return m
+}
+
+// olFunctionsFlat calls fn (unless nil) with each function of kvs in
+// order; ok is false, fn not called when the keys are not all
+// N.{name,description,arguments} with string values, each once, the keys
+// of a function together, N increasing, and every function with arguments
+// (olFunctionKey's shape). Called with nil first, it checks without
+// reading.
+func olFunctionsFlat(kvs []flatKV, fn func(olFunc)) bool {
+	var f olFunc
+	last := -1
+	flush := func() bool {
+		if last < 0 {
+			return true
+		}
+		if !f.hasArgs {
+			return false
+		}
+		if fn != nil {
+			fn(f)
+		}
+		return true
+	}
+	for _, kv := range kvs {
+		n, rest, ok := cutIndex(kv.key)
+		if !ok || n < last {
+			return false
+		}
+		if n > last {
+			if !flush() {
+				return false
+			}
+			f, last = olFunc{}, n
+		}
+		switch rest {
+		case "name":
+			ok = setOnce(&f.name, &f.hasName, kv.val)
+		case "description":
+			ok = setOnce(&f.desc, &f.hasDesc, kv.val)
+		case "arguments":
+			ok = setOnce(&f.args, &f.hasArgs, kv.val)
+		default:
+			ok = false
+		}
+		if !ok {
+			return false
+		}
+	}
+	return flush()
+}

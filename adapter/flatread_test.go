@@ -33,6 +33,20 @@ func fuzzKVs(s string) []flatKV {
 	return kvs
 }
 
+// fuzzFlat fuzzes check with the flattened attributes of fuzzKVs, seeded
+// with seeds, and a number to choose with.
+func fuzzFlat(f *testing.F, seeds []string, check func(t *testing.T, sp ptrace.Span, kvs []flatKV, k uint8)) {
+	for i, s := range seeds {
+		f.Add(s, uint8(i))
+	}
+	sp := ptrace.NewSpan()
+	f.Fuzz(func(t *testing.T, s string, k uint8) {
+		if kvs := fuzzKVs(s); len(kvs) != 0 {
+			check(t, sp, kvs, k)
+		}
+	})
+}
+
 // treeOf is the tree flatten builds of kvs.
 func treeOf(kvs []flatKV) map[string]any {
 	set := &flatSet{}
@@ -60,15 +74,7 @@ var flatMsgSeeds = []string{
 // The messages read straight from the flattened keys, when that reader
 // takes them, are what reading their tree gives, problems included.
 func FuzzFlatMessagesFast(f *testing.F) {
-	for i, s := range flatMsgSeeds {
-		f.Add(s, uint8(i))
-	}
-	sp := ptrace.NewSpan()
-	f.Fuzz(func(t *testing.T, s string, k uint8) {
-		kvs := fuzzKVs(s)
-		if len(kvs) == 0 {
-			return
-		}
+	fuzzFlat(f, flatMsgSeeds, func(t *testing.T, sp ptrace.Span, kvs []flatKV, k uint8) {
 		oi := k&1 != 0
 		role := [...]string{"user", "assistant"}[k>>1&1]
 		fast := spanCtx{span: sp, cache: &traceCache{}}
@@ -97,5 +103,77 @@ func TestFlatMessagesFastTakesUsual(t *testing.T) {
 		if _, ok := c.flatMessagesFast("attr", fuzzKVs(flatMsgSeeds[i]), "user", oi); !ok {
 			t.Errorf("seed %d declined", i)
 		}
+	}
+}
+
+// flatDefSeeds are flattened tool definitions, OpenInference's llm.tools
+// and OpenLLMetry's llm.request.functions, of the usual shapes and of
+// unusual ones.
+var flatDefSeeds = []string{
+	"0.tool.json_schema={\"type\":\"function\",\"function\":{\"name\":\"search\",\"parameters\":{\"type\":\"object\"}}}\n1.tool.json_schema={\"name\":\"book\"}",
+	"0.name=search\n0.description=Search.\n0.arguments={\"type\":\"object\"}\n1.name=book\n1.arguments={}",
+	"1.tool.json_schema={\"name\":\"b\"}\n0.tool.json_schema={\"name\":\"a\"}",
+	"0.tool.json_schema=!\n1.tool.json_schema=#3\n2.tool.json_schema={",
+	"0.name=a\n1.name=b\n0.arguments={}\n1.arguments=[1]",
+	"0.name=a\n0.name=b\n0.arguments={}",
+	"0.name=#4\n0.arguments={}\n1.description=no name\n1.arguments={\"type\":\"object\"}",
+	"0.name=a\n0.parameters={}\n00.arguments={}",
+	"0.name=a\n0.description=no arguments",
+	"0.tool.json_schema.x={}\n0.tool=1",
+}
+
+// The tool definitions read straight from the flattened keys, when that
+// reader takes them, are what reading their tree gives, problems included,
+// on a first read and on a cached one.
+func FuzzFlatToolDefsFast(f *testing.F) {
+	fuzzFlat(f, flatDefSeeds, func(t *testing.T, sp ptrace.Span, kvs []flatKV, k uint8) {
+		oi := k&1 == 0
+		read := func(fast bool) (defs [2][]ToolDefinition, problems [2][]string, ok bool) {
+			sharedDefs = &defsCache{m: make(map[string][]ToolDefinition)}
+			cache := &traceCache{}
+			ok = true
+			for i := range 2 {
+				d := &spanData{kind: kindLLM, c: spanCtx{span: sp, cache: cache}}
+				switch {
+				case fast && oi:
+					if ok = oiToolSchemasFlat(kvs, nil); ok {
+						oiToolSchemasFlat(kvs, d.oiToolDef)
+					}
+				case fast:
+					if ok = olFunctionsFlat(kvs, nil); ok {
+						set := &flatSet{}
+						set.kvs[flatOLFunctions] = kvs
+						openLLMetry{}.toolDefinitions(d, sp.Attributes(), set)
+					}
+				case oi:
+					d.oiToolDefsTree(treeOf(kvs))
+				default:
+					d.olFunctionsTree(treeOf(kvs))
+				}
+				defs[i], problems[i] = d.toolDefs, d.c.problems
+			}
+			return defs, problems, ok
+		}
+		got, gotP, ok := read(true)
+		if !ok {
+			return
+		}
+		want, wantP, _ := read(false)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("definitions\n got %+v\nwant %+v", got, want)
+		}
+		if !reflect.DeepEqual(gotP, wantP) {
+			t.Errorf("problems\n got %q\nwant %q", gotP, wantP)
+		}
+	})
+}
+
+// The usual shapes are read straight from the keys.
+func TestFlatToolDefsFastTakesUsual(t *testing.T) {
+	if !oiToolSchemasFlat(fuzzKVs(flatDefSeeds[0]), nil) {
+		t.Error("llm.tools declined")
+	}
+	if !olFunctionsFlat(fuzzKVs(flatDefSeeds[1]), nil) {
+		t.Error("llm.request.functions declined")
 	}
 }
