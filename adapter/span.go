@@ -123,9 +123,9 @@ func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
 					break
 				}
 				if trees == nil {
-					trees = &flatSet{}
+					trees = d.c.newFlatSet()
 				}
-				if trees.kvs[i] == nil {
+				if cap(trees.kvs[i]) == 0 {
 					trees.kvs[i] = make([]flatKV, 0, 8)
 				}
 				rest := k[len(p):]
@@ -160,7 +160,7 @@ type flatSet struct {
 }
 
 // has tells whether any attribute is under flatPrefixes[i].
-func (t *flatSet) has(i int) bool { return t != nil && t.kvs[i] != nil }
+func (t *flatSet) has(i int) bool { return t != nil && len(t.kvs[i]) != 0 }
 
 // tree is the attributes under flatPrefixes[i] as nested maps, nil when
 // there are none.
@@ -176,6 +176,41 @@ func (t *flatSet) tree(i int) map[string]any {
 		t.trees[i] = m
 	}
 	return t.trees[i]
+}
+
+// maxPooledFlat is the most flattened attributes under a prefix whose
+// slice a trace keeps for the next span (and the next trace, pooled).
+const maxPooledFlat = 64
+
+// newFlatSet is an empty flatSet: the trace's own when not in use.
+func (c *spanCtx) newFlatSet() *flatSet {
+	if c.cache == nil || c.cache.flatBusy {
+		return &flatSet{}
+	}
+	c.cache.flatBusy = true
+	return &c.cache.flat
+}
+
+// doneFlat takes back trees (from flatten) once read: the trace's own are
+// emptied for the next use, their slices kept unless large.
+func (c *spanCtx) doneFlat(trees *flatSet) {
+	if trees == nil || c.cache == nil || trees != &c.cache.flat {
+		return
+	}
+	trees.reset()
+	c.cache.flatBusy = false
+}
+
+// reset empties t (the values dropped), keeping small slices.
+func (t *flatSet) reset() {
+	for i := range t.kvs {
+		clear(t.kvs[i])
+		t.kvs[i] = t.kvs[i][:0]
+		if cap(t.kvs[i]) > maxPooledFlat {
+			t.kvs[i] = nil
+		}
+	}
+	t.trees = [len(flatPrefixes)]map[string]any{}
 }
 
 // parts of a span that are read separately, each at most once.
@@ -213,12 +248,14 @@ func (d *spanData) parse() {
 	case kindRetrieval:
 		trees := d.flatten(attrs, allFlat)
 		d.readDocuments(attrs, trees)
+		d.c.doneFlat(trees)
 		return
 	}
 	// llm, agent and anchors of synthetic agent cases
 	trees := d.flatten(attrs, allFlat)
 	d.readConversation(attrs, trees, partConv)
 	d.readToolDefinitions(attrs, trees)
+	d.c.doneFlat(trees)
 	if d.kind != kindLLM {
 		d.readOwnIO(attrs)
 	}
@@ -246,6 +283,7 @@ func (d *spanData) parsePart(p parts) {
 		if p&partDocs != 0 {
 			trees := d.flatten(attrs, 1<<flatOIDocs)
 			d.readDocuments(attrs, trees)
+			d.c.doneFlat(trees)
 		}
 		return
 	}
@@ -255,6 +293,7 @@ func (d *spanData) parsePart(p parts) {
 	if p&partDefs != 0 {
 		trees := d.flatten(attrs, defsFlat)
 		d.readToolDefinitions(attrs, trees)
+		d.c.doneFlat(trees)
 	}
 	if p&partOwnIO != 0 && d.kind != kindLLM {
 		d.readOwnIO(attrs)
@@ -269,6 +308,7 @@ func (d *spanData) parsePart(p parts) {
 func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 	trees := d.flatten(attrs, convFlat(p))
 	d.readConversation(attrs, trees, p)
+	d.c.doneFlat(trees)
 	if d.kind != kindLLM {
 		return
 	}
@@ -280,6 +320,7 @@ func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 		d.done |= rest
 		trees := d.flatten(attrs, convFlat(rest))
 		d.readConversation(attrs, trees, rest)
+		d.c.doneFlat(trees)
 	}
 	d.readRawIO(attrs)
 }

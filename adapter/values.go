@@ -47,6 +47,10 @@ type traceCache struct {
 	// defs are the tool definitions of tool-definition lists given as JSON
 	// text and read without problems. Read only: spans get copies.
 	defs map[string][]ToolDefinition
+	// flat is what flatten fills for one span at a time (flatBusy while
+	// read); emptied after each (doneFlat).
+	flat     flatSet
+	flatBusy bool
 }
 
 func (tc *traceCache) putDefs(raw string, defs []ToolDefinition) {
