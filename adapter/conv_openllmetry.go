@@ -60,7 +60,7 @@ func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) 
 	}
 	if olFunctionsFlat(trees.kvs[flatOLFunctions], nil) { // the usual: no tree
 		olFunctionsFlat(trees.kvs[flatOLFunctions], func(f olFunc) {
-			d.readDefsCached(olKey(f.name, f.desc, f.args), func() { d.addToolDef(olLLMRequestFunctions, f.tree(), "") })
+			d.readDefsKeyed("", d.c.olKeyTo(f.name, f.desc, f.args), func() { d.addToolDef(olLLMRequestFunctions, f.tree(), "") })
 		})
 		return
 	}
@@ -100,6 +100,23 @@ func olFunctionKey(m map[string]any) (string, bool) {
 	}
 	return olKey(name, desc, args), true
 }
+
+// olKeyTo is olKey written into the trace's buffer (valid until the next
+// call), or a new one without a trace.
+func (c *spanCtx) olKeyTo(name, desc, args string) []byte {
+	var b []byte
+	if c.cache != nil {
+		b = c.cache.keyBuf[:0]
+	}
+	b = append(append(append(append(append(append(b, 0), name...), 0), desc...), 0), args...)
+	if c.cache != nil && cap(b) <= maxPooledKeyBuf {
+		c.cache.keyBuf = b
+	}
+	return b
+}
+
+// maxPooledKeyBuf is the largest olKeyTo buffer a trace keeps.
+const maxPooledKeyBuf = 64 << 10
 
 // olKey is the cache key of a function of name, description desc and
 // arguments args (olFunctionKey).

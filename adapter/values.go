@@ -51,6 +51,17 @@ type traceCache struct {
 	// read); emptied after each (doneFlat).
 	flat     flatSet
 	flatBusy bool
+	keyBuf   []byte // olKeyTo's
+}
+
+// lookupDefs is defs[raw], or, when key is not nil, defs of the text of key.
+func (tc *traceCache) lookupDefs(raw string, key []byte) ([]ToolDefinition, bool) {
+	if key != nil {
+		defs, ok := tc.defs[string(key)] // no copy made
+		return defs, ok
+	}
+	defs, ok := tc.defs[raw]
+	return defs, ok
 }
 
 func (tc *traceCache) putDefs(raw string, defs []ToolDefinition) {
