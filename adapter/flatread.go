@@ -34,9 +34,9 @@ func setOnce(dst *string, set *bool, v any) bool {
 	return true
 }
 
-// flatCall is one tool call of a flatMsg.
+// flatCall is tool call idx of message msg.
 type flatCall struct {
-	idx                     int
+	msg, idx                int
 	id, name, args          string
 	hasID, hasName, hasArgs bool
 }
@@ -46,7 +46,6 @@ type flatMsg struct {
 	idx                                int
 	role, content, toolCallID          string
 	hasRole, hasContent, hasToolCallID bool
-	calls                              []flatCall
 }
 
 // flatMessagesFast is flatMessages of the tree of kvs: OpenInference's
@@ -54,7 +53,9 @@ type flatMsg struct {
 // function.name,function.arguments}} (oi) or OpenLLMetry's N.{role,content,
 // tool_call_id,finish_reason,tool_calls.M.{id,name,arguments}}.
 func (c *spanCtx) flatMessagesFast(attr string, kvs []flatKV, defaultRole string, oi bool) ([]Message, bool) {
-	var msgs []flatMsg
+	var msgBuf [8]flatMsg
+	var callBuf [8]flatCall
+	msgs, calls := msgBuf[:0], callBuf[:0]
 	for _, kv := range kvs {
 		n, rest, ok := cutIndex(kv.key)
 		if !ok {
@@ -80,13 +81,19 @@ func (c *spanCtx) flatMessagesFast(attr string, kvs []flatKV, defaultRole string
 			ok = setOnce(&m.toolCallID, &m.hasToolCallID, kv.val)
 		case "finish_reason": // not read
 		default:
-			ok = m.addCall(rest, kv.val, oi)
+			calls, ok = addCall(calls, n, rest, kv.val, oi)
 		}
 		if !ok {
 			return nil, false
 		}
 	}
 	slices.SortFunc(msgs, func(a, b flatMsg) int { return cmp.Compare(a.idx, b.idx) })
+	slices.SortFunc(calls, func(a, b flatCall) int {
+		if c := cmp.Compare(a.msg, b.msg); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
 	out := make([]Message, 0, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
@@ -95,15 +102,22 @@ func (c *spanCtx) flatMessagesFast(attr string, kvs []flatKV, defaultRole string
 			msg.Role = normRole(m.role)
 		}
 		if m.hasContent {
-			msg.Content = strings.Join(c.stringContent(attr, m.content, msg.Role, nil), "\n")
+			var texts [1]string
+			msg.Content = strings.Join(c.stringContent(attr, m.content, msg.Role, texts[:0]), "\n")
 		}
-		slices.SortFunc(m.calls, func(a, b flatCall) int { return cmp.Compare(a.idx, b.idx) })
-		for _, fc := range m.calls {
-			call := ToolCall{ID: fc.id, Name: fc.name}
-			if fc.hasArgs {
-				c.setArgumentsText(attr, &call, fc.args)
+		k := 0 // the message's calls: calls[:k]
+		for k < len(calls) && calls[k].msg == m.idx {
+			k++
+		}
+		if k > 0 {
+			msg.ToolCalls = make([]ToolCall, k)
+			for j, fc := range calls[:k] {
+				msg.ToolCalls[j] = ToolCall{ID: fc.id, Name: fc.name}
+				if fc.hasArgs {
+					c.setArgumentsText(attr, &msg.ToolCalls[j], fc.args)
+				}
 			}
-			msg.ToolCalls = append(msg.ToolCalls, call)
+			calls = calls[k:]
 		}
 		if msg.Role == "tool" {
 			msg.ToolCallID = m.toolCallID
@@ -113,41 +127,42 @@ func (c *spanCtx) flatMessagesFast(attr string, kvs []flatKV, defaultRole string
 	return out, true
 }
 
-// addCall reads the tool-call key rest (tool_calls.M.…) of m.
-func (m *flatMsg) addCall(rest string, v any, oi bool) bool {
+// addCall reads the tool-call key rest (tool_calls.M.…) of message msg
+// into calls.
+func addCall(calls []flatCall, msg int, rest string, v any, oi bool) ([]flatCall, bool) {
 	rest, ok := strings.CutPrefix(rest, "tool_calls.")
 	if !ok {
-		return false
+		return calls, false
 	}
 	n, rest, ok := cutIndex(rest)
 	if !ok {
-		return false
+		return calls, false
 	}
 	if oi {
 		if rest, ok = strings.CutPrefix(rest, "tool_call."); !ok {
-			return false
+			return calls, false
 		}
 		if r, fn := strings.CutPrefix(rest, "function."); fn && r != "id" {
 			rest = r
 		} else if rest != "id" {
-			return false
+			return calls, false
 		}
 	}
-	i := slices.IndexFunc(m.calls, func(c flatCall) bool { return c.idx == n })
+	i := slices.IndexFunc(calls, func(c flatCall) bool { return c.msg == msg && c.idx == n })
 	if i < 0 {
-		i = len(m.calls)
-		m.calls = append(m.calls, flatCall{idx: n})
+		i = len(calls)
+		calls = append(calls, flatCall{msg: msg, idx: n})
 	}
-	fc := &m.calls[i]
+	fc := &calls[i]
 	switch rest {
 	case "id":
-		return setOnce(&fc.id, &fc.hasID, v)
+		return calls, setOnce(&fc.id, &fc.hasID, v)
 	case "name":
-		return setOnce(&fc.name, &fc.hasName, v)
+		return calls, setOnce(&fc.name, &fc.hasName, v)
 	case "arguments":
-		return setOnce(&fc.args, &fc.hasArgs, v)
+		return calls, setOnce(&fc.args, &fc.hasArgs, v)
 	}
-	return false
+	return calls, false
 }
 
 // stringContent appends the texts of a flattened message's string content
