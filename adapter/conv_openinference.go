@@ -106,7 +106,14 @@ func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees
 		return
 	}
 	if oiToolSchemasFlat(trees.kvs[flatOITools], nil) { // the usual: no tree
-		oiToolSchemasFlat(trees.kvs[flatOITools], d.oiToolDef)
+		oiToolSchemasFlat(trees.kvs[flatOITools], func(kv *flatKV) {
+			if !kv.isStr {
+				d.oiToolDef(kv.val)
+				return
+			}
+			s := kv.str // oiToolDef's, boxed only when read
+			d.readDefsCached(s, func() { d.addToolDef(oiLLMToolsToolJSONSchema, s, "") })
+		})
 		return
 	}
 	d.oiToolDefsTree(trees.tree(flatOITools))

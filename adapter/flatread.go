@@ -23,14 +23,13 @@ func cutIndex(k string) (int, string, bool) {
 	return n, k[dot+1:], ok
 }
 
-// setOnce stores the string v into *dst, once; ok is false for a value
-// that is not a string, or a second one.
-func setOnce(dst *string, set *bool, v any) bool {
-	s, ok := v.(string)
-	if !ok || *set {
+// setOnce stores the string value of kv into *dst, once; ok is false for
+// a value that is not a string, or a second one.
+func setOnce(dst *string, set *bool, kv *flatKV) bool {
+	if !kv.isStr || *set {
 		return false
 	}
-	*dst, *set = s, true
+	*dst, *set = kv.str, true
 	return true
 }
 
@@ -56,7 +55,8 @@ func (c *spanCtx) flatMessagesFast(attr string, kvs []flatKV, defaultRole string
 	var msgBuf [8]flatMsg
 	var callBuf [8]flatCall
 	msgs, calls := msgBuf[:0], callBuf[:0]
-	for _, kv := range kvs {
+	for i := range kvs {
+		kv := &kvs[i]
 		n, rest, ok := cutIndex(kv.key)
 		if !ok {
 			return nil, false
@@ -74,14 +74,14 @@ func (c *spanCtx) flatMessagesFast(attr string, kvs []flatKV, defaultRole string
 		m := &msgs[i]
 		switch rest {
 		case "role":
-			ok = setOnce(&m.role, &m.hasRole, kv.val)
+			ok = setOnce(&m.role, &m.hasRole, kv)
 		case "content":
-			ok = setOnce(&m.content, &m.hasContent, kv.val)
+			ok = setOnce(&m.content, &m.hasContent, kv)
 		case "tool_call_id":
-			ok = setOnce(&m.toolCallID, &m.hasToolCallID, kv.val)
+			ok = setOnce(&m.toolCallID, &m.hasToolCallID, kv)
 		case "finish_reason": // not read
 		default:
-			calls, ok = addCall(calls, n, rest, kv.val, oi)
+			calls, ok = addCall(calls, n, rest, kv, oi)
 		}
 		if !ok {
 			return nil, false
@@ -129,7 +129,7 @@ func (c *spanCtx) flatMessagesFast(attr string, kvs []flatKV, defaultRole string
 
 // addCall reads the tool-call key rest (tool_calls.M.…) of message msg
 // into calls.
-func addCall(calls []flatCall, msg int, rest string, v any, oi bool) ([]flatCall, bool) {
+func addCall(calls []flatCall, msg int, rest string, kv *flatKV, oi bool) ([]flatCall, bool) {
 	rest, ok := strings.CutPrefix(rest, "tool_calls.")
 	if !ok {
 		return calls, false
@@ -156,11 +156,11 @@ func addCall(calls []flatCall, msg int, rest string, v any, oi bool) ([]flatCall
 	fc := &calls[i]
 	switch rest {
 	case "id":
-		return calls, setOnce(&fc.id, &fc.hasID, v)
+		return calls, setOnce(&fc.id, &fc.hasID, kv)
 	case "name":
-		return calls, setOnce(&fc.name, &fc.hasName, v)
+		return calls, setOnce(&fc.name, &fc.hasName, kv)
 	case "arguments":
-		return calls, setOnce(&fc.args, &fc.hasArgs, v)
+		return calls, setOnce(&fc.args, &fc.hasArgs, kv)
 	}
 	return calls, false
 }
@@ -191,18 +191,19 @@ func (c *spanCtx) stringContent(attr, ct, role string, texts []string) []string 
 // llm.tools.N.tool.json_schema of kvs, in order; ok is false, fn not
 // called, unless every key has that shape, N increasing, with a value.
 // Called with nil first, it checks without reading.
-func oiToolSchemasFlat(kvs []flatKV, fn func(js any)) bool {
+func oiToolSchemasFlat(kvs []flatKV, fn func(kv *flatKV)) bool {
 	last := -1
-	for _, kv := range kvs {
+	for i := range kvs {
+		kv := &kvs[i]
 		n, rest, ok := cutIndex(kv.key)
-		if !ok || n <= last || rest != "tool.json_schema" || kv.val == nil {
+		if !ok || n <= last || rest != "tool.json_schema" || (!kv.isStr && kv.val == nil) {
 			return false
 		}
 		last = n
 	}
 	if fn != nil {
-		for _, kv := range kvs {
-			fn(kv.val)
+		for i := range kvs {
+			fn(&kvs[i])
 		}
 	}
 	return true
@@ -248,7 +249,8 @@ func olFunctionsFlat(kvs []flatKV, fn func(olFunc)) bool {
 		}
 		return true
 	}
-	for _, kv := range kvs {
+	for i := range kvs {
+		kv := &kvs[i]
 		n, rest, ok := cutIndex(kv.key)
 		if !ok || n < last {
 			return false
@@ -261,11 +263,11 @@ func olFunctionsFlat(kvs []flatKV, fn func(olFunc)) bool {
 		}
 		switch rest {
 		case "name":
-			ok = setOnce(&f.name, &f.hasName, kv.val)
+			ok = setOnce(&f.name, &f.hasName, kv)
 		case "description":
-			ok = setOnce(&f.desc, &f.hasDesc, kv.val)
+			ok = setOnce(&f.desc, &f.hasDesc, kv)
 		case "arguments":
-			ok = setOnce(&f.args, &f.hasArgs, kv.val)
+			ok = setOnce(&f.args, &f.hasArgs, kv)
 		default:
 			ok = false
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // fuzzKVs reads flattened attributes from s, one "key=value" a line; a
-// value "!" is null, "~" true, "#N" the number N, anything else a string.
+// value "!" is null, "~" true, "#N" the number N, "$s" the string s
+// converted from bytes, anything else a string.
 func fuzzKVs(s string) []flatKV {
 	var kvs []flatKV
 	for _, line := range strings.Split(s, "\n") {
@@ -18,17 +19,20 @@ func fuzzKVs(s string) []flatKV {
 		if !ok || k == "" {
 			continue
 		}
-		var val any = v
+		kv := flatKV{key: k}
 		switch {
 		case v == "!":
-			val = nil
 		case v == "~":
-			val = true
+			kv.val = true
 		case strings.HasPrefix(v, "#"):
 			n, _ := strconv.Atoi(v[1:])
-			val = float64(n)
+			kv.val = float64(n)
+		case strings.HasPrefix(v, "$"): // a string converted from bytes
+			kv.val = v[1:]
+		default:
+			kv.str, kv.isStr = v, true
 		}
-		kvs = append(kvs, flatKV{k, val})
+		kvs = append(kvs, kv)
 	}
 	return kvs
 }
@@ -137,7 +141,9 @@ func FuzzFlatToolDefsFast(f *testing.F) {
 				switch {
 				case fast && oi:
 					if ok = oiToolSchemasFlat(kvs, nil); ok {
-						oiToolSchemasFlat(kvs, d.oiToolDef)
+						set := &flatSet{}
+						set.kvs[flatOITools] = kvs
+						openInference{}.toolDefinitions(d, sp.Attributes(), set)
 					}
 				case fast:
 					if ok = olFunctionsFlat(kvs, nil); ok {
@@ -175,5 +181,24 @@ func TestFlatToolDefsFastTakesUsual(t *testing.T) {
 	}
 	if !olFunctionsFlat(fuzzKVs(flatDefSeeds[1]), nil) {
 		t.Error("llm.request.functions declined")
+	}
+}
+
+// flatten keeps a string value as convert gives it, problems included.
+func TestFlattenStringAsConvert(t *testing.T) {
+	for _, s := range []string{"plain", "bad \xff utf-8", strings.Repeat("é", maxStringBytes/2+1)} {
+		sp := ptrace.NewSpan()
+		k := oiLLMOutputMessagesPrefix + "0.message.content"
+		sp.Attributes().PutStr(k, s)
+		d := &spanData{c: spanCtx{span: sp}}
+		trees := d.flatten(sp.Attributes(), allFlat)
+		want := spanCtx{span: sp}
+		v, _ := sp.Attributes().Get(k)
+		if got, w := trees.kvs[flatOIOutput][0].value(), want.convert(k, v); got != w {
+			t.Errorf("value %q, want %q", got, w)
+		}
+		if !reflect.DeepEqual(d.c.problems, want.problems) {
+			t.Errorf("problems %q, want %q", d.c.problems, want.problems)
+		}
 	}
 }

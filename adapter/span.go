@@ -129,7 +129,13 @@ func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
 					trees.kvs[i] = make([]flatKV, 0, 8)
 				}
 				rest := k[len(p):]
-				trees.kvs[i] = append(trees.kvs[i], flatKV{rest, d.c.convert(k, v)})
+				kv := flatKV{key: rest}
+				if v.Type() == pcommon.ValueTypeStr { // convert's, unboxed
+					kv.str, kv.isStr = d.c.fixString(k, v.Str()), true
+				} else {
+					kv.val = d.c.convert(k, v)
+				}
+				trees.kvs[i] = append(trees.kvs[i], kv)
 				if strings.Count(rest, ".") > maxDepth { // what unflatten refuses
 					d.c.report(k, "key nested too deeply; skipped")
 				}
@@ -142,10 +148,20 @@ func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
 }
 
 // flatKV is one flattened attribute: its key after the prefix and its
-// converted value.
+// converted value, a string kept apart (not boxed until a tree needs it).
 type flatKV struct {
-	key string
-	val any
+	key   string
+	str   string // the value, when isStr
+	val   any    // the value, unless isStr
+	isStr bool
+}
+
+// value is kv's converted value.
+func (kv *flatKV) value() any {
+	if kv.isStr {
+		return kv.str
+	}
+	return kv.val
 }
 
 // flatTrees are the flattened attributes under each of flatPrefixes (nil
@@ -170,8 +186,9 @@ func (t *flatSet) tree(i int) map[string]any {
 	}
 	if t.trees[i] == nil {
 		m := make(map[string]any, 8)
-		for _, kv := range t.kvs[i] {
-			unflatten(m, kv.key, kv.val) // too deep: reported by flatten
+		for j := range t.kvs[i] {
+			kv := &t.kvs[i][j]
+			unflatten(m, kv.key, kv.value()) // too deep: reported by flatten
 		}
 		t.trees[i] = m
 	}
