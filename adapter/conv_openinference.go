@@ -89,7 +89,7 @@ func (openInference) fromSpan(d *spanData, attrs pcommon.Map, f attrField) strin
 
 func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTrees, in, out bool) {
 	d.flatConversation(trees, in, out, flatOIInput, oiLLMInputMessages, flatOIOutput, oiLLMOutputMessages)
-	if d.kind == kindLLM && (trees[flatOIInput] != nil || trees[flatOIOutput] != nil) {
+	if d.kind == kindLLM && (trees.has(flatOIInput) || trees.has(flatOIOutput)) {
 		var p parts
 		if in {
 			p |= partInput
@@ -102,18 +102,42 @@ func (openInference) conversation(d *spanData, attrs pcommon.Map, trees flatTree
 }
 
 func (openInference) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
-	for _, it := range indexed(trees[flatOITools]) {
+	if !trees.has(flatOITools) {
+		return
+	}
+	if oiToolSchemasFlat(trees.kvs[flatOITools], nil) { // the usual: no tree
+		oiToolSchemasFlat(trees.kvs[flatOITools], func(kv *flatKV) {
+			if !kv.isStr {
+				d.oiToolDef(kv.val)
+				return
+			}
+			s := kv.str // oiToolDef's, boxed only when read
+			d.readDefsCached(s, func() { d.addToolDef(oiLLMToolsToolJSONSchema, s, "") })
+		})
+		return
+	}
+	d.oiToolDefsTree(trees.tree(flatOITools))
+}
+
+// oiToolDefsTree reads the definitions of the tree of llm.tools.
+func (d *spanData) oiToolDefsTree(tree map[string]any) {
+	for _, it := range indexed(tree) {
 		if js := path(it, "tool", "json_schema"); js != nil {
-			// one definition per attribute; as JSON text (the usual),
-			// read once per text (tooldefs.go)
-			raw, _ := js.(string)
-			d.readDefsCached(raw, func() { d.addToolDef(oiLLMToolsToolJSONSchema, js, "") })
+			d.oiToolDef(js)
 		}
 	}
 }
 
+// oiToolDef reads the definition of one llm.tools.N.tool.json_schema: one
+// definition per attribute; as JSON text (the usual), read once per text
+// (tooldefs.go).
+func (d *spanData) oiToolDef(js any) {
+	raw, _ := js.(string)
+	d.readDefsCached(raw, func() { d.addToolDef(oiLLMToolsToolJSONSchema, js, "") })
+}
+
 func (openInference) documents(d *spanData, _ pcommon.Map, trees flatTrees) {
-	for _, it := range indexed(trees[flatOIDocs]) {
+	for _, it := range indexed(trees.tree(flatOIDocs)) {
 		d.addDocument(oiRetrievalDocuments, it)
 	}
 }

@@ -55,7 +55,21 @@ func (openLLMetry) conversation(d *spanData, _ pcommon.Map, trees flatTrees, in,
 }
 
 func (openLLMetry) toolDefinitions(d *spanData, _ pcommon.Map, trees flatTrees) {
-	for _, it := range indexed(trees[flatOLFunctions]) {
+	if !trees.has(flatOLFunctions) {
+		return
+	}
+	if olFunctionsFlat(trees.kvs[flatOLFunctions], nil) { // the usual: no tree
+		olFunctionsFlat(trees.kvs[flatOLFunctions], func(f olFunc) {
+			d.readDefsKeyed("", d.c.olKeyTo(f.name, f.desc, f.args), func() { d.addToolDef(olLLMRequestFunctions, f.tree(), "") })
+		})
+		return
+	}
+	d.olFunctionsTree(trees.tree(flatOLFunctions))
+}
+
+// olFunctionsTree reads the definitions of the tree of llm.request.functions.
+func (d *spanData) olFunctionsTree(tree map[string]any) {
+	for _, it := range indexed(tree) {
 		if m, ok := it.(map[string]any); ok {
 			if key, ok := olFunctionKey(m); ok {
 				d.readDefsCached(key, func() { d.addToolDef(olLLMRequestFunctions, m, "") })
@@ -84,7 +98,30 @@ func olFunctionKey(m map[string]any) (string, bool) {
 	if n != len(m) || !ok3 {
 		return "", false
 	}
-	return "\x00" + name + "\x00" + desc + "\x00" + args, true
+	return olKey(name, desc, args), true
+}
+
+// olKeyTo is olKey written into the trace's buffer (valid until the next
+// call), or a new one without a trace.
+func (c *spanCtx) olKeyTo(name, desc, args string) []byte {
+	var b []byte
+	if c.cache != nil {
+		b = c.cache.keyBuf[:0]
+	}
+	b = append(append(append(append(append(append(b, 0), name...), 0), desc...), 0), args...)
+	if c.cache != nil && cap(b) <= maxPooledKeyBuf {
+		c.cache.keyBuf = b
+	}
+	return b
+}
+
+// maxPooledKeyBuf is the largest olKeyTo buffer a trace keeps.
+const maxPooledKeyBuf = 64 << 10
+
+// olKey is the cache key of a function of name, description desc and
+// arguments args (olFunctionKey).
+func olKey(name, desc, args string) string {
+	return "\x00" + name + "\x00" + desc + "\x00" + args
 }
 
 func (openLLMetry) kindKeys() []kindKey {

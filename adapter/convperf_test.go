@@ -50,7 +50,7 @@ func TestVercelToolDefTextsSameAsList(t *testing.T) {
 			sharedDefs = &defsCache{m: make(map[string][]ToolDefinition)}
 			want, wantP := readDefsBoth(t, attrs, func(d *spanData) { d.toolDefList(d.ref.Span.Attributes(), aiPromptTools) })
 			sharedDefs = &defsCache{m: make(map[string][]ToolDefinition)}
-			got, gotP := readDefsBoth(t, attrs, func(d *spanData) { vercelAI{}.toolDefinitions(d, d.ref.Span.Attributes(), flatTrees{}) })
+			got, gotP := readDefsBoth(t, attrs, func(d *spanData) { vercelAI{}.toolDefinitions(d, d.ref.Span.Attributes(), nil) })
 			for i := range 2 {
 				if !reflect.DeepEqual(got[i], want[i]) {
 					t.Errorf("read %d: definitions\n got %+v\nwant %+v", i, got[i], want[i])
@@ -83,7 +83,7 @@ func TestOpenLLMetryFunctionsCachedSame(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sharedDefs = &defsCache{m: make(map[string][]ToolDefinition)}
 			want, wantP := readDefsBoth(t, attrs, func(d *spanData) {
-				for _, it := range indexed(d.flatten(d.ref.Span.Attributes(), defsFlat)[flatOLFunctions]) {
+				for _, it := range indexed(d.flatten(d.ref.Span.Attributes(), defsFlat).tree(flatOLFunctions)) {
 					d.addToolDef(olLLMRequestFunctions, it, "")
 				}
 			})

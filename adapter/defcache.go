@@ -31,6 +31,17 @@ func (dc *defsCache) get(raw string) ([]ToolDefinition, bool) {
 	return defs, ok
 }
 
+// lookup is get of raw, or, when key is not nil, of the text of key.
+func (dc *defsCache) lookup(raw string, key []byte) ([]ToolDefinition, bool) {
+	if key == nil {
+		return dc.get(raw)
+	}
+	dc.mu.RLock()
+	defs, ok := dc.m[string(key)] // no copy made
+	dc.mu.RUnlock()
+	return defs, ok
+}
+
 func (dc *defsCache) put(raw string, defs []ToolDefinition) {
 	if len(raw) > sharedDefsMaxText {
 		return

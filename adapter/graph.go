@@ -140,7 +140,8 @@ func (t *trace) release() {
 	clear(t.reqs[:cap(t.reqs)]) // a failed quickRequests leaves calls there
 	// the caches' maps are kept when small (clearing a map costs its
 	// size, however few entries it still holds)
-	cache := traceCache{json: t.cache.json, defs: t.cache.defs}
+	cache := traceCache{json: t.cache.json, defs: t.cache.defs, flat: t.cache.flat, keyBuf: t.cache.keyBuf}
+	cache.flat.reset() // a span's reading stopped midway leaves values
 	if len(cache.json) > maxPooledCacheEntries {
 		cache.json = nil
 	}

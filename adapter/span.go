@@ -108,10 +108,11 @@ func convFlat(p parts) uint8 {
 	return m
 }
 
-// flatten collects the flattened attributes under the flatPrefixes in mask
-// into trees.
+// flatten collects the flattened attributes under the flatPrefixes in mask,
+// each converted (and any problem reported) in attribute order; the trees
+// are built from them only when asked for (flatSet.tree).
 func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
-	var trees flatTrees
+	var trees *flatSet // nil while none
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		if !strings.HasPrefix(k, oiLLMPrefix) && !strings.HasPrefix(k, genAIPrefix) && !strings.HasPrefix(k, oiRetrievalPrefix) {
 			return true
@@ -121,10 +122,21 @@ func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
 				if mask&(1<<i) == 0 {
 					break
 				}
-				if trees[i] == nil {
-					trees[i] = make(map[string]any, 8)
+				if trees == nil {
+					trees = d.c.newFlatSet()
 				}
-				if !unflatten(trees[i], k[len(p):], d.c.convert(k, v)) {
+				if cap(trees.kvs[i]) == 0 {
+					trees.kvs[i] = make([]flatKV, 0, 8)
+				}
+				rest := k[len(p):]
+				kv := flatKV{key: rest}
+				if v.Type() == pcommon.ValueTypeStr { // convert's, unboxed
+					kv.str, kv.isStr = d.c.fixString(k, v.Str()), true
+				} else {
+					kv.val = d.c.convert(k, v)
+				}
+				trees.kvs[i] = append(trees.kvs[i], kv)
+				if strings.Count(rest, ".") > maxDepth { // what unflatten refuses
 					d.c.report(k, "key nested too deeply; skipped")
 				}
 				break
@@ -135,8 +147,88 @@ func (d *spanData) flatten(attrs pcommon.Map, mask uint8) flatTrees {
 	return trees
 }
 
-// flatTrees are the flattened attributes under each of flatPrefixes.
-type flatTrees = [len(flatPrefixes)]map[string]any
+// flatKV is one flattened attribute: its key after the prefix and its
+// converted value, a string kept apart (not boxed until a tree needs it).
+type flatKV struct {
+	key   string
+	str   string // the value, when isStr
+	val   any    // the value, unless isStr
+	isStr bool
+}
+
+// value is kv's converted value.
+func (kv *flatKV) value() any {
+	if kv.isStr {
+		return kv.str
+	}
+	return kv.val
+}
+
+// flatTrees are the flattened attributes under each of flatPrefixes (nil
+// when there are none).
+type flatTrees = *flatSet
+
+// flatSet holds the flattened attributes under each of flatPrefixes, in
+// attribute order, and the trees built from them (unflatten) once asked for.
+type flatSet struct {
+	kvs   [len(flatPrefixes)][]flatKV
+	trees [len(flatPrefixes)]map[string]any
+}
+
+// has tells whether any attribute is under flatPrefixes[i].
+func (t *flatSet) has(i int) bool { return t != nil && len(t.kvs[i]) != 0 }
+
+// tree is the attributes under flatPrefixes[i] as nested maps, nil when
+// there are none.
+func (t *flatSet) tree(i int) map[string]any {
+	if !t.has(i) {
+		return nil
+	}
+	if t.trees[i] == nil {
+		m := make(map[string]any, 8)
+		for j := range t.kvs[i] {
+			kv := &t.kvs[i][j]
+			unflatten(m, kv.key, kv.value()) // too deep: reported by flatten
+		}
+		t.trees[i] = m
+	}
+	return t.trees[i]
+}
+
+// maxPooledFlat is the most flattened attributes under a prefix whose
+// slice a trace keeps for the next span (and the next trace, pooled).
+const maxPooledFlat = 64
+
+// newFlatSet is an empty flatSet: the trace's own when not in use.
+func (c *spanCtx) newFlatSet() *flatSet {
+	if c.cache == nil || c.cache.flatBusy {
+		return &flatSet{}
+	}
+	c.cache.flatBusy = true
+	return &c.cache.flat
+}
+
+// doneFlat takes back trees (from flatten) once read: the trace's own are
+// emptied for the next use, their slices kept unless large.
+func (c *spanCtx) doneFlat(trees *flatSet) {
+	if trees == nil || c.cache == nil || trees != &c.cache.flat {
+		return
+	}
+	trees.reset()
+	c.cache.flatBusy = false
+}
+
+// reset empties t (the values dropped), keeping small slices.
+func (t *flatSet) reset() {
+	for i := range t.kvs {
+		clear(t.kvs[i])
+		t.kvs[i] = t.kvs[i][:0]
+		if cap(t.kvs[i]) > maxPooledFlat {
+			t.kvs[i] = nil
+		}
+	}
+	t.trees = [len(flatPrefixes)]map[string]any{}
+}
 
 // parts of a span that are read separately, each at most once.
 type parts uint8
@@ -173,12 +265,14 @@ func (d *spanData) parse() {
 	case kindRetrieval:
 		trees := d.flatten(attrs, allFlat)
 		d.readDocuments(attrs, trees)
+		d.c.doneFlat(trees)
 		return
 	}
 	// llm, agent and anchors of synthetic agent cases
 	trees := d.flatten(attrs, allFlat)
 	d.readConversation(attrs, trees, partConv)
 	d.readToolDefinitions(attrs, trees)
+	d.c.doneFlat(trees)
 	if d.kind != kindLLM {
 		d.readOwnIO(attrs)
 	}
@@ -206,6 +300,7 @@ func (d *spanData) parsePart(p parts) {
 		if p&partDocs != 0 {
 			trees := d.flatten(attrs, 1<<flatOIDocs)
 			d.readDocuments(attrs, trees)
+			d.c.doneFlat(trees)
 		}
 		return
 	}
@@ -215,6 +310,7 @@ func (d *spanData) parsePart(p parts) {
 	if p&partDefs != 0 {
 		trees := d.flatten(attrs, defsFlat)
 		d.readToolDefinitions(attrs, trees)
+		d.c.doneFlat(trees)
 	}
 	if p&partOwnIO != 0 && d.kind != kindLLM {
 		d.readOwnIO(attrs)
@@ -229,6 +325,7 @@ func (d *spanData) parsePart(p parts) {
 func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 	trees := d.flatten(attrs, convFlat(p))
 	d.readConversation(attrs, trees, p)
+	d.c.doneFlat(trees)
 	if d.kind != kindLLM {
 		return
 	}
@@ -240,6 +337,7 @@ func (d *spanData) readConvParts(attrs pcommon.Map, p parts) {
 		d.done |= rest
 		trees := d.flatten(attrs, convFlat(rest))
 		d.readConversation(attrs, trees, rest)
+		d.c.doneFlat(trees)
 	}
 	d.readRawIO(attrs)
 }
@@ -265,12 +363,21 @@ func normProvider(p string) string {
 // (in, out) from the flattened messages trees[inTree] (attribute inAttr)
 // and trees[outTree] (outAttr).
 func (d *spanData) flatConversation(trees flatTrees, in, out bool, inTree int, inAttr string, outTree int, outAttr string) {
-	if in && len(d.input) == 0 && trees[inTree] != nil {
-		d.input = d.c.flatMessages(inAttr, trees[inTree], "user")
+	if in && len(d.input) == 0 && trees.has(inTree) {
+		d.input = d.c.readFlatMessages(trees, inTree, inAttr, "user")
 	}
-	if out && len(d.output) == 0 && trees[outTree] != nil {
-		d.output = d.c.flatMessages(outAttr, trees[outTree], "assistant")
+	if out && len(d.output) == 0 && trees.has(outTree) {
+		d.output = d.c.readFlatMessages(trees, outTree, outAttr, "assistant")
 	}
+}
+
+// readFlatMessages reads the flattened messages trees[i] (attribute attr):
+// straight from the keys when they have the usual shape, else from the tree.
+func (c *spanCtx) readFlatMessages(trees flatTrees, i int, attr, defaultRole string) []Message {
+	if msgs, ok := c.flatMessagesFast(attr, trees.kvs[i], defaultRole, i == flatOIInput || i == flatOIOutput); ok {
+		return msgs
+	}
+	return c.flatMessages(attr, trees.tree(i), defaultRole)
 }
 
 // flatMessages reads flattened messages: N.{message.}role/content/…
@@ -292,21 +399,7 @@ func (c *spanCtx) flatMessages(attr string, tree map[string]any, defaultRole str
 		switch ct := m["content"].(type) {
 		case nil:
 		case string:
-			if !(ct == "null" && msg.Role == "assistant") {
-				if strings.HasPrefix(ct, "[{") {
-					if arr, ok := decodeQuiet(ct).([]any); ok && allTyped(arr) {
-						for _, p := range arr {
-							if t, _, _ := c.parsePart(attr, p); t != "" {
-								texts = append(texts, t)
-							}
-						}
-						break
-					}
-				}
-				if ct != "" {
-					texts = append(texts, ct)
-				}
-			}
+			texts = c.stringContent(attr, ct, msg.Role, texts)
 		default:
 			c.report(attr, "message content: want a string, got %s", typeName(ct))
 			texts = append(texts, textOf(ct))

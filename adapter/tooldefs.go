@@ -98,17 +98,29 @@ func (d *spanData) toolDefList(attrs pcommon.Map, attr string) {
 // was read without problems (decoding included), so a hit needs no
 // decoding at all.
 func (d *spanData) readDefsCached(raw string, read func()) {
+	d.readDefsKeyed(raw, nil, read)
+}
+
+// readDefsKeyed is readDefsCached keyed by raw, or, when key is not nil,
+// by the text of key (made a string only to be cached).
+func (d *spanData) readDefsKeyed(raw string, key []byte, read func()) {
 	c := &d.c
-	cacheable := c.cache != nil && len(raw) >= 64
+	cacheable := c.cache != nil && len(raw)+len(key) >= 64
 	if cacheable {
-		if defs, ok := c.cache.defs[raw]; ok {
+		if defs, ok := c.cache.lookupDefs(raw, key); ok {
 			d.mergeDefs(defs)
 			return
 		}
-		if defs, ok := sharedDefs.get(raw); ok {
+		if defs, ok := sharedDefs.lookup(raw, key); ok {
+			if key != nil {
+				raw = string(key)
+			}
 			c.cache.putDefs(raw, defs)
 			d.mergeDefs(defs)
 			return
+		}
+		if key != nil {
+			raw = string(key)
 		}
 	}
 	own, ownShared := d.toolDefs, d.defsShared

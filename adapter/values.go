@@ -47,6 +47,21 @@ type traceCache struct {
 	// defs are the tool definitions of tool-definition lists given as JSON
 	// text and read without problems. Read only: spans get copies.
 	defs map[string][]ToolDefinition
+	// flat is what flatten fills for one span at a time (flatBusy while
+	// read); emptied after each (doneFlat).
+	flat     flatSet
+	flatBusy bool
+	keyBuf   []byte // olKeyTo's
+}
+
+// lookupDefs is defs[raw], or, when key is not nil, defs of the text of key.
+func (tc *traceCache) lookupDefs(raw string, key []byte) ([]ToolDefinition, bool) {
+	if key != nil {
+		defs, ok := tc.defs[string(key)] // no copy made
+		return defs, ok
+	}
+	defs, ok := tc.defs[raw]
+	return defs, ok
 }
 
 func (tc *traceCache) putDefs(raw string, defs []ToolDefinition) {
