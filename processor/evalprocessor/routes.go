@@ -196,15 +196,12 @@ func (o *routed[D]) merge(src routed[D]) {
 	if src.n == 0 {
 		return
 	}
-	switch {
-	case o.n == 0:
+	if td, ok := any(o.data).(ptrace.Traces); ok && o.n > 0 {
+		moveTraces(td, any(src.data).(ptrace.Traces))
+	} else if o.n > 0 {
+		moveAll(o.data, src.data)
+	} else {
 		o.data = src.data
-	default:
-		if td, ok := any(o.data).(ptrace.Traces); ok {
-			moveTraces(td, any(src.data).(ptrace.Traces))
-		} else {
-			moveAll(o.data, src.data)
-		}
 	}
 	o.n += src.n
 }
