@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.uber.org/zap"
@@ -89,30 +91,12 @@ func BenchmarkDurableConcurrentCallers(b *testing.B) {
 // four before (deletes ride the writes as in the processor). It reports
 // CPU per span.
 func BenchmarkDurablePersist(b *testing.B) {
-	st := startFileStorageB(b, b.TempDir())
-	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
-	tel, err := newTelemetry(processortest.NewNopSettings(Type).TelemetrySettings)
-	require.NoError(b, err)
-	s, err := openStore(context.Background(), host, storageID, component.NewID(Type), time.Now, zap.NewNop(), tel)
-	require.NoError(b, err)
+	s := openBenchStore(b, startFileStorageB(b, b.TempDir()))
 	var seq uint64
 	tmpl := genAITemplate()
 	requests := make([][]*chunk, 8)
 	for i := range requests {
-		td := makeBatch(tmpl, &seq)
-		spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-		for t0 := 0; t0 < spans.Len(); t0 += spansPerTrace {
-			c := newChunk(spans.At(t0).TraceID())
-			rs := c.td.ResourceSpans().AppendEmpty()
-			td.ResourceSpans().At(0).Resource().CopyTo(rs.Resource())
-			ss := rs.ScopeSpans().AppendEmpty()
-			td.ResourceSpans().At(0).ScopeSpans().At(0).Scope().CopyTo(ss.Scope())
-			for k := t0; k < t0+spansPerTrace; k++ {
-				spans.At(k).CopyTo(ss.Spans().AppendEmpty())
-				c.added(spans.At(k), true)
-			}
-			requests[i] = append(requests[i], c)
-		}
+		requests[i] = traceChunks(makeBatch(tmpl, &seq))
 	}
 	keys := make([][]string, len(requests))
 	b.ReportAllocs()
@@ -145,27 +129,11 @@ func BenchmarkDurableRestore(b *testing.B) {
 	const requests = 100
 	dir := b.TempDir()
 	fill := startFileStorageB(b, dir)
-	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: fill}}
-	tel, err := newTelemetry(processortest.NewNopSettings(Type).TelemetrySettings)
-	require.NoError(b, err)
-	s, err := openStore(context.Background(), host, storageID, component.NewID(Type), time.Now, zap.NewNop(), tel)
-	require.NoError(b, err)
+	s := openBenchStore(b, fill)
 	var seq uint64
 	tmpl := genAITemplate()
 	for r := 0; r < requests; r++ {
-		td := makeBatch(tmpl, &seq)
-		spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-		var chunks []*chunk
-		for t0 := 0; t0 < spans.Len(); t0 += spansPerTrace {
-			c := newChunk(spans.At(t0).TraceID())
-			ss := c.td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
-			for k := t0; k < t0+spansPerTrace; k++ {
-				spans.At(k).CopyTo(ss.Spans().AppendEmpty())
-				c.added(spans.At(k), true)
-			}
-			chunks = append(chunks, c)
-		}
-		require.NoError(b, s.persist(context.Background(), chunks))
+		require.NoError(b, s.persist(context.Background(), traceChunks(makeBatch(tmpl, &seq))))
 	}
 	require.NoError(b, s.close(context.Background()))
 	fill.stop()
@@ -191,4 +159,23 @@ func BenchmarkDurableRestore(b *testing.B) {
 		st.stop()
 		b.StartTimer()
 	}
+}
+
+// openBenchStore opens the hold store on st, as Start does.
+func openBenchStore(b *testing.B, st *testStorage) *holdStore {
+	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
+	tel, err := newTelemetry(processortest.NewNopSettings(Type).TelemetrySettings)
+	require.NoError(b, err)
+	s, err := openStore(context.Background(), host, storageID, component.NewID(Type), time.Now, zap.NewNop(), tel)
+	require.NoError(b, err)
+	return s
+}
+
+// traceChunks is td split into one held chunk per trace, by the ingest
+// path's own splitter.
+func traceChunks(td ptrace.Traces) []*chunk {
+	dec := map[pcommon.TraceID]decision{}
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) { dec[r.Span.TraceID()] = decHold })
+	_, chunks := splitTraces(td, dec, 0)
+	return chunks
 }
