@@ -76,7 +76,8 @@ func sameScopeIn(sss ptrace.ScopeSpansSlice, ss ptrace.ScopeSpans) (ptrace.Scope
 }
 
 // sameAttributes compares two attribute maps in order: copies of one map
-// (what holding makes) are in the same order. Maps with the same pairs in
+// (what holding makes) are in the same order. pcommon.Map.Equal looks each
+// key up in the other map, quadratic in the attributes of a resource. Maps with the same pairs in
 // another order, or of more than maxMergedAttributes, count as different,
 // which only leaves them apart.
 func sameAttributes(a, b pcommon.Map) bool {
