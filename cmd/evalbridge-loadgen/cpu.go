@@ -65,6 +65,9 @@ type cpuRun struct {
 	// same window (voluntary and not): the goroutine hand-offs that put a
 	// thread to sleep and wake it cost CPU that profiles do not name.
 	switches int64
+	// retried are the requests the collector refused (retryable) and the
+	// load generator sent again: each is received and decoded again.
+	retried int64
 }
 
 func (r cpuRun) perSpan() float64 {
@@ -78,7 +81,7 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 	}
 	defer cleanup()
 	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
-	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span")
+	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span retried")
 	var runs []cpuRun
 	for round := 1; round <= o.rounds; round++ {
 		order := slices.Clone(cpuPipelines)
@@ -93,8 +96,8 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, pl, err)
 			}
-			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
-				float64(r.switches)/float64(max(r.spans, 1)))
+			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f %d\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
+				float64(r.switches)/float64(max(r.spans, 1)), r.retried)
 			runs = append(runs, r)
 		}
 	}
@@ -168,7 +171,8 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	if !complete {
 		return cpuRun{}, fmt.Errorf("not every acknowledged span arrived within 60 s (log %s)", filepath.Join(dir, name+".log"))
 	}
-	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before, switches: switches}, nil
+	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before, switches: switches,
+		retried: l.stats.retried.Load()}, nil
 }
 
 // processCPU is the user and system CPU time of process pid so far
