@@ -28,9 +28,14 @@ type chunk struct {
 
 	// td holds the spans; no reference per span is kept (the held trace
 	// lists them when it is scored: heldTrace.spanRefs).
-	td    ptrace.Traces
-	root  bool
-	spans int
+	td ptrace.Traces
+	// shared, when not nil, has an entry for each of td's ResourceSpans (by
+	// position): the resource it shares with the other chunks split from
+	// the same ResourceSpans of a request, its own resource left empty; nil
+	// where it has its own (sharedres.go).
+	shared []*sharedResource
+	root   bool
+	spans  int
 
 	// The source resource and scope of the last span copied, and their
 	// copies.
@@ -68,6 +73,10 @@ type chunker struct {
 	order    []*chunk
 	lastID   pcommon.TraceID
 	last     *chunk
+	// The request's ResourceSpans whose resource the held chunks last
+	// shared, and the copy they share.
+	resSrc ptrace.ResourceSpans
+	res    *sharedResource
 }
 
 func newChunker(dec map[pcommon.TraceID]decision, rt route, newC func(pcommon.TraceID) *chunk) *chunker {
@@ -98,24 +107,25 @@ func splitTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (
 	k := newChunker(dec, rt, newChunk)
 	adapter.ForEachSpan(td, func(r adapter.SpanRef) {
 		c, held := k.of(r.Span.TraceID())
-		c.add(r, held)
+		c.add(r, held, k)
 	})
 	return k.fwd.td, k.order
 }
 
-// add copies the span of r into the chunk, copying its resource and scope
-// once per run of spans that share them.
-func (c *chunk) add(r adapter.SpanRef, held bool) {
-	dst := c.scopeOf(r.ResourceSpans, r.ScopeSpans).Spans().AppendEmpty()
+// add copies the span of r into the chunk, copying its scope once per run
+// of spans that share it, its resource likewise or sharing k's copy of it.
+func (c *chunk) add(r adapter.SpanRef, held bool, k *chunker) {
+	dst := c.scopeOf(r.ResourceSpans, r.ScopeSpans, k).Spans().AppendEmpty()
 	r.Span.CopyTo(dst)
 	c.added(dst, held)
 }
 
 // scopeOf returns the chunk's copy of scope ss of resource rs, made (with
-// the resource's) on the first span of a run of spans that share them.
-func (c *chunk) scopeOf(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) ptrace.ScopeSpans {
+// a ResourceSpans for rs: newRS) on the first span of a run of spans that
+// share them.
+func (c *chunk) scopeOf(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, k *chunker) ptrace.ScopeSpans {
 	if c.srcRS != rs {
-		c.rs = copyResource(rs, c.td.ResourceSpans().AppendEmpty())
+		c.rs = c.newRS(rs, k)
 		c.srcRS, c.srcSS = rs, ptrace.ScopeSpans{}
 	}
 	if c.srcSS != ss {
@@ -156,7 +166,7 @@ func takeTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (p
 			if id, ok := oneTraceOf(ss.Spans()); ok {
 				c, held := k.of(id)
 				if held {
-					c.moveScope(rs, ss)
+					c.moveScope(rs, ss, k)
 					took = true
 				}
 				return held
@@ -165,7 +175,7 @@ func takeTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (p
 			ss.Spans().RemoveIf(func(s ptrace.Span) bool {
 				c, held := k.of(s.TraceID())
 				if held {
-					dst := c.scopeOf(rs, ss).Spans().AppendEmpty()
+					dst := c.scopeOf(rs, ss, k).Spans().AppendEmpty()
 					s.MoveTo(dst)
 					c.added(dst, true)
 					tookHere = true
@@ -199,6 +209,7 @@ func giveBack[B pdata](b, fwd B, chunks []*chunk) {
 			moveAll(any(b).(plog.Logs), c.ld)
 			c.records, c.count = nil, 0
 		} else {
+			c.materialize()
 			moveAll(any(b).(ptrace.Traces), c.td)
 			c.spans, c.root = 0, false
 		}
@@ -243,6 +254,7 @@ func oneTraceOf(spans ptrace.SpanSlice) (pcommon.TraceID, bool) {
 // into the chunk whole.
 func (c *chunk) moveResource(rs ptrace.ResourceSpans) {
 	c.rs = c.td.ResourceSpans().AppendEmpty()
+	c.ownResource()
 	rs.MoveTo(c.rs)
 	c.srcRS, c.srcSS = ptrace.ResourceSpans{}, ptrace.ScopeSpans{}
 	sss := c.rs.ScopeSpans()
@@ -252,10 +264,10 @@ func (c *chunk) moveResource(rs ptrace.ResourceSpans) {
 }
 
 // moveScope moves ss of resource rs, whose spans all belong to the chunk's
-// trace, into the chunk whole (the resource is copied once per chunk).
-func (c *chunk) moveScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
+// trace, into the chunk whole (under a ResourceSpans for rs: newRS).
+func (c *chunk) moveScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, k *chunker) {
 	if c.srcRS != rs {
-		c.rs = copyResource(rs, c.td.ResourceSpans().AppendEmpty())
+		c.rs = c.newRS(rs, k)
 		c.srcRS = rs
 	}
 	dst := c.rs.ScopeSpans().AppendEmpty()

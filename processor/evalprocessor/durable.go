@@ -225,7 +225,7 @@ func (e *encoder) encode(c *chunk) []byte {
 	if c.isLogs {
 		raw = e.w.marshalLogs(c.ld)
 	} else {
-		raw = e.w.marshalTraces(c.td)
+		raw = e.w.marshalTraces(c.td, c.shared)
 	}
 	need := 1 + s2.MaxEncodedLen(len(raw))
 	buf := e.out

@@ -45,14 +45,22 @@ type keyVal struct {
 
 // marshalTraces returns td's protobuf, in w's buffer (valid until the next
 // call) when it can.
-func (w *protoWriter) marshalTraces(td ptrace.Traces) []byte {
+// The resources td's ResourceSpans share (shared, sharedres.go) are
+// written in their place.
+func (w *protoWriter) marshalTraces(td ptrace.Traces, shared []*sharedResource) []byte {
 	w.reset()
-	w.traces(td)
+	w.traces(td, shared)
 	if w.unsure {
+		whole := td
+		if shared != nil {
+			whole = ptrace.NewTraces()
+			td.CopyTo(whole)
+			materialize(whole, shared)
+		}
 		var m ptrace.ProtoMarshaler
-		if w.written() != m.TracesSize(td) {
+		if w.written() != m.TracesSize(whole) {
 			// A field the public API does not show: pdata writes it.
-			raw, _ := m.MarshalTraces(td) // cannot fail: pdata marshals what it holds
+			raw, _ := m.MarshalTraces(whole) // cannot fail: pdata marshals what it holds
 			return raw
 		}
 	}
@@ -73,11 +81,11 @@ func (w *protoWriter) marshalLogs(ld plog.Logs) []byte {
 	return w.buf[w.pos:]
 }
 
-func (w *protoWriter) traces(td ptrace.Traces) {
+func (w *protoWriter) traces(td ptrace.Traces, shared []*sharedResource) {
 	rss := td.ResourceSpans()
 	for i := rss.Len() - 1; i >= 0; i-- {
 		mark := w.written()
-		w.resourceSpans(rss.At(i))
+		w.resourceSpans(rss.At(i), resourceSpansAt(rss, shared, i).Resource())
 		w.lenTag(mark, 0xa)
 	}
 }
@@ -308,9 +316,11 @@ func (w *protoWriter) scope(s pcommon.InstrumentationScope) {
 	w.varintField(0x20, uint64(s.DroppedAttributesCount()))
 }
 
-func (w *protoWriter) resourceSpans(rs ptrace.ResourceSpans) {
+// resourceSpans writes rs with resource res (its own, or the one it
+// shares).
+func (w *protoWriter) resourceSpans(rs ptrace.ResourceSpans, res pcommon.Resource) {
 	mark := w.written()
-	w.resource(rs.Resource())
+	w.resource(res)
 	w.lenTag(mark, 0xa)
 	sss := rs.ScopeSpans()
 	for i := sss.Len() - 1; i >= 0; i-- {

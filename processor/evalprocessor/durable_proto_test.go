@@ -125,7 +125,7 @@ func TestProtoWriterWritesWhatPdataWrites(t *testing.T) {
 	for i, td := range cases {
 		want, err := tm.MarshalTraces(td)
 		require.NoError(t, err)
-		got := w.marshalTraces(td)
+		got := w.marshalTraces(td, nil)
 		require.Equal(t, want, append([]byte{}, got...), "traces case %d", i)
 		back, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(got)
 		require.NoError(t, err)
@@ -148,7 +148,7 @@ func TestProtoWriterWritesWhatPdataWrites(t *testing.T) {
 	require.NoError(t, err)
 	w = protoWriter{}
 	w.reset()
-	w.traces(td)
+	w.traces(td, nil)
 	assert.Equal(t, want, w.buf[w.pos:])
 }
 
@@ -165,7 +165,7 @@ func TestProtoWriterFallsBackOnHiddenFields(t *testing.T) {
 
 	var w protoWriter
 	want, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
-	assert.Equal(t, want, w.marshalTraces(td))
+	assert.Equal(t, want, w.marshalTraces(td, nil))
 	wantLogs, _ := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
 	assert.Equal(t, wantLogs, w.marshalLogs(ld))
 
@@ -176,7 +176,7 @@ func TestProtoWriterFallsBackOnHiddenFields(t *testing.T) {
 	require.NoError(t, err)
 	want, _ = (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 	require.Len(t, want, len(strindex), "pdata keeps both")
-	assert.Equal(t, want, w.marshalTraces(td))
+	assert.Equal(t, want, w.marshalTraces(td, nil))
 }
 
 // protoFields lists the fields of the structs pdata keeps t in (its

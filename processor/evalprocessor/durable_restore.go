@@ -264,7 +264,7 @@ func (t *heldTrace) addChunk(c *chunk) {
 		}
 		return
 	}
-	t.parts = append(t.parts, tracePart{td: c.td, route: c.route, spans: c.spans, key: c.key})
+	t.parts = append(t.parts, tracePart{td: c.td, shared: c.shared, route: c.route, spans: c.spans, key: c.key})
 	t.spans += c.spans
 	t.root = t.root || c.root
 }
@@ -295,6 +295,7 @@ func (t *heldTrace) dropRestored(c *chunk, remember bool) int {
 	}
 	c.root = false
 	removed := 0
+	c.materialize() // ResourceSpans may go: the list of shared resources would not follow
 	c.td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
 			ss.Spans().RemoveIf(func(s ptrace.Span) bool {

@@ -43,12 +43,22 @@ var errBackPressure = errors.New("eval processor: released spans are waiting for
 type outItem struct {
 	route  route
 	td     ptrace.Traces
+	shared []*sharedResource // td's shared resources, until whole (sharedres.go)
 	ld     plog.Logs
 	isLogs bool
 	n      int
 	// keys are the storage keys of the held chunks in it (storage:),
 	// deleted once the next consumer has accepted it.
 	keys []string
+}
+
+// whole copies the shared resources into the request's ResourceSpans
+// before it leaves the processor.
+func (it *outItem) whole() {
+	if it.shared != nil {
+		materialize(it.td, it.shared)
+		it.shared = nil
+	}
 }
 
 // group is the traces released together (one tick, one overflow, the
@@ -160,7 +170,7 @@ func newForwarder(rs *routes, tel *telemetry, logger *zap.Logger, retry configre
 // pushTraces queues a released trace's spans for its route. It never
 // blocks. Without spans it only deletes the keys.
 func (f *forwarder) pushTraces(rt routedTraces) {
-	f.pushItem(outItem{route: rt.route, td: rt.data, n: rt.n, keys: rt.keys})
+	f.pushItem(outItem{route: rt.route, td: rt.data, n: rt.n, keys: rt.keys, shared: rt.shared})
 }
 
 // pushLogs queues released log records (held with their trace, and the
@@ -181,6 +191,7 @@ func (f *forwarder) pushItem(it outItem) {
 		// Only a straggler gets here (the engine finishing a trace after
 		// Shutdown); it is sent once, and its fate is counted.
 		f.grow(it.n)
+		it.whole()
 		if f.deliver(it) {
 			f.drop(it, reasonShutdown, 0, errors.New("refused after shutdown"))
 		}
@@ -313,13 +324,14 @@ func (f *forwarder) drain() {
 				if req.isLogs {
 					items[0].ld.ResourceLogs().MoveAndAppendTo(req.ld.ResourceLogs())
 				} else {
-					moveTraces(req.td, items[0].td)
+					req.shared = moveTraces(req.td, req.shared, items[0].td, items[0].shared)
 				}
 				req.n += items[0].n
 				req.keys = append(req.keys, items[0].keys...)
 				items[0] = outItem{}
 				items = items[1:]
 			}
+			req.whole()
 			if f.deliver(req) {
 				f.refused(req)
 				continue

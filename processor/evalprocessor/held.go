@@ -323,7 +323,7 @@ func (t *heldTrace) origin() func(adapter.SpanRef) any {
 		}
 		rss := pt.td.ResourceSpans()
 		for i := 0; i < rss.Len(); i++ {
-			byRS[rss.At(i)] = pt.route
+			byRS[resourceSpansAt(rss, pt.shared, i)] = pt.route // what spanRefs gives
 		}
 	}
 	return func(ref adapter.SpanRef) any {
@@ -334,15 +334,32 @@ func (t *heldTrace) origin() func(adapter.SpanRef) any {
 	}
 }
 
-// spanRefs lists the spans of t's chunks, in the order they came.
+// spanRefs lists the spans of t's chunks, in the order they came. A span
+// under a shared resource has it as its ResourceSpans (what the adapter and
+// OTTL read the resource from).
 func (t *heldTrace) spanRefs(buf []adapter.SpanRef) []adapter.SpanRef {
 	refs := buf[:0]
 	if cap(refs) < t.spans {
 		refs = make([]adapter.SpanRef, 0, t.spans)
 	}
 	for _, pt := range t.parts {
-		if pt.spans > 0 {
+		if pt.spans == 0 {
+			continue
+		}
+		if pt.shared == nil {
 			adapter.ForEachSpan(pt.td, func(r adapter.SpanRef) { refs = append(refs, r) })
+			continue
+		}
+		rss := pt.td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			res := resourceSpansAt(rss, pt.shared, i)
+			sss := rss.At(i).ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				ss := sss.At(j)
+				for k, spans := 0, ss.Spans(); k < spans.Len(); k++ {
+					refs = append(refs, adapter.SpanRef{Span: spans.At(k), ResourceSpans: res, ScopeSpans: ss})
+				}
+			}
 		}
 	}
 	return refs
@@ -407,7 +424,7 @@ func (t *heldTrace) copyForTakeOver(partial []engine.Partial, dups spanDups, res
 		spanMap = make(map[ptrace.Span]adapter.SpanRef, t.spans)
 	}
 	for _, pt := range t.parts {
-		c := tracePart{route: pt.route, spans: pt.spans, key: pt.key}
+		c := tracePart{route: pt.route, spans: pt.spans, key: pt.key, shared: pt.shared}
 		if pt.spans > 0 {
 			c.td = ptrace.NewTraces()
 			pt.td.CopyTo(c.td)

@@ -65,7 +65,7 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 			p.fwd.pushLogs(c.route, c.ld, c.count, keysOf(c))
 		case !ok:
 			p.tel.spansLate.Add(context.Background(), int64(c.spans))
-			p.fwd.pushTraces(routedTraces{route: c.route, data: c.td, n: c.spans, keys: keysOf(c)})
+			p.fwd.pushTraces(routedTraces{route: c.route, data: c.td, n: c.spans, keys: keysOf(c), shared: c.shared})
 		case t != nil:
 			full = append(full, t) // max_trace_spans: scored and released at once
 		}

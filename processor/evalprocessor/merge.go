@@ -20,12 +20,22 @@ const mergeWindow = 4
 
 // moveTraces moves src's spans into dst (src is left empty): under a
 // resource and scope of dst that are the same as theirs where there is
-// one among the last few, else as they are.
-func moveTraces(dst, src ptrace.Traces) {
+// one among the last few, else as they are. dstShared and srcShared list
+// their shared resources (sharedres.go); it returns dst's list after the
+// move.
+func moveTraces(dst ptrace.Traces, dstShared []*sharedResource, src ptrace.Traces, srcShared []*sharedResource) []*sharedResource {
 	drs := dst.ResourceSpans()
+	tracked := dstShared != nil || srcShared != nil
+	var kept []*sharedResource // of src's ResourceSpans that join dst as they are
+	i := -1
 	src.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		into, ok := sameResourceIn(drs, rs)
+		i++
+		sh := sharedAt(srcShared, i)
+		into, ok := sameResourceIn(drs, dstShared, rs, sh)
 		if !ok {
+			if tracked {
+				kept = append(kept, sh)
+			}
 			return false
 		}
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
@@ -38,20 +48,31 @@ func moveTraces(dst, src ptrace.Traces) {
 		rs.ScopeSpans().MoveAndAppendTo(into.ScopeSpans())
 		return true
 	})
+	if tracked && dstShared == nil {
+		dstShared = make([]*sharedResource, drs.Len(), drs.Len()+len(kept))
+	}
 	src.ResourceSpans().MoveAndAppendTo(drs)
+	return append(dstShared, kept...)
 }
 
 // sameResourceIn returns the resource among the last of rss that is the
 // same as rs's: attributes, dropped count and schema URL (resources with
-// entity references are left apart).
-func sameResourceIn(rss ptrace.ResourceSpansSlice, rs ptrace.ResourceSpans) (ptrace.ResourceSpans, bool) {
+// entity references are left apart). rssShared and sh are their shared
+// resources: two that share one copy are the same without comparing.
+func sameResourceIn(rss ptrace.ResourceSpansSlice, rssShared []*sharedResource, rs ptrace.ResourceSpans, sh *sharedResource) (ptrace.ResourceSpans, bool) {
 	r := rs.Resource()
+	if sh != nil {
+		r = sh.rs.Resource()
+	}
 	if entity.ResourceEntityRefs(r).Len() > 0 {
 		return ptrace.ResourceSpans{}, false
 	}
 	for i := rss.Len() - 1; i >= 0 && i >= rss.Len()-mergeWindow; i-- {
 		c := rss.At(i)
-		cr := c.Resource()
+		if sh != nil && sharedAt(rssShared, i) == sh {
+			return c, true
+		}
+		cr := resourceSpansAt(rss, rssShared, i).Resource()
 		if c.SchemaUrl() == rs.SchemaUrl() && cr.DroppedAttributesCount() == r.DroppedAttributesCount() &&
 			sameAttributes(cr.Attributes(), r.Attributes()) && entity.ResourceEntityRefs(cr).Len() == 0 {
 			return c, true

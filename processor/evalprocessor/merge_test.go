@@ -100,7 +100,7 @@ func TestMoveTracesMergesOnlyTheSame(t *testing.T) {
 			dst := one("a", "s", 3)
 			src := tc.src()
 			n := dst.SpanCount() + src.SpanCount()
-			moveTraces(dst, src)
+			moveTraces(dst, nil, src, nil)
 			assert.Equal(t, tc.want, shape(dst))
 			assert.Equal(t, n, dst.SpanCount(), "no span lost")
 			assert.Equal(t, 0, src.ResourceSpans().Len(), "src left empty")

@@ -112,6 +112,9 @@ type routed[D pdata] struct {
 	data  D
 	n     int
 	keys  []string
+	// shared lists the resources data's ResourceSpans share (spans only;
+	// sharedres.go).
+	shared []*sharedResource
 }
 
 type routedTraces = routed[ptrace.Traces]
@@ -119,10 +122,11 @@ type routedTraces = routed[ptrace.Traces]
 // tracePart is one held chunk of spans: the copy, the route it came
 // through, and its storage key.
 type tracePart struct {
-	td    ptrace.Traces
-	route route
-	spans int
-	key   string
+	td     ptrace.Traces
+	shared []*sharedResource // td's shared resources (sharedres.go)
+	route  route
+	spans  int
+	key    string
 }
 
 // logPartHeld is one held chunk of log records.
@@ -134,7 +138,7 @@ type logPartHeld struct {
 }
 
 func (p tracePart) routed() routed[ptrace.Traces] {
-	return routed[ptrace.Traces]{route: p.route, data: p.td, n: p.spans, keys: keysOfKey(p.key)}
+	return routed[ptrace.Traces]{route: p.route, data: p.td, n: p.spans, keys: keysOfKey(p.key), shared: p.shared}
 }
 
 func (p logPartHeld) routed() routed[plog.Logs] {
@@ -197,11 +201,11 @@ func (o *routed[D]) merge(src routed[D]) {
 		return
 	}
 	if td, ok := any(o.data).(ptrace.Traces); ok && o.n > 0 {
-		moveTraces(td, any(src.data).(ptrace.Traces))
+		o.shared = moveTraces(td, o.shared, any(src.data).(ptrace.Traces), src.shared)
 	} else if o.n > 0 {
 		moveAll(o.data, src.data)
 	} else {
-		o.data = src.data
+		o.data, o.shared = src.data, src.shared
 	}
 	o.n += src.n
 }

@@ -351,7 +351,7 @@ func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 	b := newBatch()
 	agentTrace(b, 1, false)
 	c := newChunk(tid(1))
-	adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true) })
+	adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true, nil) })
 	ht := &heldTrace{id: tid(1)}
 	ht.addChunk(c)
 	partial := []engine.Partial{{Ref: ht.spanRefs(nil)[0], Case: &adapter.Case{SpanID: sid(1), TraceID: tid(1)}, Results: []evaluators.Result{
@@ -384,7 +384,7 @@ func TestTakeOverCopiesResultsOntoTheOtherPipelinesSpans(t *testing.T) {
 		agentTrace(b, 1, false)
 		c := newChunk(tid(1))
 		c.route = rt
-		adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true) })
+		adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true, nil) })
 		ht.addChunk(c)
 	}
 	refs, copies := uniqueSpanCopies(ht.spanRefs(nil))
