@@ -49,9 +49,11 @@ func newChunk(id pcommon.TraceID) *chunk {
 
 // logPart is the log records side of a chunk.
 type logPart struct {
-	ld      plog.Logs
-	records []plog.LogRecord // the copies, for the adapter
-	count   int
+	ld plog.Logs
+	// logsShared is shared for ld's ResourceLogs.
+	logsShared []*sharedResource
+	records    []plog.LogRecord // the copies, for the adapter
+	count      int
 
 	srcRL, rl plog.ResourceLogs
 	srcSL, sl plog.ScopeLogs
@@ -75,7 +77,7 @@ type chunker struct {
 	last     *chunk
 	// The request's ResourceSpans whose resource the held chunks last
 	// shared, and the copy they share.
-	resSrc ptrace.ResourceSpans
+	resSrc resourceOf
 	res    *sharedResource
 }
 
@@ -206,6 +208,7 @@ func giveBack[B pdata](b, fwd B, chunks []*chunk) {
 	}
 	for _, c := range chunks {
 		if c.isLogs {
+			c.materializeLogs()
 			moveAll(any(b).(plog.Logs), c.ld)
 			c.records, c.count = nil, 0
 		} else {
@@ -291,22 +294,22 @@ func splitLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.L
 	k := newChunker(dec, rt, newLogChunk)
 	adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, rl plog.ResourceLogs, sl plog.ScopeLogs) {
 		c, held := k.of(lr.TraceID())
-		c.addRecord(lr, rl, sl, held)
+		c.addRecord(lr, rl, sl, held, k)
 	})
 	return k.fwd.ld, k.order
 }
 
 // addRecord is add for a log record.
-func (c *chunk) addRecord(lr plog.LogRecord, rl plog.ResourceLogs, sl plog.ScopeLogs, keepRef bool) {
-	dst := c.scopeLogsOf(rl, sl).LogRecords().AppendEmpty()
+func (c *chunk) addRecord(lr plog.LogRecord, rl plog.ResourceLogs, sl plog.ScopeLogs, keepRef bool, k *chunker) {
+	dst := c.scopeLogsOf(rl, sl, k).LogRecords().AppendEmpty()
 	lr.CopyTo(dst)
 	c.addedRecord(dst, keepRef)
 }
 
 // scopeLogsOf is scopeOf for log records.
-func (c *chunk) scopeLogsOf(rl plog.ResourceLogs, sl plog.ScopeLogs) plog.ScopeLogs {
+func (c *chunk) scopeLogsOf(rl plog.ResourceLogs, sl plog.ScopeLogs, k *chunker) plog.ScopeLogs {
 	if c.srcRL != rl {
-		c.rl, c.srcRL, c.srcSL = copyResource(rl, c.ld.ResourceLogs().AppendEmpty()), rl, plog.ScopeLogs{}
+		c.rl, c.srcRL, c.srcSL = c.newRL(rl, k), rl, plog.ScopeLogs{}
 	}
 	if c.srcSL != sl {
 		c.sl, c.srcSL = copyScope(sl, c.rl.ScopeLogs().AppendEmpty()), sl
@@ -336,7 +339,7 @@ func takeLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.Lo
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				c, held := k.of(lr.TraceID())
 				if held {
-					dst := c.scopeLogsOf(rl, sl).LogRecords().AppendEmpty()
+					dst := c.scopeLogsOf(rl, sl, k).LogRecords().AppendEmpty()
 					lr.MoveTo(dst)
 					c.addedRecord(dst, true)
 				}

@@ -223,7 +223,7 @@ type encoder struct {
 func (e *encoder) encode(c *chunk) []byte {
 	var raw []byte
 	if c.isLogs {
-		raw = e.w.marshalLogs(c.ld)
+		raw = e.w.marshalLogs(c.ld, c.logsShared)
 	} else {
 		raw = e.w.marshalTraces(c.td, c.shared)
 	}

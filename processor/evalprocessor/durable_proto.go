@@ -68,13 +68,19 @@ func (w *protoWriter) marshalTraces(td ptrace.Traces, shared []*sharedResource) 
 }
 
 // marshalLogs is marshalTraces for log records.
-func (w *protoWriter) marshalLogs(ld plog.Logs) []byte {
+func (w *protoWriter) marshalLogs(ld plog.Logs, shared []*sharedResource) []byte {
 	w.reset()
-	w.logs(ld)
+	w.logs(ld, shared)
 	if w.unsure {
+		whole := ld
+		if shared != nil {
+			whole = plog.NewLogs()
+			ld.CopyTo(whole)
+			materializeLogs(whole, shared)
+		}
 		var m plog.ProtoMarshaler
-		if w.written() != m.LogsSize(ld) {
-			raw, _ := m.MarshalLogs(ld)
+		if w.written() != m.LogsSize(whole) {
+			raw, _ := m.MarshalLogs(whole)
 			return raw
 		}
 	}
@@ -90,11 +96,15 @@ func (w *protoWriter) traces(td ptrace.Traces, shared []*sharedResource) {
 	}
 }
 
-func (w *protoWriter) logs(ld plog.Logs) {
+func (w *protoWriter) logs(ld plog.Logs, shared []*sharedResource) {
 	rls := ld.ResourceLogs()
 	for i := rls.Len() - 1; i >= 0; i-- {
 		mark := w.written()
-		w.resourceLogs(rls.At(i))
+		res := rls.At(i).Resource()
+		if sh := sharedAt(shared, i); sh != nil {
+			res = sh.rs.Resource()
+		}
+		w.resourceLogs(rls.At(i), res)
 		w.lenTag(mark, 0xa)
 	}
 }
@@ -393,9 +403,10 @@ func (w *protoWriter) link(l ptrace.SpanLink) {
 	w.fixed32Field("\x35", l.Flags())
 }
 
-func (w *protoWriter) resourceLogs(rl plog.ResourceLogs) {
+// resourceLogs is resourceSpans for log records.
+func (w *protoWriter) resourceLogs(rl plog.ResourceLogs, res pcommon.Resource) {
 	mark := w.written()
-	w.resource(rl.Resource())
+	w.resource(res)
 	w.lenTag(mark, 0xa)
 	sls := rl.ScopeLogs()
 	for i := sls.Len() - 1; i >= 0; i-- {

@@ -134,7 +134,7 @@ func TestProtoWriterWritesWhatPdataWrites(t *testing.T) {
 	for i, ld := range []plog.Logs{plog.NewLogs(), richLogs()} {
 		want, err := lm.MarshalLogs(ld)
 		require.NoError(t, err)
-		got := w.marshalLogs(ld)
+		got := w.marshalLogs(ld, nil)
 		require.Equal(t, want, append([]byte{}, got...), "logs case %d", i)
 		back, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(got)
 		require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestProtoWriterFallsBackOnHiddenFields(t *testing.T) {
 	want, _ := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 	assert.Equal(t, want, w.marshalTraces(td, nil))
 	wantLogs, _ := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
-	assert.Equal(t, wantLogs, w.marshalLogs(ld))
+	assert.Equal(t, wantLogs, w.marshalLogs(ld, nil))
 
 	// A resource attribute with a profile's key_strindex (5) and
 	// string_value_strindex (7) instead of strings.

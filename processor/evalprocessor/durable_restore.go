@@ -346,6 +346,7 @@ func (t *heldTrace) dropRestoredLogs(c *chunk, remember bool) int {
 	}
 	removed := 0
 	var fresh []recordKey
+	c.materializeLogs() // ResourceLogs may go: the list of shared resources would not follow
 	c.ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {

@@ -43,7 +43,7 @@ var errBackPressure = errors.New("eval processor: released spans are waiting for
 type outItem struct {
 	route  route
 	td     ptrace.Traces
-	shared []*sharedResource // td's shared resources, until whole (sharedres.go)
+	shared []*sharedResource // td's (ld's) shared resources, until whole (sharedres.go)
 	ld     plog.Logs
 	isLogs bool
 	n      int
@@ -55,10 +55,14 @@ type outItem struct {
 // whole copies the shared resources into the request's ResourceSpans
 // before it leaves the processor.
 func (it *outItem) whole() {
-	if it.shared != nil {
+	switch {
+	case it.shared == nil:
+	case it.isLogs:
+		materializeLogs(it.ld, it.shared)
+	default:
 		materialize(it.td, it.shared)
-		it.shared = nil
 	}
+	it.shared = nil
 }
 
 // group is the traces released together (one tick, one overflow, the
@@ -176,8 +180,8 @@ func (f *forwarder) pushTraces(rt routedTraces) {
 // pushLogs queues released log records (held with their trace, and the
 // results as log records) for route r. They share the backlog and its
 // retry: the logs pipeline's exporter fails like the traces one.
-func (f *forwarder) pushLogs(r route, ld plog.Logs, records int, keys []string) {
-	f.pushItem(outItem{route: r, ld: ld, isLogs: true, n: records, keys: keys})
+func (f *forwarder) pushLogs(rl routed[plog.Logs]) {
+	f.pushItem(outItem{route: rl.route, ld: rl.data, isLogs: true, n: rl.n, keys: rl.keys, shared: rl.shared})
 }
 
 func (f *forwarder) pushItem(it outItem) {
@@ -322,6 +326,7 @@ func (f *forwarder) drain() {
 			items = items[1:]
 			for len(items) > 0 && items[0].isLogs == req.isLogs && items[0].route == req.route && req.n+items[0].n <= maxRequestSpans {
 				if req.isLogs {
+					req.shared = appendShared(req.shared, req.ld.ResourceLogs().Len(), items[0].shared, items[0].ld.ResourceLogs().Len())
 					items[0].ld.ResourceLogs().MoveAndAppendTo(req.ld.ResourceLogs())
 				} else {
 					req.shared = moveTraces(req.td, req.shared, items[0].td, items[0].shared)

@@ -292,7 +292,7 @@ func (t *heldTrace) size() int { return t.spans + len(t.records) }
 
 // ingestLogs adds a log chunk to its held trace.
 func (t *heldTrace) ingestLogs(c *chunk) {
-	t.logParts = append(t.logParts, logPartHeld{ld: c.ld, route: c.route, count: c.count, key: c.key})
+	t.logParts = append(t.logParts, logPartHeld{ld: c.ld, shared: c.logsShared, route: c.route, count: c.count, key: c.key})
 	t.records = append(t.records, c.records...)
 	t.logCount += c.count
 }
@@ -441,7 +441,7 @@ func (t *heldTrace) copyForTakeOver(partial []engine.Partial, dups spanDups, res
 		cp.parts = append(cp.parts, c)
 	}
 	for _, lp := range t.logParts {
-		c := logPartHeld{ld: plog.NewLogs(), route: lp.route, count: lp.count, key: lp.key}
+		c := logPartHeld{ld: plog.NewLogs(), route: lp.route, count: lp.count, key: lp.key, shared: lp.shared}
 		lp.ld.CopyTo(c.ld)
 		cp.logParts = append(cp.logParts, c)
 	}

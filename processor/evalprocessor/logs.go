@@ -40,7 +40,7 @@ func (p *evalProcessor) forwardLogs(t *heldTrace, results plog.Logs, n int) {
 		p.tel.logRecordsReleased.Add(context.Background(), int64(t.logCount))
 	}
 	for _, rl := range rls {
-		p.fwd.pushLogs(rl.route, rl.data, rl.n, rl.keys)
+		p.fwd.pushLogs(rl)
 	}
 	t.logParts, t.records, t.logCount = nil, nil, 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -62,7 +63,7 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 		switch {
 		case !ok && c.isLogs:
 			p.tel.logRecordsLate.Add(context.Background(), int64(c.count))
-			p.fwd.pushLogs(c.route, c.ld, c.count, keysOf(c))
+			p.fwd.pushLogs(routed[plog.Logs]{route: c.route, data: c.ld, n: c.count, keys: keysOf(c), shared: c.logsShared})
 		case !ok:
 			p.tel.spansLate.Add(context.Background(), int64(c.spans))
 			p.fwd.pushTraces(routedTraces{route: c.route, data: c.td, n: c.spans, keys: keysOf(c), shared: c.shared})

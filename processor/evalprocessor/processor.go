@@ -240,7 +240,7 @@ func (p *evalProcessor) forwardLateResult(td ptrace.Traces, origin any) {
 	if p.resultLogsOn() {
 		if ld, n := lateResultRecords(td, pcommon.NewTimestampFromTime(time.Now())); n > 0 {
 			p.tel.resultRecords.Add(context.Background(), int64(n))
-			p.fwd.pushLogs(0, ld, n, nil)
+			p.fwd.pushLogs(routed[plog.Logs]{data: ld, n: n})
 		}
 	}
 	// Its result records above go on; the span goes with its trace when

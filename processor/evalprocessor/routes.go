@@ -112,8 +112,8 @@ type routed[D pdata] struct {
 	data  D
 	n     int
 	keys  []string
-	// shared lists the resources data's ResourceSpans share (spans only;
-	// sharedres.go).
+	// shared lists the resources data's ResourceSpans (ResourceLogs)
+	// share (sharedres.go).
 	shared []*sharedResource
 }
 
@@ -131,10 +131,11 @@ type tracePart struct {
 
 // logPartHeld is one held chunk of log records.
 type logPartHeld struct {
-	ld    plog.Logs
-	route route
-	count int
-	key   string
+	ld     plog.Logs
+	shared []*sharedResource // ld's shared resources (sharedres.go)
+	route  route
+	count  int
+	key    string
 }
 
 func (p tracePart) routed() routed[ptrace.Traces] {
@@ -142,7 +143,7 @@ func (p tracePart) routed() routed[ptrace.Traces] {
 }
 
 func (p logPartHeld) routed() routed[plog.Logs] {
-	return routed[plog.Logs]{route: p.route, data: p.ld, n: p.count, keys: keysOfKey(p.key)}
+	return routed[plog.Logs]{route: p.route, data: p.ld, n: p.count, keys: keysOfKey(p.key), shared: p.shared}
 }
 
 func keysOfKey(k string) []string {
@@ -163,6 +164,17 @@ func moveAll[D pdata](dst, src D) {
 	case plog.Logs:
 		any(src).(plog.Logs).ResourceLogs().MoveAndAppendTo(d.ResourceLogs())
 	}
+}
+
+// resourcesIn is how many resources d has.
+func resourcesIn[D pdata](d D) int {
+	switch d := any(d).(type) {
+	case ptrace.Traces:
+		return d.ResourceSpans().Len()
+	case plog.Logs:
+		return d.ResourceLogs().Len()
+	}
+	return 0
 }
 
 // copyAll appends copies of src's resources to dst's (src is only read).
@@ -203,6 +215,7 @@ func (o *routed[D]) merge(src routed[D]) {
 	if td, ok := any(o.data).(ptrace.Traces); ok && o.n > 0 {
 		o.shared = moveTraces(td, o.shared, any(src.data).(ptrace.Traces), src.shared)
 	} else if o.n > 0 {
+		o.shared = appendShared(o.shared, resourcesIn(o.data), src.shared, resourcesIn(src.data))
 		moveAll(o.data, src.data)
 	} else {
 		o.data, o.shared = src.data, src.shared

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -279,7 +280,7 @@ func (s *sessionState) score(parent context.Context, sn sessions.Snapshot, reaso
 			ld, n := resultRecords(r.Report, []adapter.SpanRef{r.Ref}, r.Ref.Span.EndTimestamp())
 			if n > 0 {
 				s.tel.resultRecords.Add(context.Background(), int64(n))
-				s.fwd.pushLogs(0, ld, n, nil)
+				s.fwd.pushLogs(routed[plog.Logs]{data: ld, n: n})
 			}
 		}
 		s.fwd.pushTraces(routedTraces{route: rt, data: r.Traces, n: 1})

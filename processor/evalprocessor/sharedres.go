@@ -1,6 +1,7 @@
 package evalprocessor
 
 import (
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -15,7 +16,9 @@ import (
 // Instead, the held chunks split from one ResourceSpans of a request share
 // one copy of its resource (chunk.shared, tracePart.shared, routed.shared,
 // outItem.shared list it by the position of the ResourceSpans whose own
-// resource is left empty). What reads the spans while they are held gets
+// resource is left empty). Log records held with their trace do the same
+// (chunk.logsShared, logPartHeld.shared, per ResourceLogs); nothing reads
+// their resource while they are held. What reads the spans while they are held gets
 // the shared copy (heldTrace.spanRefs); what takes the spans out of the
 // processor, or changes their ResourceSpans in place, first copies it into
 // the ResourceSpans (materialize): the forwarder before it hands a request
@@ -24,18 +27,22 @@ import (
 // release, chunks that share a copy merge without comparing it.
 
 // sharedResource is one copy of the resource (and schema URL) of a
-// request's ResourceSpans, for the held chunks split from it. It is never
+// request's ResourceSpans (or ResourceLogs), for the held chunks split
+// from it. It is never
 // changed once made: copies of a chunk (copyForTakeOver) share it too.
 type sharedResource struct {
 	rs ptrace.ResourceSpans // no scopes: the resource and schema URL only
 }
 
-// sharedOf returns the copy of rs's resource that the held chunks of this
-// request's rs share (the request's ResourceSpans are walked in order).
-func (k *chunker) sharedOf(rs ptrace.ResourceSpans) *sharedResource {
-	if k.res == nil || k.resSrc != rs {
-		k.resSrc = rs
-		k.res = &sharedResource{rs: copyResource(rs, ptrace.NewResourceSpans())}
+// sharedOf returns the copy of src's resource that the held chunks of
+// this request's src (a ResourceSpans or ResourceLogs) share: the
+// request's resources are walked in order.
+func (k *chunker) sharedOf(src resourceOf) *sharedResource {
+	if k.res == nil || k.resSrc != src {
+		k.resSrc = src
+		k.res = &sharedResource{rs: ptrace.NewResourceSpans()}
+		src.Resource().CopyTo(k.res.rs.Resource())
+		k.res.rs.SetSchemaUrl(src.SchemaUrl())
 	}
 	return k.res
 }
@@ -59,6 +66,24 @@ func (c *chunk) newRS(src ptrace.ResourceSpans, k *chunker) ptrace.ResourceSpans
 	return dst
 }
 
+// newRL is newRS for log records.
+func (c *chunk) newRL(src plog.ResourceLogs, k *chunker) plog.ResourceLogs {
+	rls := c.ld.ResourceLogs()
+	dst := rls.AppendEmpty()
+	if k == nil || c == k.fwd {
+		if c.logsShared != nil {
+			c.logsShared = append(c.logsShared, nil)
+		}
+		return copyResource(src, dst)
+	}
+	dst.SetSchemaUrl(src.SchemaUrl())
+	if c.logsShared == nil {
+		c.logsShared = make([]*sharedResource, rls.Len()-1, rls.Len())
+	}
+	c.logsShared = append(c.logsShared, k.sharedOf(src))
+	return dst
+}
+
 // ownResource notes that the ResourceSpans just appended to the chunk has
 // a resource of its own.
 func (c *chunk) ownResource() {
@@ -73,6 +98,12 @@ func (c *chunk) materialize() {
 	c.shared = nil
 }
 
+// materializeLogs is materialize for the chunk's log records.
+func (c *chunk) materializeLogs() {
+	materializeLogs(c.ld, c.logsShared)
+	c.logsShared = nil
+}
+
 // materialize copies each shared resource into td's ResourceSpans at its
 // position: td is then whole, like any other pdata.
 func materialize(td ptrace.Traces, shared []*sharedResource) {
@@ -82,6 +113,32 @@ func materialize(td ptrace.Traces, shared []*sharedResource) {
 			sh.rs.Resource().CopyTo(rss.At(i).Resource())
 		}
 	}
+}
+
+// materializeLogs is materialize for log records.
+func materializeLogs(ld plog.Logs, shared []*sharedResource) {
+	rls := ld.ResourceLogs()
+	for i, sh := range shared {
+		if sh != nil {
+			sh.rs.Resource().CopyTo(rls.At(i).Resource())
+		}
+	}
+}
+
+// appendShared is the list of shared resources of dst (dstLen resources,
+// list dstShared) after src's (srcLen, srcShared) were appended to it: nil
+// while neither has one.
+func appendShared(dstShared []*sharedResource, dstLen int, srcShared []*sharedResource, srcLen int) []*sharedResource {
+	if dstShared == nil && srcShared == nil {
+		return nil
+	}
+	if dstShared == nil {
+		dstShared = make([]*sharedResource, dstLen, dstLen+srcLen)
+	}
+	if srcShared == nil {
+		return append(dstShared, make([]*sharedResource, srcLen)...)
+	}
+	return append(dstShared, srcShared...)
 }
 
 // resourceSpansAt returns what to read the resource of td's i-th

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/xpdata/entity"
 
@@ -158,4 +159,81 @@ func TestMoveTracesWithSharedResources(t *testing.T) {
 		services[name.Str()] += rs.ScopeSpans().At(0).Spans().Len()
 	}
 	assert.Equal(t, map[string]int{"travel-app": 15, "billing": 10}, services)
+}
+
+// sdkLogs is contentLogs of traces 1..n in one request under one resource
+// with an SDK's attributes (a batch log record processor's export).
+func sdkLogs(n byte) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.SetSchemaUrl("https://opentelemetry.io/schemas/1.37.0")
+	sdkBatch(0).td.ResourceSpans().At(0).Resource().CopyTo(rl.Resource())
+	sl := rl.ScopeLogs().AppendEmpty()
+	for tr := byte(1); tr <= n; tr++ {
+		contentLogs(tr).ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().MoveAndAppendTo(sl.LogRecords())
+	}
+	return ld
+}
+
+// Log records held with their traces share their request's resource too,
+// and leave with it whole (owned and read-only requests).
+func TestSharedResourceOfHeldLogRecords(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		h := newLogsHarness(t, nil)
+		for tr := byte(1); tr <= 3; tr++ {
+			h.consume(contentSpans(tr))
+		}
+		ld := sdkLogs(3)
+		want := plog.NewResourceLogs()
+		copyResource(ld.ResourceLogs().At(0), want)
+		records := ld.LogRecordCount()
+		if readOnly {
+			ld.MarkReadOnly()
+		}
+		h.consumeLogs(ld)
+		h.clk.advance(2 * time.Second)
+		h.waitSpans(9)
+		h.waitRecords(records + 6) // and two results a trace
+		n := 0
+		for _, got := range h.logs.AllLogs() {
+			for i := 0; i < got.ResourceLogs().Len(); i++ {
+				rl := got.ResourceLogs().At(i)
+				if rl.ScopeLogs().Len() > 0 && rl.ScopeLogs().At(0).LogRecords().Len() > 0 &&
+					rl.ScopeLogs().At(0).LogRecords().At(0).EventName() == "gen_ai.evaluation.result" {
+					continue // the results: under the evaluated span's resource
+				}
+				n += rl.ScopeLogs().At(0).LogRecords().Len()
+				assert.Equal(t, want.Resource().Attributes().AsRaw(), rl.Resource().Attributes().AsRaw(), "read-only %v", readOnly)
+				assert.Equal(t, want.SchemaUrl(), rl.SchemaUrl())
+			}
+		}
+		assert.Equal(t, records, n, "read-only %v: every record", readOnly)
+		h.shutdownNow()
+	}
+}
+
+// The durable store writes a log chunk with a shared resource as pdata
+// writes it with the resource in place.
+func TestDurableValueOfSharedResourceLogChunk(t *testing.T) {
+	ld := sdkLogs(3)
+	dec := map[pcommon.TraceID]decision{tid(1): decHoldNew, tid(2): decHoldNew, tid(3): decHoldNew}
+	fwd, chunks := takeLogs(ld, dec, 0)
+	require.Len(t, chunks, 3)
+	var w protoWriter
+	for _, c := range chunks {
+		require.NotNil(t, c.logsShared)
+		whole := plog.NewLogs()
+		c.ld.CopyTo(whole)
+		materializeLogs(whole, c.logsShared)
+		want, err := (&plog.ProtoMarshaler{}).MarshalLogs(whole)
+		require.NoError(t, err)
+		assert.Equal(t, want, w.marshalLogs(c.ld, c.logsShared))
+	}
+	// handed back after a refusal: every record under the whole resource
+	orig := sdkLogs(3)
+	giveBack(ld, fwd, chunks)
+	require.Equal(t, orig.LogRecordCount(), ld.LogRecordCount())
+	for i := 0; i < ld.ResourceLogs().Len(); i++ {
+		assert.Equal(t, orig.ResourceLogs().At(0).Resource().Attributes().AsRaw(), ld.ResourceLogs().At(i).Resource().Attributes().AsRaw())
+	}
 }
