@@ -242,15 +242,40 @@ func TestAccountFlagsBrokenPromises(t *testing.T) {
 		}
 	}
 	delete(s.bySeq, 1) // a chat span of trace 0
+	s.bySeq[2].badResource = true
 	r := account("x", l, s)
 	assert.Equal(t, 1, r.Lost)
 	assert.Equal(t, 1, r.FalseFail)
 	assert.Equal(t, 4, r.BadPasses)
 	assert.Equal(t, 3, r.Misplaced)
-	assert.Len(t, r.failures(), 4)
+	assert.Equal(t, 1, r.BadResource)
+	assert.Len(t, r.failures(), 5)
 	var buf bytes.Buffer
 	table(&buf, []report{r})
 	assert.Contains(t, buf.String(), "| x | ")
+}
+
+// The sink notes a generated span that arrives under another resource
+// than the one it was sent under: an attribute missing, or one changed.
+func TestSinkNotesAnotherResource(t *testing.T) {
+	s := &sink{bySeq: map[int64]*arrival{}, leakSeen: map[string]string{}}
+	g := newGenerator(1, 1)
+	cs := g.normal(time.Now(), 0, 0, 3, 0)
+	require.Len(t, cs, 3)
+	cs[1].spans.Resource().Attributes().Remove("host.name")
+	cs[2].spans.Resource().Attributes().PutStr("service.version", "9")
+	for _, c := range cs {
+		td := ptrace.NewTraces()
+		c.spans.CopyTo(td.ResourceSpans().AppendEmpty())
+		s.record(td, time.Now())
+	}
+	bad := 0
+	for _, a := range s.bySeq {
+		if a.badResource {
+			bad++
+		}
+	}
+	assert.Equal(t, cs[1].n+cs[2].n, bad)
 }
 
 func TestSecretFragment(t *testing.T) {

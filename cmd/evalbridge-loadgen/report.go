@@ -29,6 +29,7 @@ type report struct {
 	FalseFail   int   // runs designed to pass whose agent span says failed
 	BadPasses   int   // hostile runs scored passed on a check they must fail (token_usage on bad counts)
 	Misplaced   int   // spans other than the agent span that carry eval.* results
+	BadResource int   // spans that arrived under a resource other than the one they were sent under
 	P99         time.Duration
 	P99Runs     time.Duration // spans of normal agent runs (pass and fail kinds): held for the processor's wait
 	P99Plain    time.Duration // non-GenAI spans only: the pass-through delay
@@ -99,6 +100,9 @@ func account(name string, l *load, s *sink) report {
 		}
 		r.Arrived++
 		r.Duplicated += a.count - 1
+		if a.badResource {
+			r.BadResource++
+		}
 		if si.reqSent > 0 {
 			d := a.first.Sub(time.Unix(0, si.reqSent))
 			delays = append(delays, d)
@@ -219,6 +223,7 @@ func (r report) failures() []string {
 		{r.KeyLeaks, "judge-key leaks"},
 		{r.BadPasses, "bad token counts passed"},
 		{r.Misplaced, "spans with results that are not the agent span"},
+		{r.BadResource, "spans arrived under a resource other than the one they were sent under"},
 		{r.CrossDelivered, "spans went on through another pipeline"},
 	} {
 		if c.n > 0 {
@@ -240,8 +245,8 @@ func (r report) print(w io.Writer) {
 		r.Traces, r.Spans, r.Requests, r.Refused, r.Retries)
 	fmt.Fprintf(w, "  spans sent (acknowledged) %d, arrived %d, lost %d; copies acknowledged %d, received %d, duplicated %d\n",
 		r.SpansAcked, r.Arrived, r.Lost, r.CopiesAcked, r.Received, r.Duplicated)
-	fmt.Fprintf(w, "  agent spans scored %d, normal runs unscored %d, false failures %d, bad passes %d, misplaced results %d\n",
-		r.Scored, r.Unscored, r.FalseFail, r.BadPasses, r.Misplaced)
+	fmt.Fprintf(w, "  agent spans scored %d, normal runs unscored %d, false failures %d, bad passes %d, misplaced results %d, spans under another resource %d\n",
+		r.Scored, r.Unscored, r.FalseFail, r.BadPasses, r.Misplaced, r.BadResource)
 	fmt.Fprintf(w, "  forwarding delay p99 %s (normal agent runs %s, non-GenAI %s), longest hostile %s\n",
 		round(r.P99), round(r.P99Runs), round(r.P99Plain), round(r.MaxHostile))
 	if r.PeakRSSMiB > 0 || r.PeakGoroutines > 0 {

@@ -22,7 +22,18 @@ type arrival struct {
 	first    time.Time
 	statuses map[string]string // evaluator name -> eval.<name>.status, of the last copy with any
 	failed   bool              // eval.failed present
+	// badResource: a copy arrived under a resource other than the one the
+	// load generator sent (holding splits requests by resource and trace
+	// and puts them together again on release).
+	badResource bool
 }
+
+// sentResource is the resource every generated span is sent under.
+var sentResource = func() pcommon.Map {
+	m := pcommon.NewMap()
+	newGenerator(0, 1).resource(m)
+	return m
+}()
 
 // sink is the capture backend: an OTLP/HTTP traces endpoint on loopback (or
 // the address given) that the collector exports to. It can be taken down and
@@ -119,10 +130,10 @@ func (s *sink) record(td ptrace.Traces, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last = now
-	adapter.ForEachSpan(td, func(r adapter.SpanRef) { s.recordSpan(r.Span, now) })
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) { s.recordSpan(r.Span, r.Resource(), now) })
 }
 
-func (s *sink) recordSpan(sp ptrace.Span, now time.Time) {
+func (s *sink) recordSpan(sp ptrace.Span, res pcommon.Resource, now time.Time) {
 	s.spans++
 	if s.secret != "" {
 		s.checkLeak(sp)
@@ -138,6 +149,9 @@ func (s *sink) recordSpan(sp ptrace.Span, now time.Time) {
 		s.bySeq[v.Int()] = a
 	}
 	a.count++
+	if !res.Attributes().Equal(sentResource) {
+		a.badResource = true
+	}
 	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
 		if k == annotator.AttrFailed {
 			a.failed = true
