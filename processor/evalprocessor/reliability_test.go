@@ -531,3 +531,51 @@ func TestTracesOnNewPartitionCounted(t *testing.T) {
 	consume(kafka("4"), 5)           // a newly assigned partition
 	assert.Equal(t, int64(3), h.counter(metricTracesNewPartition))
 }
+
+// The loop behind: every worker busy and the queue of released traces
+// full, the loop waits in submit, the queue of consume calls fills, and
+// further consume calls wait for room. Once the workers move again every
+// call returns without an error and every span goes on, scored.
+func TestIngestQueueFullWhileWorkersAreBusy(t *testing.T) {
+	release := make(chan struct{})
+	var scored atomic.Int64
+	h := newHarnessWith(t, func(c *Config) {
+		c.Workers = 1
+		c.Timeout = time.Hour // no watchdog: the worker stays busy
+	}, nil, nil, func(p *evalProcessor) {
+		p.pool.score = func(ctx context.Context, refs []adapter.SpanRef, opts engine.ScoreOptions, done func(engine.Report)) {
+			<-release
+			scored.Add(1)
+			p.eng.ScoreTraceAsync(ctx, refs, opts, done)
+		}
+	})
+	queued := cap(h.p.pool.jobs) + 2 // one being scored, the queue full, one the loop waits to submit
+	b := newBatch()
+	for i := 0; i < queued; i++ {
+		agentTrace(b, byte(i+1), false)
+	}
+	h.consume(b.td)
+	h.clk.advance(2 * time.Second)
+	require.Eventually(t, func() bool { return len(h.p.pool.jobs) == cap(h.p.pool.jobs) }, 10*time.Second, time.Millisecond,
+		"the released traces fill the workers' queue")
+
+	callers := cap(h.p.in) + 4
+	errs := make(chan error, callers)
+	for i := 0; i < callers; i++ {
+		b := newBatch()
+		agentTrace(b, byte(200+i), false)
+		go func() { errs <- h.p.ConsumeTraces(context.Background(), b.td) }()
+	}
+	require.Eventually(t, func() bool { return len(h.p.in) == cap(h.p.in) }, 10*time.Second, time.Millisecond,
+		"the consume calls fill the ingest queue")
+	close(release)
+	for i := 0; i < callers; i++ {
+		require.NoError(t, <-errs)
+	}
+	h.clk.advance(2 * time.Second)
+	h.waitSpans(5 * (queued + callers))
+	assert.Equal(t, int64(queued+callers), scored.Load())
+	for _, tr := range []byte{1, byte(queued), 200, byte(200 + callers - 1)} {
+		assert.Equal(t, "passed", strAttr(spansOf(h.sink, tr)[1], "eval.tool_error.status"), "trace %d", tr)
+	}
+}
