@@ -75,8 +75,8 @@ type chunker struct {
 	order    []*chunk
 	lastID   pcommon.TraceID
 	last     *chunk
-	// The request's ResourceSpans whose resource the held chunks last
-	// shared, and the copy they share.
+	// The request's ResourceSpans (or ResourceLogs) whose resource the held
+	// chunks last shared, and the copy they share.
 	resSrc resourceOf
 	res    *sharedResource
 }

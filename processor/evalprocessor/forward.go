@@ -52,8 +52,8 @@ type outItem struct {
 	keys []string
 }
 
-// whole copies the shared resources into the request's ResourceSpans
-// before it leaves the processor.
+// whole copies the shared resources into the request's ResourceSpans (or
+// ResourceLogs) before it leaves the processor.
 func (it *outItem) whole() {
 	switch {
 	case it.shared == nil:
@@ -326,8 +326,7 @@ func (f *forwarder) drain() {
 			items = items[1:]
 			for len(items) > 0 && items[0].isLogs == req.isLogs && items[0].route == req.route && req.n+items[0].n <= maxRequestSpans {
 				if req.isLogs {
-					req.shared = appendShared(req.shared, req.ld.ResourceLogs().Len(), items[0].shared, items[0].ld.ResourceLogs().Len())
-					items[0].ld.ResourceLogs().MoveAndAppendTo(req.ld.ResourceLogs())
+					req.shared = moveLogs(req.ld, req.shared, items[0].ld, items[0].shared)
 				} else {
 					req.shared = moveTraces(req.td, req.shared, items[0].td, items[0].shared)
 				}

@@ -2,16 +2,18 @@ package evalprocessor
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/xpdata/entity"
 )
 
-// Holding splits a request by trace: each held trace gets its own copy of
-// the resource and scope its spans came under. Handed on as they are, the
-// traces released together would leave as one resource and one scope per
-// trace (a request of 100 traces from one service: 100 copies of its
-// resource), which the exporter marshals and the backend stores 100 times.
-// moveTraces puts them back together.
+// Holding splits a request by trace: each held trace gets a ResourceSpans
+// and a ScopeSpans of its own for the spans it took from it (sharing one
+// copy of the resource: sharedres.go). Handed on as they are, the traces
+// released together would leave as one resource and one scope per trace (a
+// request of 100 traces from one service: 100 copies of its resource),
+// which the exporter marshals and the backend stores 100 times. moveTraces
+// puts them back together; moveLogs does the same for log records.
 
 // mergeWindow is how many of dst's last resources (scopes) a moved one is
 // compared with: consecutive traces nearly always share theirs, and a
@@ -55,45 +57,92 @@ func moveTraces(dst ptrace.Traces, dstShared []*sharedResource, src ptrace.Trace
 	return append(dstShared, kept...)
 }
 
-// sameResourceIn returns the resource among the last of rss that is the
-// same as rs's: attributes, dropped count and schema URL (resources with
-// entity references are left apart). rssShared and sh are their shared
-// resources: two that share one copy are the same without comparing.
-func sameResourceIn(rss ptrace.ResourceSpansSlice, rssShared []*sharedResource, rs ptrace.ResourceSpans, sh *sharedResource) (ptrace.ResourceSpans, bool) {
-	r := rs.Resource()
-	if sh != nil {
-		r = sh.rs.Resource()
-	}
-	if entity.ResourceEntityRefs(r).Len() > 0 {
-		return ptrace.ResourceSpans{}, false
-	}
-	for i := rss.Len() - 1; i >= 0 && i >= rss.Len()-mergeWindow; i-- {
-		c := rss.At(i)
-		if sh != nil && sharedAt(rssShared, i) == sh {
-			return c, true
+// moveLogs is moveTraces for log records (released log chunks of one
+// request's resource go on under one resource again).
+func moveLogs(dst plog.Logs, dstShared []*sharedResource, src plog.Logs, srcShared []*sharedResource) []*sharedResource {
+	drl := dst.ResourceLogs()
+	tracked := dstShared != nil || srcShared != nil
+	var kept []*sharedResource
+	i := -1
+	src.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		i++
+		sh := sharedAt(srcShared, i)
+		into, ok := sameResourceIn(drl, dstShared, rl, sh)
+		if !ok {
+			if tracked {
+				kept = append(kept, sh)
+			}
+			return false
 		}
-		cr := resourceSpansAt(rss, rssShared, i).Resource()
-		if c.SchemaUrl() == rs.SchemaUrl() && cr.DroppedAttributesCount() == r.DroppedAttributesCount() &&
-			sameAttributes(cr.Attributes(), r.Attributes()) && entity.ResourceEntityRefs(cr).Len() == 0 {
-			return c, true
-		}
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			dsl, ok := sameScopeIn(into.ScopeLogs(), sl)
+			if ok {
+				sl.LogRecords().MoveAndAppendTo(dsl.LogRecords())
+			}
+			return ok
+		})
+		rl.ScopeLogs().MoveAndAppendTo(into.ScopeLogs())
+		return true
+	})
+	if tracked && dstShared == nil {
+		dstShared = make([]*sharedResource, drl.Len(), drl.Len()+len(kept))
 	}
-	return ptrace.ResourceSpans{}, false
+	src.ResourceLogs().MoveAndAppendTo(drl)
+	return append(dstShared, kept...)
 }
 
-// sameScopeIn is sameResourceIn for a scope: name, version, attributes,
-// dropped count and schema URL.
-func sameScopeIn(sss ptrace.ScopeSpansSlice, ss ptrace.ScopeSpans) (ptrace.ScopeSpans, bool) {
-	s := ss.Scope()
-	for i := sss.Len() - 1; i >= 0 && i >= sss.Len()-mergeWindow; i-- {
-		c := sss.At(i)
-		cs := c.Scope()
-		if c.SchemaUrl() == ss.SchemaUrl() && cs.Name() == s.Name() && cs.Version() == s.Version() &&
-			cs.DroppedAttributesCount() == s.DroppedAttributesCount() && sameAttributes(cs.Attributes(), s.Attributes()) {
+// listOf is a pdata slice of resources or scopes.
+type listOf[T any] interface {
+	Len() int
+	At(int) T
+}
+
+// sameResourceIn returns the resource among the last of rs's (a
+// ResourceSpansSlice or ResourceLogsSlice) that is the same as r's:
+// attributes, dropped count and schema URL (resources with entity
+// references are left apart). rsShared and sh are their shared resources:
+// two that share one copy are the same without comparing.
+func sameResourceIn[R resourceOf](rs listOf[R], rsShared []*sharedResource, r R, sh *sharedResource) (R, bool) {
+	var none R
+	res := r.Resource()
+	if sh != nil {
+		res = sh.rs.Resource()
+	}
+	if entity.ResourceEntityRefs(res).Len() > 0 {
+		return none, false
+	}
+	for i := rs.Len() - 1; i >= 0 && i >= rs.Len()-mergeWindow; i-- {
+		c := rs.At(i)
+		csh := sharedAt(rsShared, i)
+		if sh != nil && csh == sh {
+			return c, true
+		}
+		cr := c.Resource()
+		if csh != nil {
+			cr = csh.rs.Resource()
+		}
+		if c.SchemaUrl() == r.SchemaUrl() && cr.DroppedAttributesCount() == res.DroppedAttributesCount() &&
+			sameAttributes(cr.Attributes(), res.Attributes()) && entity.ResourceEntityRefs(cr).Len() == 0 {
 			return c, true
 		}
 	}
-	return ptrace.ScopeSpans{}, false
+	return none, false
+}
+
+// sameScopeIn is sameResourceIn for a scope (of spans or of log records):
+// name, version, attributes, dropped count and schema URL.
+func sameScopeIn[S scopeOf](ss listOf[S], s S) (S, bool) {
+	var none S
+	sc := s.Scope()
+	for i := ss.Len() - 1; i >= 0 && i >= ss.Len()-mergeWindow; i-- {
+		c := ss.At(i)
+		cs := c.Scope()
+		if c.SchemaUrl() == s.SchemaUrl() && cs.Name() == sc.Name() && cs.Version() == sc.Version() &&
+			cs.DroppedAttributesCount() == sc.DroppedAttributesCount() && sameAttributes(cs.Attributes(), sc.Attributes()) {
+			return c, true
+		}
+	}
+	return none, false
 }
 
 // sameAttributes compares two attribute maps in order: copies of one map

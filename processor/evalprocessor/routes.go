@@ -166,17 +166,6 @@ func moveAll[D pdata](dst, src D) {
 	}
 }
 
-// resourcesIn is how many resources d has.
-func resourcesIn[D pdata](d D) int {
-	switch d := any(d).(type) {
-	case ptrace.Traces:
-		return d.ResourceSpans().Len()
-	case plog.Logs:
-		return d.ResourceLogs().Len()
-	}
-	return 0
-}
-
 // copyAll appends copies of src's resources to dst's (src is only read).
 func copyAll[D pdata](dst, src D) {
 	switch d := any(dst).(type) {
@@ -215,8 +204,7 @@ func (o *routed[D]) merge(src routed[D]) {
 	if td, ok := any(o.data).(ptrace.Traces); ok && o.n > 0 {
 		o.shared = moveTraces(td, o.shared, any(src.data).(ptrace.Traces), src.shared)
 	} else if o.n > 0 {
-		o.shared = appendShared(o.shared, resourcesIn(o.data), src.shared, resourcesIn(src.data))
-		moveAll(o.data, src.data)
+		o.shared = moveLogs(any(o.data).(plog.Logs), o.shared, any(src.data).(plog.Logs), src.shared)
 	} else {
 		o.data, o.shared = src.data, src.shared
 	}

@@ -125,22 +125,6 @@ func materializeLogs(ld plog.Logs, shared []*sharedResource) {
 	}
 }
 
-// appendShared is the list of shared resources of dst (dstLen resources,
-// list dstShared) after src's (srcLen, srcShared) were appended to it: nil
-// while neither has one.
-func appendShared(dstShared []*sharedResource, dstLen int, srcShared []*sharedResource, srcLen int) []*sharedResource {
-	if dstShared == nil && srcShared == nil {
-		return nil
-	}
-	if dstShared == nil {
-		dstShared = make([]*sharedResource, dstLen, dstLen+srcLen)
-	}
-	if srcShared == nil {
-		return append(dstShared, make([]*sharedResource, srcLen)...)
-	}
-	return append(dstShared, srcShared...)
-}
-
 // resourceSpansAt returns what to read the resource of td's i-th
 // ResourceSpans from: its shared copy, or itself.
 func resourceSpansAt(rss ptrace.ResourceSpansSlice, shared []*sharedResource, i int) ptrace.ResourceSpans {
