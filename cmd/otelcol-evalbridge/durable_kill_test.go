@@ -64,6 +64,13 @@ func emptyTraces() []byte {
 	return b
 }
 
+// killResource is the resource every request of the test is sent under.
+func killResource(m pcommon.Map) {
+	m.PutStr("service.name", "kill-test")
+	m.PutStr("service.version", "1.2.3")
+	m.PutStr("host.name", "node-7")
+}
+
 // killTrace is agent trace i: an invoke_agent root and three tool calls
 // (the last failed), split into two requests, and one GenAI content log
 // record.
@@ -72,7 +79,7 @@ func killTrace(i int) (first, second ptrace.Traces, ld plog.Logs) {
 	span := func(td ptrace.Traces, n byte, name string, attrs map[string]any) {
 		if td.ResourceSpans().Len() == 0 {
 			rs := td.ResourceSpans().AppendEmpty()
-			rs.Resource().Attributes().PutStr("service.name", "kill-test")
+			killResource(rs.Resource().Attributes())
 			rs.ScopeSpans().AppendEmpty().Scope().SetName("kill-test")
 		}
 		s := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty()
@@ -142,18 +149,32 @@ func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
 	base := "http://" + addr
 	c1 := runCollectorProc(t, bin, config, base+"/v1/traces")
 
-	const traces = 30
-	for i := 0; i < traces; i++ {
-		first, second, ld := killTrace(i)
-		for _, td := range []ptrace.Traces{first, second} {
+	// As an SDK sends them: the first parts of three traces in one request,
+	// under one resource (the collector holds them in chunks that share a
+	// copy of it, and persists them so), then their second parts.
+	const traces, perRequest = 30, 3
+	for i := 0; i < traces; i += perRequest {
+		firsts, seconds := ptrace.NewTraces(), ptrace.NewTraces()
+		for j := i; j < i+perRequest; j++ {
+			first, second, ld := killTrace(j)
+			for _, p := range [][2]ptrace.Traces{{first, firsts}, {second, seconds}} {
+				into := p[1]
+				if into.ResourceSpans().Len() == 0 {
+					p[0].ResourceSpans().MoveAndAppendTo(into.ResourceSpans())
+					continue
+				}
+				p[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().MoveAndAppendTo(into.ResourceSpans().At(0).ScopeSpans().At(0).Spans())
+			}
+			b, _ := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+			if err := post(base+"/v1/logs", b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, td := range []ptrace.Traces{firsts, seconds} {
 			b, _ := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 			if err := post(base+"/v1/traces", b); err != nil {
 				t.Fatal(err)
 			}
-		}
-		b, _ := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
-		if err := post(base+"/v1/logs", b); err != nil {
-			t.Fatal(err)
 		}
 	}
 	// Every request above was acknowledged (200). Kill while they are held.
@@ -182,6 +203,15 @@ func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
 		dups += n - 1
 	}
 	t.Logf("spans sent %d, lost 0, duplicates %d (released and in flight at the kill: at-least-once)", traces*4, dups)
+	want := pcommon.NewMap()
+	killResource(want)
+	for _, td := range be.Traces() {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			if got := td.ResourceSpans().At(i).Resource().Attributes(); !got.Equal(want) {
+				t.Errorf("spans at the backend under resource %v, sent under %v", got.AsRaw(), want.AsRaw())
+			}
+		}
+	}
 	for i := 0; i < traces; i++ {
 		first, _, _ := killTrace(i)
 		id := first.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID()
