@@ -149,7 +149,8 @@ func (c *chunk) added(dst ptrace.Span, held bool) {
 // read-only): the spans of held traces are moved out of td into their
 // trace's chunk, not copied. A ResourceSpans (else a ScopeSpans) whose
 // spans all belong to one held trace moves whole; otherwise each span
-// moves, and its resource and scope are copied once per chunk. What stays
+// moves, its scope copied once per chunk and its resource shared by the
+// chunks (sharedres.go). What stays
 // goes on at once: fwd takes td's remaining resources (no copy), and td is
 // left empty. giveBack undoes it.
 func takeTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (ptrace.Traces, []*chunk) {
@@ -328,7 +329,8 @@ func (c *chunk) addedRecord(dst plog.LogRecord, keepRef bool) {
 
 // takeLogs is takeTraces for log records, record by record (a request of
 // log records rarely belongs to one trace): each held record moves into
-// its trace's chunk, its resource and scope copied once per chunk.
+// its trace's chunk, its scope copied once per chunk and its resource
+// shared by the chunks.
 func takeLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.Logs, []*chunk) {
 	k := newChunker(dec, rt, newLogChunk)
 	rls := ld.ResourceLogs()
