@@ -91,7 +91,7 @@ func (w *protoWriter) traces(td ptrace.Traces, shared []*sharedResource) {
 	rss := td.ResourceSpans()
 	for i := rss.Len() - 1; i >= 0; i-- {
 		mark := w.written()
-		w.resourceSpans(rss.At(i), resourceSpansAt(rss, shared, i).Resource())
+		w.resourceSpans(rss.At(i), resourceAt(shared, i, rss.At(i).Resource()))
 		w.lenTag(mark, 0xa)
 	}
 }
@@ -100,11 +100,7 @@ func (w *protoWriter) logs(ld plog.Logs, shared []*sharedResource) {
 	rls := ld.ResourceLogs()
 	for i := rls.Len() - 1; i >= 0; i-- {
 		mark := w.written()
-		res := rls.At(i).Resource()
-		if sh := sharedAt(shared, i); sh != nil {
-			res = sh.rs.Resource()
-		}
-		w.resourceLogs(rls.At(i), res)
+		w.resourceLogs(rls.At(i), resourceAt(shared, i, rls.At(i).Resource()))
 		w.lenTag(mark, 0xa)
 	}
 }

@@ -117,10 +117,7 @@ func sameResourceIn[R resourceOf](rs listOf[R], rsShared []*sharedResource, r R,
 		if sh != nil && csh == sh {
 			return c, true
 		}
-		cr := c.Resource()
-		if csh != nil {
-			cr = csh.rs.Resource()
-		}
+		cr := resourceAt(rsShared, i, c.Resource())
 		if c.SchemaUrl() == r.SchemaUrl() && cr.DroppedAttributesCount() == res.DroppedAttributesCount() &&
 			sameAttributes(cr.Attributes(), res.Attributes()) && entity.ResourceEntityRefs(cr).Len() == 0 {
 			return c, true

@@ -1,6 +1,7 @@
 package evalprocessor
 
 import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -54,15 +55,7 @@ func (k *chunker) sharedOf(src resourceOf) *sharedResource {
 func (c *chunk) newRS(src ptrace.ResourceSpans, k *chunker) ptrace.ResourceSpans {
 	rss := c.td.ResourceSpans()
 	dst := rss.AppendEmpty()
-	if k == nil || c == k.fwd {
-		c.ownResource()
-		return copyResource(src, dst)
-	}
-	dst.SetSchemaUrl(src.SchemaUrl())
-	if c.shared == nil {
-		c.shared = make([]*sharedResource, rss.Len()-1, rss.Len())
-	}
-	c.shared = append(c.shared, k.sharedOf(src))
+	c.shared = withResource(c.shared, rss.Len(), src, dst, k == nil || c == k.fwd, k)
 	return dst
 }
 
@@ -70,18 +63,26 @@ func (c *chunk) newRS(src ptrace.ResourceSpans, k *chunker) ptrace.ResourceSpans
 func (c *chunk) newRL(src plog.ResourceLogs, k *chunker) plog.ResourceLogs {
 	rls := c.ld.ResourceLogs()
 	dst := rls.AppendEmpty()
-	if k == nil || c == k.fwd {
-		if c.logsShared != nil {
-			c.logsShared = append(c.logsShared, nil)
+	c.logsShared = withResource(c.logsShared, rls.Len(), src, dst, k == nil || c == k.fwd, k)
+	return dst
+}
+
+// withResource gives dst, the last of n resources a chunk has, src's
+// resource: a copy of its own when own is set, else k's shared copy. It
+// returns the chunk's list of shared resources (shared) with dst's entry.
+func withResource[R resourceOf](shared []*sharedResource, n int, src, dst R, own bool, k *chunker) []*sharedResource {
+	if own {
+		copyResource(src, dst)
+		if shared != nil {
+			shared = append(shared, nil)
 		}
-		return copyResource(src, dst)
+		return shared
 	}
 	dst.SetSchemaUrl(src.SchemaUrl())
-	if c.logsShared == nil {
-		c.logsShared = make([]*sharedResource, rls.Len()-1, rls.Len())
+	if shared == nil {
+		shared = make([]*sharedResource, n-1, n)
 	}
-	c.logsShared = append(c.logsShared, k.sharedOf(src))
-	return dst
+	return append(shared, k.sharedOf(src))
 }
 
 // ownResource notes that the ResourceSpans just appended to the chunk has
@@ -123,6 +124,15 @@ func materializeLogs(ld plog.Logs, shared []*sharedResource) {
 			sh.rs.Resource().CopyTo(rls.At(i).Resource())
 		}
 	}
+}
+
+// resourceAt is the resource of the i-th ResourceSpans (or ResourceLogs)
+// of a chunk, whose own resource is own: its shared copy, or own.
+func resourceAt(shared []*sharedResource, i int, own pcommon.Resource) pcommon.Resource {
+	if sh := sharedAt(shared, i); sh != nil {
+		return sh.rs.Resource()
+	}
+	return own
 }
 
 // resourceSpansAt returns what to read the resource of td's i-th
