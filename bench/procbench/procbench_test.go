@@ -283,7 +283,9 @@ func runOn(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Tra
 	require.Equal(b, int64(total), sink.spans.Load())
 }
 
-// cpuTime is the user and system CPU time of this process so far.
+// cpuTime is the user and system CPU time of this process so far. It is
+// testkit.ProcessCPU written out: compare.sh copies this file into the
+// previous stage's tree, whose testkit has no such function.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

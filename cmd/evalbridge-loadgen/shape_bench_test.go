@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 	"gopkg.in/yaml.v3"
 
+	"github.com/evalbridge/evalbridge/internal/testkit"
 	"github.com/evalbridge/evalbridge/processor/evalprocessor"
 )
 
@@ -122,7 +122,7 @@ func BenchmarkLoadShape(b *testing.B) {
 		reqs, spans := loadRequests(3000, shape == "per_trace_resource")
 		for _, pipeline := range []string{"direct", "eval"} {
 			b.Run(shape+"/"+pipeline, func(b *testing.B) {
-				cpu0 := processCPUSelf()
+				cpu0 := testkit.ProcessCPU()
 				for i := 0; i < b.N; i++ {
 					sink := &marshalSink{}
 					var next consumer.Traces = sink
@@ -150,7 +150,7 @@ func BenchmarkLoadShape(b *testing.B) {
 					}
 				}
 				n := float64(b.N * spans)
-				b.ReportMetric(float64((processCPUSelf()-cpu0).Nanoseconds())/1e3/n, "cpu-µs/span")
+				b.ReportMetric(float64((testkit.ProcessCPU()-cpu0).Nanoseconds())/1e3/n, "cpu-µs/span")
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/n, "µs/span")
 			})
 		}
@@ -209,12 +209,4 @@ func BenchmarkLoadShapeHeldBytes(b *testing.B) {
 			}
 		})
 	}
-}
-
-// processCPUSelf is the user and system CPU time of this process so far
-// (getrusage: finer than /proc's clock ticks).
-func processCPUSelf() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

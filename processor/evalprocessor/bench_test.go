@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 const (
@@ -184,7 +184,7 @@ func runEndToEndOn(b *testing.B, p processor.Traces, sink *countSink, tmpl ptrac
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := testkit.ProcessCPU()
 	start := time.Now()
 	refusals := 0
 	for i := range batches {
@@ -201,7 +201,7 @@ func runEndToEndOn(b *testing.B, p processor.Traces, sink *countSink, tmpl ptrac
 	}
 	sink.waitFor(int64(b.N * spansPerBatch))
 	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
+	cpu := testkit.ProcessCPU() - cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*spansPerBatch)/elapsed.Seconds(), "spans/s")
 	b.ReportMetric(float64(refusals)/float64(b.N), "refusals/op")
@@ -350,11 +350,4 @@ func BenchmarkHeldBytesPerSpan(b *testing.B) {
 		require.NoError(b, p.Shutdown(ctx))
 		runtime.KeepAlive(p)
 	}
-}
-
-// processCPU is the user and system CPU time of the process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -56,7 +57,7 @@ func BenchmarkDurableConcurrentCallers(b *testing.B) {
 			require.NoError(b, p.Start(context.Background(), host))
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0, start := processCPU(), time.Now()
+			cpu0, start := testkit.ProcessCPU(), time.Now()
 			var wg sync.WaitGroup
 			for c := 0; c < callers; c++ {
 				wg.Add(1)
@@ -72,7 +73,7 @@ func BenchmarkDurableConcurrentCallers(b *testing.B) {
 			}
 			wg.Wait()
 			sink.waitFor(int64(b.N * spansPerBatch))
-			elapsed, cpu := time.Since(start), processCPU()-cpu0
+			elapsed, cpu := time.Since(start), testkit.ProcessCPU()-cpu0
 			b.StopTimer()
 			spans := float64(b.N * spansPerBatch)
 			b.ReportMetric(spans/elapsed.Seconds(), "spans/s")
@@ -101,7 +102,7 @@ func BenchmarkDurablePersist(b *testing.B) {
 	keys := make([][]string, len(requests))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := testkit.ProcessCPU()
 	for i := 0; i < b.N; i++ {
 		r := i % len(requests)
 		old := (i + len(requests) - 4) % len(requests)
@@ -114,7 +115,7 @@ func BenchmarkDurablePersist(b *testing.B) {
 			keys[r] = append(keys[r], c.key)
 		}
 	}
-	cpu := processCPU() - cpu0
+	cpu := testkit.ProcessCPU() - cpu0
 	b.StopTimer()
 	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N*spansPerBatch), "cpu-µs/span")
 	require.NoError(b, s.close(context.Background()))
