@@ -79,10 +79,18 @@ type chunker struct {
 	// chunks last shared, and the copy they share.
 	resSrc resourceOf
 	res    *sharedResource
+	// in interns the held items' repeats (intern.go); release returns it.
+	in *interner
 }
 
 func newChunker(dec map[pcommon.TraceID]decision, rt route, newC func(pcommon.TraceID) *chunk) *chunker {
-	return &chunker{dec: dec, rt: rt, newChunk: newC, fwd: newC(pcommon.TraceID{}), byID: make(map[pcommon.TraceID]*chunk, len(dec))}
+	return &chunker{dec: dec, rt: rt, newChunk: newC, fwd: newC(pcommon.TraceID{}), byID: make(map[pcommon.TraceID]*chunk, len(dec)), in: getInterner()}
+}
+
+// release ends the chunker's walk of a request.
+func (k *chunker) release() {
+	k.in.release()
+	k.in = nil
 }
 
 // of is the chunk an item of trace id goes into, and whether it is held.
@@ -107,6 +115,7 @@ func (k *chunker) of(id pcommon.TraceID) (*chunk, bool) {
 // trace, the rest into fwd. td itself is never written.
 func splitTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (ptrace.Traces, []*chunk) {
 	k := newChunker(dec, rt, newChunk)
+	defer k.release()
 	adapter.ForEachSpan(td, func(r adapter.SpanRef) {
 		c, held := k.of(r.Span.TraceID())
 		c.add(r, held, k)
@@ -119,7 +128,11 @@ func splitTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (
 func (c *chunk) add(r adapter.SpanRef, held bool, k *chunker) {
 	dst := c.scopeOf(r.ResourceSpans, r.ScopeSpans, k).Spans().AppendEmpty()
 	r.Span.CopyTo(dst)
-	c.added(dst, held)
+	var in *interner
+	if k != nil {
+		in = k.in
+	}
+	c.added(dst, held, in)
 }
 
 // scopeOf returns the chunk's copy of scope ss of resource rs, made (with
@@ -136,12 +149,16 @@ func (c *chunk) scopeOf(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, k *chunke
 	return c.ss
 }
 
-// added counts span dst, now in the chunk, and notes a root span when the
-// chunk is held.
-func (c *chunk) added(dst ptrace.Span, held bool) {
+// added counts span dst, now in the chunk, and, when the chunk is held,
+// notes a root span and interns the span's repeats with in (intern.go;
+// not when in is nil: a chunk filled without a chunker).
+func (c *chunk) added(dst ptrace.Span, held bool, in *interner) {
 	c.spans++
-	if held && dst.ParentSpanID().IsEmpty() {
-		c.root = true
+	if held {
+		c.root = c.root || dst.ParentSpanID().IsEmpty()
+		if in != nil {
+			in.span(dst)
+		}
 	}
 }
 
@@ -155,12 +172,13 @@ func (c *chunk) added(dst ptrace.Span, held bool) {
 // left empty. giveBack undoes it.
 func takeTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (ptrace.Traces, []*chunk) {
 	k := newChunker(dec, rt, newChunk)
+	defer k.release()
 	rss := td.ResourceSpans()
 	rss.RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		if id, ok := oneTrace(rs); ok {
 			c, held := k.of(id)
 			if held {
-				c.moveResource(rs)
+				c.moveResource(rs, k.in)
 			}
 			return held
 		}
@@ -180,7 +198,7 @@ func takeTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (p
 				if held {
 					dst := c.scopeOf(rs, ss, k).Spans().AppendEmpty()
 					s.MoveTo(dst)
-					c.added(dst, true)
+					c.added(dst, true, k.in)
 					tookHere = true
 				}
 				return held
@@ -256,14 +274,15 @@ func oneTraceOf(spans ptrace.SpanSlice) (pcommon.TraceID, bool) {
 
 // moveResource moves rs, whose spans all belong to the chunk's trace,
 // into the chunk whole.
-func (c *chunk) moveResource(rs ptrace.ResourceSpans) {
+func (c *chunk) moveResource(rs ptrace.ResourceSpans, in *interner) {
 	c.rs = c.td.ResourceSpans().AppendEmpty()
 	c.ownResource()
 	rs.MoveTo(c.rs)
+	in.resource(c.rs.Resource())
 	c.srcRS, c.srcSS = ptrace.ResourceSpans{}, ptrace.ScopeSpans{}
 	sss := c.rs.ScopeSpans()
 	for i := 0; i < sss.Len(); i++ {
-		c.movedScope(sss.At(i))
+		c.movedScope(sss.At(i), in)
 	}
 }
 
@@ -277,22 +296,23 @@ func (c *chunk) moveScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, k *chun
 	dst := c.rs.ScopeSpans().AppendEmpty()
 	ss.MoveTo(dst)
 	c.srcSS = ptrace.ScopeSpans{}
-	c.movedScope(dst)
+	c.movedScope(dst, k.in)
 }
 
 // movedScope counts the spans of ss, moved whole into the
 // chunk.
-func (c *chunk) movedScope(ss ptrace.ScopeSpans) {
+func (c *chunk) movedScope(ss ptrace.ScopeSpans, in *interner) {
 	c.ss = ss
 	spans := ss.Spans()
 	for j := 0; j < spans.Len(); j++ {
-		c.added(spans.At(j), true)
+		c.added(spans.At(j), true, in)
 	}
 }
 
 // splitLogs is splitTraces for log records.
 func splitLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.Logs, []*chunk) {
 	k := newChunker(dec, rt, newLogChunk)
+	defer k.release()
 	adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, rl plog.ResourceLogs, sl plog.ScopeLogs) {
 		c, held := k.of(lr.TraceID())
 		c.addRecord(lr, rl, sl, held, k)
@@ -304,7 +324,7 @@ func splitLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.L
 func (c *chunk) addRecord(lr plog.LogRecord, rl plog.ResourceLogs, sl plog.ScopeLogs, keepRef bool, k *chunker) {
 	dst := c.scopeLogsOf(rl, sl, k).LogRecords().AppendEmpty()
 	lr.CopyTo(dst)
-	c.addedRecord(dst, keepRef)
+	c.addedRecord(dst, keepRef, k.in)
 }
 
 // scopeLogsOf is scopeOf for log records.
@@ -318,11 +338,16 @@ func (c *chunk) scopeLogsOf(rl plog.ResourceLogs, sl plog.ScopeLogs, k *chunker)
 	return c.sl
 }
 
-// addedRecord counts record dst, now in the chunk, and keeps it for the
-// adapter when it is held and a GenAI content event.
-func (c *chunk) addedRecord(dst plog.LogRecord, keepRef bool) {
+// addedRecord counts record dst, now in the chunk, and, when it is held,
+// interns its repeats with in and keeps it for the adapter if it is a
+// GenAI content event.
+func (c *chunk) addedRecord(dst plog.LogRecord, keepRef bool, in *interner) {
 	c.count++
-	if keepRef && adapter.IsGenAIEvent(dst) {
+	if !keepRef {
+		return
+	}
+	in.logRecord(dst)
+	if adapter.IsGenAIEvent(dst) {
 		c.records = append(c.records, dst)
 	}
 }
@@ -333,6 +358,7 @@ func (c *chunk) addedRecord(dst plog.LogRecord, keepRef bool) {
 // shared by the chunks.
 func takeLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.Logs, []*chunk) {
 	k := newChunker(dec, rt, newLogChunk)
+	defer k.release()
 	rls := ld.ResourceLogs()
 	rls.RemoveIf(func(rl plog.ResourceLogs) bool {
 		took := false
@@ -343,7 +369,7 @@ func takeLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) (plog.Lo
 				if held {
 					dst := c.scopeLogsOf(rl, sl, k).LogRecords().AppendEmpty()
 					lr.MoveTo(dst)
-					c.addedRecord(dst, true)
+					c.addedRecord(dst, true, k.in)
 				}
 				return held
 			})

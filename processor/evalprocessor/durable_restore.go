@@ -186,6 +186,9 @@ func decodeChunk(k string, v []byte) (*chunk, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Restored items are held again: intern their repeats as on ingest.
+	in := getInterner()
+	defer in.release()
 	var c *chunk
 	if isLogs {
 		var u plog.ProtoUnmarshaler
@@ -197,6 +200,7 @@ func decodeChunk(k string, v []byte) (*chunk, error) {
 		c.ld = ld
 		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
 			c.count++
+			in.logRecord(lr)
 			if adapter.IsGenAIEvent(lr) {
 				c.records = append(c.records, lr)
 			}
@@ -209,7 +213,10 @@ func decodeChunk(k string, v []byte) (*chunk, error) {
 		}
 		c = newChunk(id)
 		c.td = td
-		adapter.ForEachSpan(td, func(ref adapter.SpanRef) { c.added(ref.Span, true) })
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			in.resource(td.ResourceSpans().At(i).Resource())
+		}
+		adapter.ForEachSpan(td, func(ref adapter.SpanRef) { c.added(ref.Span, true, in) })
 	}
 	c.key = k
 	c.route = rt

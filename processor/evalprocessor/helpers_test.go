@@ -52,15 +52,32 @@ func (c *fakeClock) clock() *clock {
 	return &clock{now: c.now, newTicker: func(d time.Duration) ticker { c.got <- d; return fakeTicker{c} }}
 }
 
-// advance moves time on by d and delivers one tick. The loop takes the tick
-// only after it has taken in every chunk ConsumeTraces handed it (the
-// channels are unbuffered), and the clock moves only once the tick is taken,
-// so an ingest still under way stamps its spans with the time before.
+// advance moves time on by d and delivers one tick. The loop takes in
+// every chunk ConsumeTraces handed it before it handles the tick
+// (drainIngest), and the clock moves only once the tick is taken, so an
+// ingest still under way stamps its spans with the time before. The tick
+// is sent twice: the loop takes the second only once it has handled the
+// first (a tick at the same time again finds nothing more to do), so what
+// the tick released is decided when advance returns, before the test's
+// next call.
 func (c *fakeClock) advance(d time.Duration) {
+	c.tick(d, true)
+}
+
+// advanceNoWait is advance for a test whose loop cannot finish the tick
+// until the test does more: it returns once the loop has taken the tick.
+func (c *fakeClock) advanceNoWait(d time.Duration) {
+	c.tick(d, false)
+}
+
+func (c *fakeClock) tick(d time.Duration, handled bool) {
 	c.mu.Lock()
 	now := c.t.Add(d)
 	c.mu.Unlock()
 	c.ch <- now
+	if handled {
+		c.ch <- now
+	}
 	c.mu.Lock()
 	c.t = now
 	c.mu.Unlock()

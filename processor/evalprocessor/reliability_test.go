@@ -555,7 +555,7 @@ func TestIngestQueueFullWhileWorkersAreBusy(t *testing.T) {
 		agentTrace(b, byte(i+1), false)
 	}
 	h.consume(b.td)
-	h.clk.advance(2 * time.Second)
+	h.clk.advanceNoWait(2 * time.Second) // the loop stays in this tick, submitting
 	require.Eventually(t, func() bool { return len(h.p.pool.jobs) == cap(h.p.pool.jobs) }, 10*time.Second, time.Millisecond,
 		"the released traces fill the workers' queue")
 

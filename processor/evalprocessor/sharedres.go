@@ -43,6 +43,7 @@ func (k *chunker) sharedOf(src resourceOf) *sharedResource {
 		k.resSrc = src
 		k.res = &sharedResource{rs: ptrace.NewResourceSpans()}
 		src.Resource().CopyTo(k.res.rs.Resource())
+		k.in.resource(k.res.rs.Resource())
 		k.res.rs.SetSchemaUrl(src.SchemaUrl())
 	}
 	return k.res
