@@ -98,15 +98,17 @@ type internedString struct {
 }
 
 const (
-	maxInternerEntries = 4096
+	maxInternerEntries = 1024
 	// maxCachedLen: longer strings (tool definitions) go to canonical
 	// directly, so a cache holds at most maxInternerEntries short strings.
 	maxCachedLen = 256
 )
 
 // freeInterners holds the idle interners: as many as requests are walked
-// at once, at most its capacity.
-var freeInterners = make(chan *interner, 64)
+// at once, at most its capacity. What they cache is bounded with it: 16
+// interners of at most maxInternerEntries strings of maxCachedLen, 4 MB at
+// worst, most of it the table's copies.
+var freeInterners = make(chan *interner, 16)
 
 func getInterner() *interner {
 	select {
