@@ -77,8 +77,8 @@ func (t *internTable) intern(s string) string {
 // whether values under a key repeat (adapter.RepeatingValue) in the same
 // lookup. The interners are kept on a free list (not a sync.Pool, which
 // every garbage collection empties: refilling a cache per request cost
-// more than it saved); one that has grown past maxInternerEntries (a
-// stream of keys that never repeat) starts over.
+// more than it saved); one that reaches maxInternerEntries (a stream of
+// keys that never repeat) starts over.
 type interner struct {
 	known map[string]internedString
 	// shapes holds the interned keys of the last map of each length
@@ -120,9 +120,6 @@ func getInterner() *interner {
 }
 
 func (in *interner) release() {
-	if len(in.known) > maxInternerEntries {
-		clear(in.known)
-	}
 	select {
 	case freeInterners <- in:
 	default:
@@ -135,6 +132,9 @@ func (in *interner) lookup(s string) internedString {
 	}
 	e := internedString{s: canonical.intern(s)}
 	if len(s) <= maxCachedLen {
+		if len(in.known) >= maxInternerEntries {
+			clear(in.known) // keys that do not repeat: start over
+		}
 		e.repeatingValues = adapter.RepeatingValue(s)
 		in.known[e.s] = e
 	}
