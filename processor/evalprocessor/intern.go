@@ -81,14 +81,23 @@ func (t *internTable) intern(s string) string {
 // keys that never repeat) starts over.
 type interner struct {
 	known map[string]internedString
-	// shapes holds the interned keys of the last map of each length
-	// (modulo): the spans of one kind list the same keys in the same
-	// order, and comparing with the key at the same position costs a
-	// fifth of a map lookup.
-	shapes [8][]internedString
-	// scratch is the map attrs rebuilds a map in; its new entries are
-	// moved out (MoveTo), so only they are allocated per map.
-	scratch pcommon.Map
+	// shapes holds the interned keys of the last map of each length: the
+	// spans of one kind list the same keys in the same order, and
+	// comparing with the key at the same position costs a fifth of a map
+	// lookup.
+	shapes [maxRekeyedAttrs + 1][]internedString
+	// src and spare are the maps attrs rebuilds a map with (spare by
+	// length: an empty slice with room for that many entries).
+	src   pcommon.Map
+	spare [maxRekeyedAttrs + 1]pcommon.Map
+}
+
+func newInterner() *interner {
+	in := &interner{known: make(map[string]internedString, 64), src: pcommon.NewMap()}
+	for i := range in.spare {
+		in.spare[i] = pcommon.NewMap()
+	}
+	return in
 }
 
 type internedString struct {
@@ -115,7 +124,7 @@ func getInterner() *interner {
 	case in := <-freeInterners:
 		return in
 	default:
-		return &interner{known: make(map[string]internedString, 64), scratch: pcommon.NewMap()}
+		return newInterner()
 	}
 }
 
@@ -178,14 +187,26 @@ func (in *interner) attrs(m pcommon.Map, allValues bool) {
 	if n == 0 {
 		return
 	}
-	rekey := n <= maxRekeyedAttrs
-	fresh := in.scratch
-	if rekey {
-		fresh.EnsureCapacity(n)
+	if n > maxRekeyedAttrs {
+		for k, v := range m.All() {
+			if key := in.lookup(k); key.repeatingValues || allValues {
+				in.value(v)
+			}
+		}
+		return
 	}
-	shape := &in.shapes[n%len(in.shapes)]
+	// m's entries go into src, and are moved (values, with interned keys)
+	// into dst: the slice left from the last map of n entries rebuilt
+	// (spare), or a new one. m then takes dst's slice, and src's, emptied,
+	// is the spare for the next map of n entries: no allocation per map
+	// once the spares are there, and each map keeps a slice of the size
+	// the receiver gave a map of its length.
+	src, dst := in.src, in.spare[n]
+	m.MoveTo(src)
+	dst.EnsureCapacity(n)
+	shape := &in.shapes[n]
 	i := 0
-	for k, v := range m.All() {
+	for k, v := range src.All() {
 		var key internedString
 		if i < len(*shape) && (*shape)[i].s == k {
 			key = (*shape)[i]
@@ -193,7 +214,7 @@ func (in *interner) attrs(m pcommon.Map, allValues bool) {
 			key = in.lookup(k)
 			if i < len(*shape) {
 				(*shape)[i] = key
-			} else if i < maxRekeyedAttrs {
+			} else {
 				*shape = append(*shape, key)
 			}
 		}
@@ -201,28 +222,27 @@ func (in *interner) attrs(m pcommon.Map, allValues bool) {
 		if key.repeatingValues || allValues {
 			in.value(v)
 		}
-		if !rekey {
-			continue
-		}
-		dst, exists := fresh.GetOrPutEmpty(key.s)
+		into, exists := dst.GetOrPutEmpty(key.s)
 		if exists {
-			// A duplicate key (pdata keeps what was sent): leave m as it
-			// was, moving back what moved (to each key's first entry).
-			for k, v := range fresh.All() {
-				if orig, ok := m.Get(k); ok {
+			// A key sent twice (pdata keeps what was sent): m stays as
+			// it was, its values moved back to each key's first entry.
+			for k, v := range dst.All() {
+				if orig, ok := src.Get(k); ok {
 					v.MoveTo(orig)
 				}
 			}
-			fresh.Clear()
-			rekey = false
-			continue
+			dst.RemoveIf(removeAll)
+			src.MoveTo(m)
+			return
 		}
-		v.MoveTo(dst)
+		v.MoveTo(into)
 	}
-	if rekey {
-		fresh.MoveTo(m)
-	}
+	dst.MoveTo(m)
+	src.RemoveIf(removeAll) // clears the entries, keeps the slice
+	src.MoveTo(dst)
 }
+
+func removeAll(string, pcommon.Value) bool { return true }
 
 // value interns a string value, or the strings of an array value.
 func (in *interner) value(v pcommon.Value) {

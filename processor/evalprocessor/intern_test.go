@@ -190,7 +190,7 @@ func TestInternKeepsSpanAsSent(t *testing.T) {
 // does not grow an interner without bound, and long strings are not
 // cached at all.
 func TestInternerIsBounded(t *testing.T) {
-	in := &interner{known: map[string]internedString{}, scratch: pcommon.NewMap()}
+	in := newInterner()
 	s := ptrace.NewSpan()
 	for i := 0; i < 2*maxInternerEntries; i++ {
 		s.Attributes().Clear()
