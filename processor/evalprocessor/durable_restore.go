@@ -198,6 +198,9 @@ func decodeChunk(k string, v []byte) (*chunk, error) {
 		}
 		c = newLogChunk(id)
 		c.ld = ld
+		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			in.resource(ld.ResourceLogs().At(i).Resource())
+		}
 		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
 			c.count++
 			in.logRecord(lr)

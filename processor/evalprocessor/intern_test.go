@@ -249,3 +249,43 @@ func TestHeldLogRecordsShareRepeatedStrings(t *testing.T) {
 	assert.Equal(t, "question 1", a.Body().Str())
 	assert.Equal(t, "question 2", b.Body().Str())
 }
+
+// Chunks restored from the store after a restart are held again, and
+// share their repeats as on ingest: two stored chunks of one service,
+// spans and log records, decoded separately.
+func TestRestoredChunksShareRepeatedStrings(t *testing.T) {
+	b := sdkBatch(1)
+	raw, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(b.td)
+	require.NoError(t, err)
+	key := chunkKey(keyTraces, tid(1), 1, 0)
+	first, err := decodeChunk(key, raw)
+	require.NoError(t, err)
+	second, err := decodeChunk(key, raw)
+	require.NoError(t, err)
+	rsA, rsB := first.td.ResourceSpans().At(0), second.td.ResourceSpans().At(0)
+	assert.True(t, sameString(keyString(t, rsA.Resource().Attributes(), "host.name"), keyString(t, rsB.Resource().Attributes(), "host.name")))
+	va, _ := rsA.Resource().Attributes().Get("host.name")
+	vb, _ := rsB.Resource().Attributes().Get("host.name")
+	assert.True(t, sameString(va.Str(), vb.Str()))
+	spanA, spanB := rsA.ScopeSpans().At(0).Spans().At(0), rsB.ScopeSpans().At(0).Spans().At(0)
+	assert.True(t, sameString(spanA.Name(), spanB.Name()))
+	assertSameSpan(t, b.td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0), spanA)
+
+	ld := sdkLogs(1)
+	rawLogs, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+	require.NoError(t, err)
+	logKey := chunkKey(keyLogs, tid(1), 1, 0)
+	la, err := decodeChunk(logKey, rawLogs)
+	require.NoError(t, err)
+	lb, err := decodeChunk(logKey, rawLogs)
+	require.NoError(t, err)
+	ra, rb := la.ld.ResourceLogs().At(0).Resource().Attributes(), lb.ld.ResourceLogs().At(0).Resource().Attributes()
+	var someKey string
+	for k := range ld.ResourceLogs().At(0).Resource().Attributes().All() {
+		someKey = k
+		break
+	}
+	require.NotEmpty(t, someKey)
+	assert.True(t, sameString(keyString(t, ra, someKey), keyString(t, rb, someKey)), "log resource key %s", someKey)
+	assert.Equal(t, ld.ResourceLogs().At(0).Resource().Attributes().AsRaw(), ra.AsRaw())
+}
