@@ -97,11 +97,7 @@ func TestHeldSpansShareRepeatedStrings(t *testing.T) {
 	vb, _ = toolB.Attributes().Get("gen_ai.tool.call.arguments")
 	assert.False(t, sameString(va.Str(), vb.Str()), "arguments differ from call to call: not interned")
 
-	resA, resB := first[0].shared[0].rs.Resource().Attributes(), second[0].shared[0].rs.Resource().Attributes()
-	ra, _ := resA.Get("host.name")
-	rb, _ := resB.Get("host.name")
-	assert.True(t, sameString(ra.Str(), rb.Str()), "resource value")
-	assert.True(t, sameString(keyString(t, resA, "host.name"), keyString(t, resB, "host.name")), "resource key")
+	assertSharedAttr(t, first[0].shared[0].rs.Resource().Attributes(), second[0].shared[0].rs.Resource().Attributes(), "host.name")
 
 	// The held spans are the spans sent, attribute order included.
 	sent := heldSpans(decodedChunks(want))
@@ -257,16 +253,9 @@ func TestRestoredChunksShareRepeatedStrings(t *testing.T) {
 	b := sdkBatch(1)
 	raw, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(b.td)
 	require.NoError(t, err)
-	key := chunkKey(keyTraces, tid(1), 1, 0)
-	first, err := decodeChunk(key, raw)
-	require.NoError(t, err)
-	second, err := decodeChunk(key, raw)
-	require.NoError(t, err)
+	first, second := decodedTwice(t, chunkKey(keyTraces, tid(1), 1, 0), raw)
 	rsA, rsB := first.td.ResourceSpans().At(0), second.td.ResourceSpans().At(0)
-	assert.True(t, sameString(keyString(t, rsA.Resource().Attributes(), "host.name"), keyString(t, rsB.Resource().Attributes(), "host.name")))
-	va, _ := rsA.Resource().Attributes().Get("host.name")
-	vb, _ := rsB.Resource().Attributes().Get("host.name")
-	assert.True(t, sameString(va.Str(), vb.Str()))
+	assertSharedAttr(t, rsA.Resource().Attributes(), rsB.Resource().Attributes(), "host.name")
 	spanA, spanB := rsA.ScopeSpans().At(0).Spans().At(0), rsB.ScopeSpans().At(0).Spans().At(0)
 	assert.True(t, sameString(spanA.Name(), spanB.Name()))
 	assertSameSpan(t, b.td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0), spanA)
@@ -274,18 +263,28 @@ func TestRestoredChunksShareRepeatedStrings(t *testing.T) {
 	ld := sdkLogs(1)
 	rawLogs, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
 	require.NoError(t, err)
-	logKey := chunkKey(keyLogs, tid(1), 1, 0)
-	la, err := decodeChunk(logKey, rawLogs)
-	require.NoError(t, err)
-	lb, err := decodeChunk(logKey, rawLogs)
-	require.NoError(t, err)
+	la, lb := decodedTwice(t, chunkKey(keyLogs, tid(1), 1, 0), rawLogs)
 	ra, rb := la.ld.ResourceLogs().At(0).Resource().Attributes(), lb.ld.ResourceLogs().At(0).Resource().Attributes()
-	var someKey string
-	for k := range ld.ResourceLogs().At(0).Resource().Attributes().All() {
-		someKey = k
-		break
-	}
-	require.NotEmpty(t, someKey)
-	assert.True(t, sameString(keyString(t, ra, someKey), keyString(t, rb, someKey)), "log resource key %s", someKey)
+	assertSharedAttr(t, ra, rb, "host.name")
 	assert.Equal(t, ld.ResourceLogs().At(0).Resource().Attributes().AsRaw(), ra.AsRaw())
+}
+
+// decodedTwice restores the stored value raw under key twice.
+func decodedTwice(t *testing.T, key string, raw []byte) (*chunk, *chunk) {
+	t.Helper()
+	a, err := decodeChunk(key, raw)
+	require.NoError(t, err)
+	b, err := decodeChunk(key, raw)
+	require.NoError(t, err)
+	return a, b
+}
+
+// assertSharedAttr asserts that maps a and b hold attribute key, and its
+// string value, as one string each.
+func assertSharedAttr(t *testing.T, a, b pcommon.Map, key string) {
+	t.Helper()
+	assert.True(t, sameString(keyString(t, a, key), keyString(t, b, key)), "key %s", key)
+	va, _ := a.Get(key)
+	vb, _ := b.Get(key)
+	assert.True(t, sameString(va.Str(), vb.Str()), "value of %s", key)
 }
