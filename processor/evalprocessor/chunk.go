@@ -128,11 +128,7 @@ func splitTraces(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) (
 func (c *chunk) add(r adapter.SpanRef, held bool, k *chunker) {
 	dst := c.scopeOf(r.ResourceSpans, r.ScopeSpans, k).Spans().AppendEmpty()
 	r.Span.CopyTo(dst)
-	var in *interner
-	if k != nil {
-		in = k.in
-	}
-	c.added(dst, held, in)
+	c.added(dst, held, k.in)
 }
 
 // scopeOf returns the chunk's copy of scope ss of resource rs, made (with
@@ -150,15 +146,12 @@ func (c *chunk) scopeOf(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, k *chunke
 }
 
 // added counts span dst, now in the chunk, and, when the chunk is held,
-// notes a root span and interns the span's repeats with in (intern.go;
-// not when in is nil: a chunk filled without a chunker).
+// notes a root span and interns the span's repeats with in (intern.go).
 func (c *chunk) added(dst ptrace.Span, held bool, in *interner) {
 	c.spans++
 	if held {
 		c.root = c.root || dst.ParentSpanID().IsEmpty()
-		if in != nil {
-			in.span(dst)
-		}
+		in.span(dst)
 	}
 }
 

@@ -51,12 +51,11 @@ func (k *chunker) sharedOf(src resourceOf) *sharedResource {
 
 // newRS appends to the chunk a ResourceSpans for spans of src. A held
 // chunk's shares k's copy of src's resource; the forwarded part (k.fwd,
-// which goes on at once) gets a copy of its own, as does a chunk filled
-// without a chunker (k nil).
+// which goes on at once) gets a copy of its own.
 func (c *chunk) newRS(src ptrace.ResourceSpans, k *chunker) ptrace.ResourceSpans {
 	rss := c.td.ResourceSpans()
 	dst := rss.AppendEmpty()
-	c.shared = withResource(c.shared, rss.Len(), src, dst, k == nil || c == k.fwd, k)
+	c.shared = withResource(c.shared, rss.Len(), src, dst, c == k.fwd, k)
 	return dst
 }
 
@@ -64,7 +63,7 @@ func (c *chunk) newRS(src ptrace.ResourceSpans, k *chunker) ptrace.ResourceSpans
 func (c *chunk) newRL(src plog.ResourceLogs, k *chunker) plog.ResourceLogs {
 	rls := c.ld.ResourceLogs()
 	dst := rls.AppendEmpty()
-	c.logsShared = withResource(c.logsShared, rls.Len(), src, dst, k == nil || c == k.fwd, k)
+	c.logsShared = withResource(c.logsShared, rls.Len(), src, dst, c == k.fwd, k)
 	return dst
 }
 

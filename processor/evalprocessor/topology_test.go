@@ -350,8 +350,7 @@ func TestStorageFailureLeavesNoHeldMarks(t *testing.T) {
 func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 	b := newBatch()
 	agentTrace(b, 1, false)
-	c := newChunk(tid(1))
-	adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true, nil) })
+	c := heldChunkOf(t, b.td, tid(1), 0)
 	ht := &heldTrace{id: tid(1)}
 	ht.addChunk(c)
 	partial := []engine.Partial{{Ref: ht.spanRefs(nil)[0], Case: &adapter.Case{SpanID: sid(1), TraceID: tid(1)}, Results: []evaluators.Result{
@@ -382,10 +381,7 @@ func TestTakeOverCopiesResultsOntoTheOtherPipelinesSpans(t *testing.T) {
 	for rt := route(0); rt < 2; rt++ {
 		b := newBatch()
 		agentTrace(b, 1, false)
-		c := newChunk(tid(1))
-		c.route = rt
-		adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { c.add(r, true, nil) })
-		ht.addChunk(c)
+		ht.addChunk(heldChunkOf(t, b.td, tid(1), rt))
 	}
 	refs, copies := uniqueSpanCopies(ht.spanRefs(nil))
 	require.Len(t, copies, 5, "the second pipeline's spans are copies of the first's")
@@ -585,4 +581,13 @@ func TestFanoutCopiesScoredOnceResultsOnEach(t *testing.T) {
 		total += dp.Value
 	}
 	assert.Equal(t, int64(1), total, "scored once")
+}
+
+// heldChunkOf is the chunk that holding td, all of trace id, through route
+// rt makes: a copy of its spans (td is left as it is).
+func heldChunkOf(t *testing.T, td ptrace.Traces, id pcommon.TraceID, rt route) *chunk {
+	t.Helper()
+	_, chunks := splitTraces(td, map[pcommon.TraceID]decision{id: decHold}, rt)
+	require.Len(t, chunks, 1)
+	return chunks[0]
 }
