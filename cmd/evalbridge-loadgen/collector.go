@@ -355,9 +355,13 @@ func countLines(path, s string) int {
 }
 
 // buildCollector builds ./cmd/otelcol-evalbridge into dir.
-func buildCollector(ctx context.Context, dir string) (string, error) {
+func buildCollector(ctx context.Context, dir string, tags ...string) (string, error) {
 	bin := filepath.Join(dir, "otelcol-evalbridge")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/otelcol-evalbridge")
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/otelcol-evalbridge")...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/otelcol-evalbridge (run the suite from the repository root): %w", err)

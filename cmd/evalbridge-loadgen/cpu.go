@@ -19,7 +19,11 @@ import (
 // with `[eval, batch]` (the suite's deterministic evaluators), the order
 // alternating between rounds; the CPU time the collector process spent
 // from the first request until every acknowledged span reached the sink,
-// divided by the spans sent, is its cost per span.
+// divided by the spans sent, is its cost per span. With -groupbytrace a
+// third pipeline, `[groupbytrace, batch]`, runs too: contrib's processor
+// that only holds each trace until it is complete (the same 1 s), the
+// reference for what holding costs without scoring. The collector is then
+// built with the groupbytrace tag (cmd/otelcol-evalbridge/bench_groupbytrace.go).
 
 // cpuOptions are the cpu command's flags.
 type cpuOptions struct {
@@ -28,11 +32,23 @@ type cpuOptions struct {
 	load      loadConfig
 	keep      bool
 	profile   string // directory for CPU profiles of the collector; "" for none
-	out       io.Writer
+	// groupbytrace adds groupbyTracePipeline to the pipelines compared.
+	groupbytrace bool
+	out          io.Writer
 }
 
 // cpuPipelines are the two pipelines compared; the first is the reference.
 var cpuPipelines = []string{"[batch]", "[eval, batch]"}
+
+// groupbyTracePipeline holds traces as eval does, and scores nothing.
+const groupbyTracePipeline = "[groupbytrace, batch]"
+
+func (o cpuOptions) pipelines() []string {
+	if o.groupbytrace {
+		return append(slices.Clone(cpuPipelines), groupbyTracePipeline)
+	}
+	return cpuPipelines
+}
 
 func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cpu", flag.ContinueOnError)
@@ -46,11 +62,12 @@ func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&o.load.plainShare, "plain", 0.2, "share of non-GenAI traces (1: only non-GenAI, the pass-through cost)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the generated configs and collector logs")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the collector during each load into this directory (from its pprof extension)")
+	fs.BoolVar(&o.groupbytrace, "groupbytrace", false, "also run [groupbytrace, batch] (holding only, no scoring); builds the collector with -tags groupbytrace, or give one built so")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 || o.load.plainShare < 0 || o.load.plainShare > 1 {
-		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR]")
+		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace]")
 		return errUsage
 	}
 	return runCPU(ctx, o)
@@ -75,16 +92,21 @@ func (r cpuRun) perSpan() float64 {
 }
 
 func runCPU(ctx context.Context, o cpuOptions) error {
-	dir, bin, cleanup, err := prepareRun(ctx, "evalbridge-cpu-", o.keep, o.collector, o.out)
+	var tags []string
+	if o.groupbytrace {
+		tags = []string{"groupbytrace"}
+	}
+	dir, bin, cleanup, err := prepareRun(ctx, "evalbridge-cpu-", o.keep, o.collector, o.out, tags...)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
 	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span retried")
+	pipelines := o.pipelines()
 	var runs []cpuRun
 	for round := 1; round <= o.rounds; round++ {
-		order := slices.Clone(cpuPipelines)
+		order := slices.Clone(pipelines)
 		if round%2 == 0 {
 			slices.Reverse(order)
 		}
@@ -102,18 +124,22 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 		}
 	}
 	fmt.Fprintf(o.out, "# load average after %s\n", loadAverage())
-	med := map[string]float64{}
-	for _, pl := range cpuPipelines {
+	med := make([]float64, len(pipelines))
+	var medians []string
+	for i, pl := range pipelines {
 		var v []float64
 		for _, r := range runs {
 			if r.pipeline == pl {
 				v = append(v, r.perSpan())
 			}
 		}
-		med[pl] = median(v)
+		med[i] = median(v)
+		medians = append(medians, fmt.Sprintf("%s %.1f", pl, med[i]))
 	}
-	fmt.Fprintf(o.out, "median CPU µs/span: %s %.1f, %s %.1f\n", cpuPipelines[0], med[cpuPipelines[0]], cpuPipelines[1], med[cpuPipelines[1]])
-	fmt.Fprintf(o.out, "ratio %s / %s: %.3f\n", cpuPipelines[1], cpuPipelines[0], med[cpuPipelines[1]]/med[cpuPipelines[0]])
+	fmt.Fprintf(o.out, "median CPU µs/span: %s\n", strings.Join(medians, ", "))
+	for i := 1; i < len(pipelines); i++ {
+		fmt.Fprintf(o.out, "ratio %s / %s: %.3f\n", pipelines[i], pipelines[0], med[i]/med[0])
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,18 @@ func TestCPUConfigs(t *testing.T) {
 		cfgs = append(cfgs, cfg)
 	}
 	assert.Equal(t, strings.Replace(cfgs[0], "[batch]", "[eval, batch]", 1), cfgs[1])
+	assert.NotContains(t, cfgs[0]+cfgs[1], "groupbytrace")
+
+	// -groupbytrace adds a third pipeline, and its processor's config: it
+	// holds each trace as long as eval waits.
+	pls := cpuOptions{groupbytrace: true}.pipelines()
+	require.Equal(t, append(slices.Clone(cpuPipelines), "[groupbytrace, batch]"), pls)
+	assert.Equal(t, cpuPipelines, cpuOptions{}.pipelines())
+	gbt := collectorConfig(scenario{name: "cpu", eval: "wait: 1s", evals: normalEvaluators, processors: pls[2]}, p, "127.0.0.1:5", "", "")
+	assert.Contains(t, gbt, "      processors: [groupbytrace, batch]\n")
+	assert.Contains(t, gbt, "\n  groupbytrace: {wait_duration: 1s}")
+	assert.Equal(t, strings.Replace(cfgs[0], "[batch]", "[groupbytrace, batch]", 1),
+		strings.Replace(gbt, "\n  groupbytrace: {wait_duration: 1s}", "", 1))
 }
 
 func TestCPUUsageAndMedian(t *testing.T) {

@@ -52,7 +52,7 @@ type suiteOptions struct {
 // prepareRun makes the run's directory (kept with keep, else removed by
 // cleanup) and finds the collector binary: collector, or one built into
 // the directory.
-func prepareRun(ctx context.Context, prefix string, keep bool, collector string, out io.Writer) (dir, bin string, cleanup func(), err error) {
+func prepareRun(ctx context.Context, prefix string, keep bool, collector string, out io.Writer, tags ...string) (dir, bin string, cleanup func(), err error) {
 	dir, err = os.MkdirTemp("", prefix)
 	if err != nil {
 		return "", "", nil, err
@@ -65,7 +65,7 @@ func prepareRun(ctx context.Context, prefix string, keep bool, collector string,
 	bin = collector
 	if bin == "" {
 		fmt.Fprintln(out, "building ./cmd/otelcol-evalbridge …")
-		if bin, err = buildCollector(ctx, dir); err != nil {
+		if bin, err = buildCollector(ctx, dir, tags...); err != nil {
 			cleanup()
 			return "", "", nil, err
 		}

@@ -51,6 +51,20 @@ func main() {
 	}
 }
 
+// addBenchComponents, when set (by a build tag, bench_groupbytrace.go), adds
+// components that benchmarks compare with; the distribution has none.
+var addBenchComponents func(*otelcol.Factories)
+
+// factories are the distribution's components (components.go), and those a
+// benchmark build adds.
+func factories() (otelcol.Factories, error) {
+	f, err := components()
+	if err == nil && addBenchComponents != nil {
+		addBenchComponents(&f)
+	}
+	return f, err
+}
+
 // settings are the distribution's collector settings, as ocb would generate them.
 func settings() otelcol.CollectorSettings {
 	return otelcol.CollectorSettings{
@@ -59,7 +73,7 @@ func settings() otelcol.CollectorSettings {
 			Description: "OpenTelemetry Collector distribution that scores LLM agents from their traces",
 			Version:     version,
 		},
-		Factories: components,
+		Factories: factories,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
 			ResolverSettings: confmap.ResolverSettings{
 				ProviderFactories: []confmap.ProviderFactory{
