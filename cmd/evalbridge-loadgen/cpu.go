@@ -75,6 +75,7 @@ func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // cpuRun is one measurement.
 type cpuRun struct {
+	round    int
 	pipeline string
 	spans    int64
 	cpu      time.Duration
@@ -120,10 +121,21 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 			}
 			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f %d\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
 				float64(r.switches)/float64(max(r.spans, 1)), r.retried)
+			r.round = round
 			runs = append(runs, r)
 		}
 	}
 	fmt.Fprintf(o.out, "# load average after %s\n", loadAverage())
+	writeCPUSummary(o.out, pipelines, runs)
+	return nil
+}
+
+// writeCPUSummary prints the median cost of each pipeline and, for each
+// after the first, its ratio to the first two ways: the ratio of the
+// medians, and the median of the rounds' own ratios (each round's runs are
+// back to back, so a machine whose load drifts between rounds moves both
+// sides of a round's ratio alike).
+func writeCPUSummary(w io.Writer, pipelines []string, runs []cpuRun) {
 	med := make([]float64, len(pipelines))
 	var medians []string
 	for i, pl := range pipelines {
@@ -136,11 +148,22 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 		med[i] = median(v)
 		medians = append(medians, fmt.Sprintf("%s %.1f", pl, med[i]))
 	}
-	fmt.Fprintf(o.out, "median CPU µs/span: %s\n", strings.Join(medians, ", "))
+	fmt.Fprintf(w, "median CPU µs/span: %s\n", strings.Join(medians, ", "))
 	for i := 1; i < len(pipelines); i++ {
-		fmt.Fprintf(o.out, "ratio %s / %s: %.3f\n", pipelines[i], pipelines[0], med[i]/med[0])
+		var perRound []float64
+		for _, r := range runs {
+			if r.pipeline != pipelines[i] {
+				continue
+			}
+			for _, ref := range runs {
+				if ref.round == r.round && ref.pipeline == pipelines[0] && ref.perSpan() > 0 {
+					perRound = append(perRound, r.perSpan()/ref.perSpan())
+				}
+			}
+		}
+		fmt.Fprintf(w, "ratio %s / %s: %.3f (median of the %d rounds' ratios: %.3f)\n",
+			pipelines[i], pipelines[0], med[i]/med[0], len(perRound), median(perRound))
 	}
-	return nil
 }
 
 // cpuOnce starts a collector with pipeline, sends the load and returns the

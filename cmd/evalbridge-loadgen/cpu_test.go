@@ -61,3 +61,22 @@ func TestCPUUsageAndMedian(t *testing.T) {
 	assert.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
 	assert.Equal(t, 0.0, median(nil))
 }
+
+// The summary's ratios: of the medians, and the median of each round's own
+// ratio, which a load drifting between rounds moves less.
+func TestCPUSummary(t *testing.T) {
+	run := func(round int, pl string, cpuMs int64) cpuRun {
+		return cpuRun{round: round, pipeline: pl, spans: 1000, cpu: time.Duration(cpuMs) * time.Millisecond}
+	}
+	pls := []string{"[batch]", "[eval, batch]", "[groupbytrace, batch]"}
+	runs := []cpuRun{
+		run(1, pls[0], 40), run(1, pls[1], 52), run(1, pls[2], 80),
+		run(2, pls[2], 60), run(2, pls[1], 36), run(2, pls[0], 30), // a quieter round
+		run(3, pls[0], 50), run(3, pls[1], 60), run(3, pls[2], 90),
+	}
+	var out bytes.Buffer
+	writeCPUSummary(&out, pls, runs)
+	assert.Equal(t, "median CPU µs/span: [batch] 40.0, [eval, batch] 52.0, [groupbytrace, batch] 80.0\n"+
+		"ratio [eval, batch] / [batch]: 1.300 (median of the 3 rounds' ratios: 1.200)\n"+
+		"ratio [groupbytrace, batch] / [batch]: 2.000 (median of the 3 rounds' ratios: 2.000)\n", out.String())
+}
