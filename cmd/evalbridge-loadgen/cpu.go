@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -42,6 +43,10 @@ var cpuPipelines = []string{"[batch]", "[eval, batch]"}
 
 // groupbyTracePipeline holds traces as eval does, and scores nothing.
 const groupbyTracePipeline = "[groupbytrace, batch]"
+
+// cpuWait is how long eval waits after a trace's last span, and
+// groupbytrace after its first, in the cpu command's pipelines.
+const cpuWait = time.Second
 
 func (o cpuOptions) pipelines() []string {
 	if o.groupbytrace {
@@ -102,6 +107,11 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 		return err
 	}
 	defer cleanup()
+	if o.groupbytrace {
+		if err := hasProcessor(ctx, bin, "groupbytrace"); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
 	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span retried")
 	pipelines := o.pipelines()
@@ -178,7 +188,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	if err != nil {
 		return cpuRun{}, err
 	}
-	sc := scenario{name: name, eval: "wait: 1s\n    timeout: 5s", evals: normalEvaluators, processors: pipeline}
+	sc := scenario{name: name, eval: fmt.Sprintf("wait: %s\n    timeout: 5s", cpuWait), evals: normalEvaluators, processors: pipeline}
 	col, err := startCollector(bin, dir, name, collectorConfig(sc, p, s.addr, "", ""), p)
 	if err != nil {
 		return cpuRun{}, err
@@ -222,6 +232,19 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	}
 	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before, switches: switches,
 		retried: l.stats.retried.Load()}, nil
+}
+
+// hasProcessor checks, before any load, that collector binary bin was built
+// with processor typ (its `components` command lists what it has).
+func hasProcessor(ctx context.Context, bin, typ string) error {
+	out, err := exec.CommandContext(ctx, bin, "components").Output()
+	if err != nil {
+		return fmt.Errorf("%s components: %w", bin, err)
+	}
+	if !strings.Contains(string(out), "- name: "+typ+"\n") {
+		return fmt.Errorf("collector %s has no %s processor: build it with go build -tags %s ./cmd/otelcol-evalbridge", bin, typ, typ)
+	}
+	return nil
 }
 
 // processCPU is the user and system CPU time of process pid so far

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -79,4 +80,21 @@ func TestCPUSummary(t *testing.T) {
 	assert.Equal(t, "median CPU µs/span: [batch] 40.0, [eval, batch] 52.0, [groupbytrace, batch] 80.0\n"+
 		"ratio [eval, batch] / [batch]: 1.300 (median of the 3 rounds' ratios: 1.200)\n"+
 		"ratio [groupbytrace, batch] / [batch]: 2.000 (median of the 3 rounds' ratios: 2.000)\n", out.String())
+}
+
+// -groupbytrace with a collector built without it stops before any load,
+// saying how to build one.
+func TestCPUGroupbytraceNeedsTheTaggedBuild(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "otelcol")
+	plain := "#!/bin/sh\nprintf 'processors:\\n    - name: batch\\n    - name: eval\\n'\n"
+	require.NoError(t, os.WriteFile(bin, []byte(plain), 0o755))
+	var out, errb bytes.Buffer
+	assert.Equal(t, 1, realMain([]string{"cpu", "-collector", bin, "-groupbytrace"}, &out, &errb))
+	assert.Contains(t, errb.String(), "has no groupbytrace processor: build it with go build -tags groupbytrace")
+	assert.NotContains(t, out.String(), "# round", "no load ran")
+
+	tagged := "#!/bin/sh\nprintf 'processors:\\n    - name: batch\\n    - name: groupbytrace\\n'\n"
+	require.NoError(t, os.WriteFile(bin, []byte(tagged), 0o755))
+	assert.NoError(t, hasProcessor(t.Context(), bin, "groupbytrace"))
 }
