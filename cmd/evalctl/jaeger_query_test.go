@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // fakeJaeger serves /api/services and /api/traces from a fixed set of
@@ -135,9 +137,7 @@ func TestJaegerRunErrors(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("evaluators:\n  - type: tool_error\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL := down.URL
-	down.Close()
+	downURL := testkit.DownURL(t)
 	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("<html>not jaeger</html>"))
 	}))

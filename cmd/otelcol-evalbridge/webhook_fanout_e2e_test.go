@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -18,12 +17,11 @@ import (
 func TestFanOutWithAlertEndpointDown(t *testing.T) {
 	const runs = 20 // every one fails tools_ok: an alert each
 	be := testkit.NewSink(t)
-	down := httptest.NewServer(nil)
-	down.Close() // connection refused from now on
+	down := testkit.DownURL(t) // connection refused
 
 	grpcAddr := freeAddr(t)
 	startCollector(t, testkit.Config(t, "testdata/webhook-fanout-down.yaml",
-		map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Webhook": down.URL}))
+		map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Webhook": down}))
 
 	ctx := context.Background()
 	tp := newSDK(t, grpcAddr, "travel-service")

@@ -11,18 +11,17 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/evalbridge/evalbridge/internal/testkit"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -247,7 +246,7 @@ func runImageCommand(t *testing.T, bin, root string, imageCmd []string, cfg []by
 	var overrides []string
 	healthAddr := ""
 	walkEndpoints(conf, nil, func(path []string, endpoint string) {
-		addr := freeLoopbackAddr(t)
+		addr := testkit.FreeAddr(t)
 		overrides = append(overrides, strings.Join(path, "::")+": "+addr)
 		if slices.Equal(path, []string{"extensions", "health_check", "endpoint"}) {
 			healthAddr = addr
@@ -324,15 +323,6 @@ func walkEndpoints(v any, path []string, fn func([]string, string)) {
 		}
 		walkEndpoints(m[k], p, fn)
 	}
-}
-
-func freeLoopbackAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 // extract writes the image's flattened filesystem under dir/rootfs and

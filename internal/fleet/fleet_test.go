@@ -86,14 +86,19 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
+// freePort is a loopback port nothing listens on and no other test takes
+// (testkit.FreeAddr).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(testkit.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // --- processes ---------------------------------------------------------------

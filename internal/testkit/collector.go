@@ -42,14 +42,22 @@ func RunCollector(t testing.TB, set otelcol.CollectorSettings) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- col.Run(context.Background()) }()
+	// stopped is closed when Run returns, runErr is then its error: the
+	// start loop and the cleanup both look, and a collector that failed to
+	// start must not leave the cleanup waiting for a second result.
+	stopped := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(stopped)
+		runErr = col.Run(context.Background())
+	}()
+	startFailed := false
 	t.Cleanup(func() {
 		col.Shutdown()
 		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("collector run: %v", err)
+		case <-stopped:
+			if runErr != nil && !startFailed {
+				t.Errorf("collector run: %v", runErr)
 			}
 		case <-time.After(20 * time.Second):
 			t.Error("collector did not shut down")
@@ -58,8 +66,9 @@ func RunCollector(t testing.TB, set otelcol.CollectorSettings) {
 	deadline := time.Now().Add(30 * time.Second)
 	for col.GetState() != otelcol.StateRunning {
 		select {
-		case err := <-done:
-			t.Fatalf("collector stopped while starting: %v", err)
+		case <-stopped:
+			startFailed = true
+			t.Fatalf("collector stopped while starting: %v", runErr)
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -16,23 +16,10 @@ package testkit
 
 import (
 	"bytes"
-	"net"
 	"sync"
-	"testing"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
-
-// FreeAddr is a loopback address ("127.0.0.1:port") nothing listens on now.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // LockedBuffer collects a child process's output for a failure message
 // while the process still writes.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -34,6 +33,7 @@ import (
 	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/engine"
+	"github.com/evalbridge/evalbridge/internal/testkit"
 )
 
 // gate is a real sink behind a switch: while refusing, it answers every
@@ -461,10 +461,7 @@ func TestShutdownDoesNotWaitForStuckEvaluator(t *testing.T) {
 func TestBackPressureIsHTTP503AtTheReceiver(t *testing.T) {
 	h, g := fillBacklog(t)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := testkit.FreeAddr(t)
 	f := otlpreceiver.NewFactory()
 	cfg := f.CreateDefaultConfig()
 	require.NoError(t, confmap.NewFromStringMap(map[string]any{

@@ -1,0 +1,14 @@
+//go:build unix
+
+package testkit
+
+import (
+	"os"
+	"syscall"
+)
+
+// tryLock takes an exclusive lock on f without waiting; the kernel drops it
+// when the process exits, however it exits.
+func tryLock(f *os.File) bool {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}
