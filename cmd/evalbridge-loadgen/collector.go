@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/evalbridge/evalbridge/internal/loopbackport"
 )
 
 // children are the collector processes this program started; killAll ends
@@ -49,15 +50,10 @@ func killAll() {
 	}
 }
 
-// freePort returns a free TCP port on loopback.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a loopback port for a collector that nothing else takes
+// before the collector binds it, nor between a SIGKILL and the restart on
+// the same ports (internal/loopbackport).
+func freePort() (int, error) { return loopbackport.Claim() }
 
 // collector is one otelcol-evalbridge child process.
 type collector struct {

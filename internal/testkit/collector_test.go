@@ -3,10 +3,7 @@ package testkit
 import (
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,44 +13,6 @@ import (
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 )
-
-// FreeAddr's ports stay out of the kernel's ephemeral range (where
-// httptest servers and outgoing connections of parallel test processes take
-// theirs), are never handed out twice, and are locked against the module's
-// other test processes.
-func TestFreeAddrPortsAreTheTestsAlone(t *testing.T) {
-	seen := map[string]bool{}
-	for range 50 {
-		addr := FreeAddr(t)
-		if seen[addr] {
-			t.Fatalf("%s handed out twice", addr)
-		}
-		seen[addr] = true
-		host, portText, err := net.SplitHostPort(addr)
-		if err != nil || host != "127.0.0.1" {
-			t.Fatalf("%q is not a loopback address: %v", addr, err)
-		}
-		port, _ := strconv.Atoi(portText)
-		if low := ephemeralLow(); port < lowestTestPort || port >= low {
-			t.Fatalf("port %d outside [%d, %d)", port, lowestTestPort, low)
-		}
-		// What another test process would do: open the port's lock file
-		// and try to take it.
-		other, err := os.Open(filepath.Join(os.TempDir(), fmt.Sprintf("evalbridge-test-port-%d.lock", port)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if runtime.GOOS != "windows" && tryLock(other) {
-			t.Errorf("port %d's lock could be taken by another process", port)
-		}
-		other.Close()
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Fatalf("%s cannot be listened on: %v", addr, err)
-		}
-		l.Close()
-	}
-}
 
 // recordingTB is a testing.TB whose Fatalf ends only the goroutine it runs
 // on, so a test can watch what a helper does when a collector fails.

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package testkit
-
-import "os"
-
-// tryLock: without flock, only the in-process set keeps ports apart.
-func tryLock(*os.File) bool { return true }
