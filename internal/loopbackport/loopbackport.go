@@ -60,7 +60,10 @@ func Claim() (int, error) {
 	return 0, fmt.Errorf("no free loopback port in [%d, %d) after %d tries", low, high, tries)
 }
 
-// LockPath is the file whose lock stands for port.
+// LockPath is the file whose lock stands for port. The files stay behind
+// (at most one per port below the ephemeral range): removing one while
+// another process has it open would let a third lock a new file of the same
+// name.
 func LockPath(port int) string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("evalbridge-port-%d.lock", port))
 }
