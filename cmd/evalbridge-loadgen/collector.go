@@ -50,11 +50,6 @@ func killAll() {
 	}
 }
 
-// freePort returns a loopback port for a collector that nothing else takes
-// before the collector binds it, nor between a SIGKILL and the restart on
-// the same ports (internal/loopbackport).
-func freePort() (int, error) { return loopbackport.Claim() }
-
 // collector is one otelcol-evalbridge child process.
 type collector struct {
 	cmd     *exec.Cmd
@@ -77,11 +72,14 @@ type collector struct {
 // ports for one collector's config.
 type ports struct{ grpc, health, pprof, metrics int }
 
+// newPorts claims them through internal/loopbackport: nothing else takes
+// them before the collector binds them, nor between a SIGKILL and its
+// restart on the same ports.
 func newPorts() (ports, error) {
 	var p ports
 	var err error
 	for _, dst := range []*int{&p.grpc, &p.health, &p.pprof, &p.metrics} {
-		if *dst, err = freePort(); err != nil {
+		if *dst, err = loopbackport.Claim(); err != nil {
 			return p, err
 		}
 	}

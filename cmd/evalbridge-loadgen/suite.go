@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evalbridge/evalbridge/internal/loopbackport"
 	"github.com/evalbridge/evalbridge/internal/textutil"
 )
 
@@ -172,7 +173,7 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 			return report{}, err
 		}
 		defer other.close()
-		if otherPort, err = freePort(); err != nil {
+		if otherPort, err = loopbackport.Claim(); err != nil {
 			return report{}, err
 		}
 	case "alert_down":

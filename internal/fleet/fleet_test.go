@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,6 +48,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/evalbridge/evalbridge/internal/loopbackport"
 	"github.com/evalbridge/evalbridge/internal/otlphttpbody"
 	"github.com/evalbridge/evalbridge/internal/testkit"
 )
@@ -86,19 +86,14 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// freePort is a loopback port nothing listens on and no other test takes
-// (testkit.FreeAddr).
+// freePort is a loopback port nothing listens on and no other test takes.
 func freePort(t *testing.T) int {
 	t.Helper()
-	_, port, err := net.SplitHostPort(testkit.FreeAddr(t))
+	port, err := loopbackport.Claim()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return port
 }
 
 // --- processes ---------------------------------------------------------------
