@@ -127,15 +127,33 @@ func TestMetricsInDocsAreEmitted(t *testing.T) {
 		postJSON(t, "http://"+otlpAddr+"/v1/traces", filepath.Join(repoRoot, "examples", "traces", f))
 	}
 	url := "http://" + promAddr + "/metrics"
-	var types map[string]string
-	var labels map[string]map[string]bool
 	waitFor(t, 30*time.Second, "evaluation and judge metrics", func() bool {
-		e := testkit.Scrape(t, url)
-		types, labels = e.Types, e.LabelNames()
+		types := testkit.Scrape(t, url).Types
 		return types["otelcol_processor_eval_judge_requests"] != "" || types["otelcol_processor_eval_judge_requests_total"] != ""
 	})
 
+	// A series appears once its component first records it: the
+	// exporters' once the released spans reach them, after the judge's
+	// metrics. So the docs are checked against scrapes until they hold, and
+	// the last scrape's problems are reported when 30 s are up.
 	declared := declaredInstruments(t)
+	var problems []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		problems = docProblems(t, declared, testkit.Scrape(t, url))
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// docProblems checks the docs against the declared instruments and one
+// scrape of the endpoint.
+func docProblems(t *testing.T, declared map[string]*instrument, e testkit.Exposition) []string {
+	t.Helper()
+	types, labels := e.Types, e.LabelNames()
 	// The naming rule, read off the endpoint: which suffix a counter gets.
 	counterSuffix := "?"
 	for name, in := range declared {
@@ -145,16 +163,15 @@ func TestMetricsInDocsAreEmitted(t *testing.T) {
 		for _, suffix := range []string{"", "_total"} {
 			if types[name+suffix] == "counter" {
 				if counterSuffix != "?" && counterSuffix != suffix {
-					t.Fatalf("counters are exposed both with and without _total (%s)", name)
+					return []string{fmt.Sprintf("counters are exposed both with and without _total (%s)", name)}
 				}
 				counterSuffix = suffix
 			}
 		}
 	}
 	if counterSuffix == "?" {
-		t.Fatalf("no declared counter on the endpoint: %v", slices.Sorted(maps.Keys(types)))
+		return []string{fmt.Sprintf("no declared counter on the endpoint: %v", slices.Sorted(maps.Keys(types)))}
 	}
-	t.Logf("the endpoint exposes counters with suffix %q", counterSuffix)
 
 	// series: every name a PromQL expression may select, with its labels.
 	series := map[string]map[string]bool{}
@@ -163,16 +180,13 @@ func TestMetricsInDocsAreEmitted(t *testing.T) {
 		instruments[name] = true
 		switch in.kind {
 		case "counter":
-			series[name+counterSuffix] = in.attrs
+			series[name+counterSuffix] = maps.Clone(in.attrs)
 		case "histogram":
 			for _, s := range []string{"_bucket", "_sum", "_count"} {
-				series[name+s] = in.attrs
+				series[name+s] = maps.Clone(in.attrs)
 			}
-		case "":
-			// Kind unknown: accept its plain name only.
-			series[name] = in.attrs
-		default:
-			series[name] = in.attrs
+		default: // a gauge, or a kind unknown: its plain name only
+			series[name] = maps.Clone(in.attrs)
 		}
 	}
 	for name, typ := range types {
@@ -196,11 +210,7 @@ func TestMetricsInDocsAreEmitted(t *testing.T) {
 			}
 		}
 	}
-
-	problems := checkDocs(t, instruments, series)
-	for _, p := range problems {
-		t.Error(p)
-	}
+	return checkDocs(t, instruments, series)
 }
 
 var (
