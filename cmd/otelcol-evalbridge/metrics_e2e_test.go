@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -202,12 +204,6 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 	waitScrape(t, "http://"+d.prom+"/metrics", func(ss testkit.Exposition) bool {
 		return ss.Total("gen_ai_evaluation_results_total", map[string]string{"gen_ai_evaluation_name": "helpful"}) >= 5
 	})
-	scraped := map[string]bool{}
-	for _, u := range []string{d.prom, d.telemetry} {
-		for _, s := range testkit.Scrape(t, "http://"+u+"/metrics").Samples {
-			scraped[s.Name] = true
-		}
-	}
 	declared := map[string]bool{}
 	for _, dir := range []string{"processor/evalprocessor", "connector/evalmetricsconnector", "exporter/webhookexporter"} {
 		md, err := telemetrydoc.Load(filepath.Join("..", "..", dir, "metadata.yaml"))
@@ -225,19 +221,38 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 			declared[name] = true
 		}
 	}
-	if !scraped["otelcol_processor_eval_traces_held"] || !scraped["otelcol_processor_eval_evaluation_duration_bucket"] {
-		t.Fatal("the scrape does not name the processor's metrics as their metadata.yaml keys: the fallback below would be wrong")
-	}
-
 	metrics, err := dashboard.Metrics()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for n := range metrics {
-		names = append(names, n)
+	names := slices.Sorted(maps.Keys(metrics))
+
+	// A series appears once its component first records it (the
+	// exporters' after the released spans reach them, which can be after
+	// the connector's results): the endpoints are scraped until every
+	// metric the dashboard reads is there or declared, for up to 30 s.
+	var scraped map[string]bool
+	var unknown []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		scraped = map[string]bool{}
+		for _, u := range []string{d.prom, d.telemetry} {
+			for _, s := range testkit.Scrape(t, "http://"+u+"/metrics").Samples {
+				scraped[s.Name] = true
+			}
+		}
+		unknown = unknown[:0]
+		for _, n := range names {
+			if !scraped[n] && !declared[n] {
+				unknown = append(unknown, n)
+			}
+		}
+		if len(unknown) == 0 || time.Now().After(deadline) {
+			break
+		}
 	}
-	sort.Strings(names)
+	if !scraped["otelcol_processor_eval_traces_held"] || !scraped["otelcol_processor_eval_evaluation_duration_bucket"] {
+		t.Fatal("the scrape does not name the processor's metrics as their metadata.yaml keys: the fallback below would be wrong")
+	}
 	for _, n := range names {
 		switch {
 		case scraped[n]:
