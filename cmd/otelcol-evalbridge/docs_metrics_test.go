@@ -138,12 +138,10 @@ func TestMetricsInDocsAreEmitted(t *testing.T) {
 	// the last scrape's problems are reported when 30 s are up.
 	declared := declaredInstruments(t)
 	var problems []string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	retryFor(30*time.Second, func() bool {
 		problems = docProblems(t, declared, testkit.Scrape(t, url))
-		if len(problems) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(problems) == 0
+	})
 	for _, p := range problems {
 		t.Error(p)
 	}

@@ -74,6 +74,14 @@ func runQuickstartAgent(t *testing.T, addr string) map[string]string {
 
 var runLine = regexp.MustCompile(`(?m)^\s+(\w+)\s+trace_id=([0-9a-f]{32})`)
 
+// retryFor calls done until it returns true or d is up; the caller then
+// reports what the last call saw.
+func retryFor(d time.Duration, done func() bool) {
+	for deadline := time.Now().Add(d); !done() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // waitScrape scrapes url until ok says the samples are complete.
 func waitScrape(t *testing.T, url string, ok func(testkit.Exposition) bool) testkit.Exposition {
 	t.Helper()
@@ -232,24 +240,20 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 	// the connector's results): the endpoints are scraped until every
 	// metric the dashboard reads is there or declared, for up to 30 s.
 	var scraped map[string]bool
-	var unknown []string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	retryFor(30*time.Second, func() bool {
 		scraped = map[string]bool{}
 		for _, u := range []string{d.prom, d.telemetry} {
 			for _, s := range testkit.Scrape(t, "http://"+u+"/metrics").Samples {
 				scraped[s.Name] = true
 			}
 		}
-		unknown = unknown[:0]
 		for _, n := range names {
 			if !scraped[n] && !declared[n] {
-				unknown = append(unknown, n)
+				return false
 			}
 		}
-		if len(unknown) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return true
+	})
 	if !scraped["otelcol_processor_eval_traces_held"] || !scraped["otelcol_processor_eval_evaluation_duration_bucket"] {
 		t.Fatal("the scrape does not name the processor's metrics as their metadata.yaml keys: the fallback below would be wrong")
 	}
