@@ -4,5 +4,5 @@ package loopbackport
 
 import "os"
 
-// TryLock: without flock, only the in-process set keeps ports apart.
-func TryLock(*os.File) bool { return true }
+// tryLock: without flock, only the in-process set keeps ports apart.
+func tryLock(*os.File) bool { return true }

@@ -27,9 +27,9 @@ import (
 )
 
 const (
-	// Lowest is where the ports handed out start; below it are
+	// lowest is where the ports handed out start; below it are
 	// well-known services' ports.
-	Lowest = 20000
+	lowest = 20000
 	// fallbackEphemeralLow is Linux's default first ephemeral port, for a
 	// machine whose range cannot be read.
 	fallbackEphemeralLow = 32768
@@ -47,7 +47,7 @@ var (
 // does not hand out to other sockets and that no other Claim, in this
 // process or another, returns while this process lives.
 func Claim() (int, error) {
-	low, high := Lowest, EphemeralLow()
+	low, high := lowest, ephemeralLow()
 	if high-low < 1000 {
 		return kernelPicked()
 	}
@@ -60,11 +60,11 @@ func Claim() (int, error) {
 	return 0, fmt.Errorf("no free loopback port in [%d, %d) after %d tries", low, high, tries)
 }
 
-// LockPath is the file whose lock stands for port. The files stay behind
+// lockPath is the file whose lock stands for port. The files stay behind
 // (at most one per port below the ephemeral range): removing one while
 // another process has it open would let a third lock a new file of the same
 // name.
-func LockPath(port int) string {
+func lockPath(port int) string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("evalbridge-port-%d.lock", port))
 }
 
@@ -76,11 +76,11 @@ func claim(port int) bool {
 	if _, ok := claimed[port]; ok {
 		return false
 	}
-	lock, err := os.OpenFile(LockPath(port), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(lockPath(port), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return false
 	}
-	if !TryLock(lock) {
+	if !tryLock(lock) {
 		lock.Close()
 		return false
 	}
@@ -94,8 +94,8 @@ func claim(port int) bool {
 	return true
 }
 
-// EphemeralLow is the first port of the kernel's ephemeral range.
-func EphemeralLow() int {
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		return fallbackEphemeralLow

@@ -24,16 +24,16 @@ func TestClaimedPortsAreTheClaimersAlone(t *testing.T) {
 			t.Fatalf("%s handed out twice", addr)
 		}
 		seen[addr] = true
-		if low := EphemeralLow(); port < Lowest || port >= low {
-			t.Fatalf("port %d outside [%d, %d)", port, Lowest, low)
+		if low := ephemeralLow(); port < lowest || port >= low {
+			t.Fatalf("port %d outside [%d, %d)", port, lowest, low)
 		}
 		// What another test process would do: open the port's lock file
 		// and try to take it.
-		other, err := os.Open(LockPath(port))
+		other, err := os.Open(lockPath(port))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if runtime.GOOS != "windows" && TryLock(other) {
+		if runtime.GOOS != "windows" && tryLock(other) {
 			t.Errorf("port %d's lock could be taken by another process", port)
 		}
 		other.Close()

@@ -40,7 +40,6 @@ func (r *recordingTB) Cleanup(f func()) {
 	defer r.mu.Unlock()
 	r.cleanups = append(r.cleanups, f)
 }
-func (r *recordingTB) TempDir() string { return r.TB.TempDir() }
 
 // A collector that cannot start (its port taken) fails the test with why,
 // and its cleanup returns at once: it used to wait 20 s for a second result
