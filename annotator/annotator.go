@@ -24,6 +24,10 @@ const (
 	eventScoreLabel  = "gen_ai.evaluation.score.label"
 	eventExplanation = "gen_ai.evaluation.explanation"
 	attrResponseID   = "gen_ai.response.id"
+	// AttrEvaluatorVersion and AttrEvaluatorType are every result's
+	// provenance (docs/contract.md §24), on its events and records.
+	AttrEvaluatorVersion = "gen_ai.evaluation.evaluator.version"
+	AttrEvaluatorType    = "gen_ai.evaluation.evaluator.type"
 	// attrAgentName and attrRequestModel are copied from the case onto its
 	// result events and records, so metrics can be cut by agent and model
 	// (docs/contract.md §18).
@@ -178,7 +182,7 @@ func AnnotateCase(span ptrace.Span, results []evaluators.Result, ts pcommon.Time
 		ev.SetName(eventName)
 		ev.SetTimestamp(ts)
 		ea := ev.Attributes()
-		n := 3 + info.n()
+		n := 3 + info.n() + provenanceAttrs(r)
 		if r.Reason != "" {
 			n++
 		}
@@ -199,10 +203,34 @@ func AnnotateCase(span ptrace.Span, results []evaluators.Result, ts pcommon.Time
 		if hasResponseID {
 			ea.PutStr(attrResponseID, responseID)
 		}
+		putProvenance(ea, r)
 		info.put(ea)
 	}
 	if len(failed) > 0 {
 		addFailed(attrs, failed)
+	}
+}
+
+// provenanceAttrs is how many provenance attributes putProvenance writes.
+func provenanceAttrs(r *evaluators.Result) int {
+	n := 0
+	if r.Version != "" {
+		n++
+	}
+	if r.EvaluatorType != "" {
+		n++
+	}
+	return n
+}
+
+// putProvenance writes the result's version and type (a result built
+// outside an instance may have neither).
+func putProvenance(m pcommon.Map, r *evaluators.Result) {
+	if r.Version != "" {
+		m.PutStr(AttrEvaluatorVersion, r.Version)
+	}
+	if r.EvaluatorType != "" {
+		m.PutStr(AttrEvaluatorType, r.EvaluatorType)
 	}
 }
 

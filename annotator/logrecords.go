@@ -51,7 +51,7 @@ func AppendResultRecords(dst plog.LogRecordSlice, target Target, results []evalu
 		lr.SetSpanID(target.SpanID)
 		lr.SetSeverityNumber(plog.SeverityNumberInfo)
 		a := lr.Attributes()
-		a.EnsureCapacity(6 + target.Case.n())
+		a.EnsureCapacity(6 + target.Case.n() + provenanceAttrs(r))
 		a.PutStr(eventEvalName, r.Name)
 		switch {
 		case r.Scored():
@@ -71,6 +71,7 @@ func AppendResultRecords(dst plog.LogRecordSlice, target Target, results []evalu
 		if target.ResponseID != "" {
 			a.PutStr(attrResponseID, target.ResponseID)
 		}
+		putProvenance(a, r)
 		target.Case.put(a)
 	}
 }

@@ -34,6 +34,12 @@ type Config struct {
 	// hostile trace cannot hold a worker. Only for the types that read the
 	// calls (factory.ToolCalls).
 	MaxToolCalls *int `mapstructure:"max_tool_calls"`
+	// Version names what the evaluator means (docs/contract.md §24); empty:
+	// a hash of its effective behaviour (version.go).
+	Version string `mapstructure:"version"`
+	// Examples is a JSONL file of worked examples put into a judge
+	// evaluator's prompts (examples.go); only with `judge`.
+	Examples string `mapstructure:"examples"`
 	// Options are the type-specific keys.
 	Options map[string]any `mapstructure:",remain"`
 }
@@ -121,6 +127,17 @@ func (c *Config) Validate() error {
 	if f.NeedsJudge && c.Judge == "" {
 		return fmt.Errorf("evaluator %q: type %s needs `judge`", name, c.Type)
 	}
+	if err := validateVersion(c.Version); err != nil {
+		return fmt.Errorf("evaluator %q: %w", name, err)
+	}
+	if c.Examples != "" {
+		if c.Judge == "" {
+			return fmt.Errorf("evaluator %q: examples are shown to a judge: set `judge` (type %s asks none without it)", name, c.Type)
+		}
+		if _, err := LoadExamples(c.Examples); err != nil {
+			return fmt.Errorf("evaluator %q: %w", name, err)
+		}
+	}
 	if _, err := f.New(c.optionsConf(), Deps{Judge: c.Judge, Name: name}); err != nil {
 		return fmt.Errorf("evaluator %q (%s): %w", name, c.Type, err)
 	}
@@ -177,6 +194,12 @@ type Instance struct {
 	Async           bool
 	NeedsAttributes bool
 	Evaluator       Evaluator
+	// Version and EvaluatorType are the provenance every result carries
+	// (docs/contract.md §24): `version`, else a hash of the instance's
+	// effective behaviour (version.go); deterministic, llm_judge, cel or
+	// remote.
+	Version       string
+	EvaluatorType string
 }
 
 // defaultMaxToolCalls is max_tool_calls when not set: far above what an
@@ -188,6 +211,7 @@ func toolCallTypes() []string { return typesWhere(func(f factory) bool { return 
 // Build turns validated configs into instances.
 func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 	out := make([]*Instance, 0, len(cfgs))
+	var err error
 	for i := range cfgs {
 		c := &cfgs[i]
 		f, ok := lookup(c.Type)
@@ -195,7 +219,12 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 			return nil, fmt.Errorf("evaluator %q: unknown type %q", c.InstanceName(), c.Type)
 		}
 		d := deps
-		d.Judge, d.Name = c.Judge, c.InstanceName()
+		d.Judge, d.Name, d.Examples = c.Judge, c.InstanceName(), nil
+		if c.Examples != "" {
+			if d.Examples, err = LoadExamples(c.Examples); err != nil {
+				return nil, fmt.Errorf("evaluator %q: %w", c.InstanceName(), err)
+			}
+		}
 		ev, err := f.New(c.optionsConf(), d)
 		if err != nil {
 			return nil, fmt.Errorf("evaluator %q (%s): %w", c.InstanceName(), c.Type, err)
@@ -237,6 +266,10 @@ func Build(cfgs []Config, deps Deps) ([]*Instance, error) {
 				inst.MaxToolCalls = *c.MaxToolCalls
 			}
 		}
+		inst.EvaluatorType = evaluatorType(f, c)
+		if inst.Version = c.Version; inst.Version == "" {
+			inst.Version = behaviourVersion(f, c, inst, d)
+		}
 		out = append(out, inst)
 	}
 	return out, nil
@@ -251,13 +284,11 @@ func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
 	defer func() {
 		// An evaluator bug must not take the collector down: report it.
 		if p := recover(); p != nil {
-			r = Errored("evaluator panicked: %v", p)
-			r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
+			r = in.Stamp(Errored("evaluator panicked: %v", p))
 		}
 	}()
 	if r, over := in.overCap(c); over {
-		r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
-		return r
+		return in.Stamp(r)
 	}
 	// Judge calls made for this instance are costed to it (only an
 	// instance with a judge makes any: the others' contexts stay as they
@@ -265,8 +296,7 @@ func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
 	if in.Judge != "" {
 		ctx = judge.WithEvaluator(ctx, in.Name)
 	}
-	r = in.Evaluator.Evaluate(ctx, c)
-	r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
+	r = in.Stamp(in.Evaluator.Evaluate(ctx, c))
 	if r.Scored() {
 		if r.Score >= in.Threshold {
 			r.Status = StatusPassed
@@ -274,6 +304,15 @@ func (in *Instance) Evaluate(ctx context.Context, c *adapter.Case) (r Result) {
 			r.Status = StatusFailed
 		}
 	}
+	return r
+}
+
+// Stamp is r as the instance's: its name, type, threshold and provenance.
+// Every result of the instance, whoever makes it (a timeout, a skip by
+// run_if), is stamped, so none goes out without its version.
+func (in *Instance) Stamp(r Result) Result {
+	r.Name, r.Type, r.Threshold = in.Name, in.Type, in.Threshold
+	r.Version, r.EvaluatorType = in.Version, in.EvaluatorType
 	return r
 }
 

@@ -27,6 +27,10 @@ type Result struct {
 	// Name is the evaluator instance's name, Type its type.
 	Name string
 	Type string
+	// Version and EvaluatorType are the instance's provenance
+	// (docs/contract.md §24; Instance.Version), set with Name.
+	Version       string
+	EvaluatorType string
 	// Status is passed or failed when the case was scored.
 	Status Status
 	// Score is in [0,1], higher is better; meaningful only when Scored().

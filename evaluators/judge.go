@@ -91,10 +91,13 @@ func newAgent(run func(*agentJudge, context.Context, *adapter.Case) Result, defa
 type judgeBase struct {
 	judgeName string
 	judges    map[string]Judge
+	// examples are the instance's few-shot examples (examples.go), shown
+	// in every question it asks.
+	examples []Example
 }
 
 func newJudgeBase(deps Deps) judgeBase {
-	return judgeBase{judgeName: deps.Judge, judges: deps.Judges}
+	return judgeBase{judgeName: deps.Judge, judges: deps.Judges, examples: deps.Examples}
 }
 
 func (b judgeBase) client() (Judge, error) {
@@ -134,7 +137,7 @@ Answer with exactly one JSON object and nothing else, of this form:
 // message, the span content in one JSON data block in the user message.
 // encoding/json escapes <, > and & inside strings, so span content cannot
 // close the block.
-func prompt(p judgePrompt, fields []field) ([]judge.Message, error) {
+func prompt(p judgePrompt, fields []field, examples string) ([]judge.Message, error) {
 	var buf bytes.Buffer
 	buf.WriteString("{\n")
 	for i, f := range fields {
@@ -154,7 +157,7 @@ func prompt(p judgePrompt, fields []field) ([]judge.Message, error) {
 	}
 	buf.WriteString("}")
 	return []judge.Message{
-		{Role: "system", Content: judgeSystemPreamble + strings.TrimSpace(p.task) + judgeSystemRules + p.format},
+		{Role: "system", Content: judgeSystemPreamble + strings.TrimSpace(p.task) + judgeSystemRules + p.format + examples},
 		{Role: "user", Content: "Evaluate the data below by the criteria in your instructions.\n<data>\n" + buf.String() +
 			"\n</data>\nReply with the JSON object only."},
 	}, nil
@@ -169,7 +172,7 @@ func (b judgeBase) ask(ctx context.Context, p judgePrompt, fields []field, out a
 		r := Errored("%v", err)
 		return &r
 	}
-	msgs, err := prompt(p, fields)
+	msgs, err := prompt(p, fields, examplesText(b.examples, b.limit()))
 	if err != nil {
 		r := Errored("%v", err)
 		return &r

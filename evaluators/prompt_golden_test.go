@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
@@ -31,63 +30,6 @@ func (j *recordingJudge) Complete(_ context.Context, msgs []judge.Message) (stri
 
 func (j *recordingJudge) MaxFieldBytes() int { return 8192 }
 
-// goldenCases are the fixed cases every judge type is asked about: one with
-// every expectation set and a conversation, one with none, one with tasks
-// only: the prompts differ by what the span carries.
-func goldenCases() []struct {
-	name string
-	c    *adapter.Case
-} {
-	calls := []adapter.ToolCall{
-		{Name: "search_flights", Arguments: map[string]any{"from": "LHR", "to": "CDG", "date": "2026-05-01"},
-			HasResult: true, Result: `{"flights":[{"id":"AF1081","price":120}]}`},
-		{Name: "book_flight", Arguments: map[string]any{"flight_id": "AF1081", "passenger": "Ada"},
-			HasResult: true, Result: `{"error":"card declined"}`, Errored: true, ErrorMessage: "card declined"},
-		{Name: "book_flight", Arguments: map[string]any{"flight_id": "AF1081", "passenger": "Ada", "card": "backup"},
-			HasResult: true, Result: `{"booking":"B42"}`},
-	}
-	defs := []adapter.ToolDefinition{
-		{Name: "search_flights", Description: "Search flights between two airports on a date.",
-			Parameters: map[string]any{"type": "object", "required": []any{"from", "to"}, "properties": map[string]any{
-				"from": map[string]any{"type": "string"}, "to": map[string]any{"type": "string"}, "date": map[string]any{"type": "string"}}}},
-		{Name: "book_flight", Description: "Book a flight.",
-			Parameters: map[string]any{"type": "object", "properties": map[string]any{
-				"flight_id": map[string]any{"type": "string", "description": "the flight"}, "passenger": map[string]any{}}}},
-	}
-	msgs := []adapter.Message{
-		{Role: "system", Content: "You are a travel agent."},
-		{Role: "user", Content: "My name is Ada and I am vegetarian."},
-		{Role: "assistant", Content: "Noted, Ada. Where would you like to go?"},
-		{Role: "user", Content: "Book me a flight from London to Paris on 1 May."},
-		{Role: "assistant", Content: "I will search flights first, then book the cheapest."},
-		{Role: "assistant", Content: "Booked AF1081 (booking B42) with a vegetarian meal."},
-	}
-	full := &adapter.Case{
-		Level: adapter.LevelAgent, Input: "Book me a flight from London to Paris on 1 May.",
-		Output:   "Booked AF1081 (booking B42) with a vegetarian meal. Paris is the capital of France.",
-		Messages: msgs, SystemInstructions: "You are a travel agent.", ToolCalls: calls, ToolDefinitions: defs,
-		Documents: []adapter.Document{{ID: "d1", Content: "AF1081 leaves LHR at 09:00 for CDG."}, {ID: "d2", Content: "Paris is the capital of France."}},
-		Expected: adapter.Expectations{
-			Output: "Booked AF1081.", HasOutput: true,
-			Tasks: []string{"find a flight", "book it"}, HasTasks: true,
-			Constraints: "never pay more than 200 EUR", ConversationGoal: "a booked flight to Paris",
-			Context: []string{"Ada is vegetarian.", "Ada prefers morning flights."}, HasContext: true,
-		},
-	}
-	bare := &adapter.Case{
-		Level: adapter.LevelAgent, Input: "Book me a flight from London to Paris on 1 May.",
-		Output: "Booked AF1081 (booking B42).", ToolCalls: calls,
-	}
-	// tasks: tasks but no constraints, no context (task_completion asks
-	// without constraints_honoured).
-	tasks := *bare
-	tasks.Expected = adapter.Expectations{Tasks: []string{"book a flight"}, HasTasks: true}
-	return []struct {
-		name string
-		c    *adapter.Case
-	}{{"full", full}, {"bare", bare}, {"tasks", &tasks}}
-}
-
 // goldenOptions are the options a type needs to run at all.
 var goldenOptions = map[string]map[string]any{
 	"llm_judge":    {"criteria": "The answer is polite and correct.", "score_range": []any{1, 5}},
@@ -105,7 +47,7 @@ func judgeTypes() []string {
 func renderPrompts(t *testing.T, typ string) string {
 	t.Helper()
 	var b strings.Builder
-	for _, gc := range goldenCases() {
+	for _, gc := range probeCases() {
 		j := &recordingJudge{}
 		cfg := Config{Type: typ, Judge: "default", Options: goldenOptions[typ]}
 		if err := cfg.Validate(); err != nil {

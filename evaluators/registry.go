@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/judge"
 )
 
 // Deps are what an evaluator may need from its host.
@@ -32,6 +33,13 @@ type Deps struct {
 	// and token evaluators then leave it nil instead of building a map
 	// per result. Everything else in their results is the same.
 	NoMetrics bool
+	// JudgeConfigs are the `judges:` entries by name: the version of an
+	// instance with a judge hashes its judge's Behaviour (version.go). Nil
+	// at validation time.
+	JudgeConfigs map[string]judge.Config
+	// Examples are the instance's few-shot examples (`examples:`,
+	// examples.go); Build sets them per instance.
+	Examples []Example
 }
 
 // factory creates evaluators of one type.

@@ -69,6 +69,12 @@ type remote struct {
 	redactBody func([]byte) []byte
 }
 
+// versionOptions: of a remote evaluator's options only max_field_bytes
+// changes what the endpoint is asked; the rest say where and how often.
+func (r *remote) versionOptions() map[string]any {
+	return map[string]any{"max_field_bytes": r.o.MaxFieldBytes}
+}
+
 func newRemote(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	cc := confighttp.NewDefaultClientConfig()
 	cc.Timeout = 10 * time.Second

@@ -106,7 +106,8 @@ func New(cfg *Config, set component.TelemetrySettings) (_ *Engine, err error) {
 	}
 	// NoMetrics: the results are written onto spans and into reports,
 	// neither of which carries Result.Metrics (one map a result less).
-	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}, Telemetry: set, NoMetrics: true}
+	deps := evaluators.Deps{Logger: set.Logger, Judges: map[string]evaluators.Judge{}, Telemetry: set, NoMetrics: true,
+		JudgeConfigs: cfg.Judges}
 	if e.redactor, err = newRedactor(cfg.Redaction, set); err != nil {
 		return nil, fmt.Errorf("redaction: %w", err)
 	}
@@ -443,8 +444,7 @@ type scoredCase struct {
 
 func runInstance(ctx context.Context, in *instance, c *adapter.Case) evaluators.Result {
 	if ctx.Err() != nil {
-		return evaluators.Result{Name: in.Name, Type: in.Type, Threshold: in.Threshold,
-			Status: evaluators.StatusTimeout, Reason: "the trace's evaluation timeout passed before this evaluator ran"}
+		return in.Stamp(evaluators.Result{Status: evaluators.StatusTimeout, Reason: "the trace's evaluation timeout passed before this evaluator ran"})
 	}
 	return in.Evaluate(ctx, c)
 }

@@ -205,8 +205,7 @@ func (t *judgeTask) refused(status evaluators.Status, reason string) {
 		st := &t.steps[i]
 		st.finished = true
 		if !t.abandoned {
-			*st.slot = evaluators.Result{Name: st.in.Name, Type: st.in.Type, Threshold: st.in.Threshold,
-				Status: status, Reason: reason}
+			*st.slot = st.in.Stamp(evaluators.Result{Status: status, Reason: reason})
 		}
 	}
 }
@@ -277,8 +276,7 @@ func (e *Engine) abandon(tasks []*judgeTask) {
 				who = "the remote evaluator" // an async evaluator without a judge
 			}
 			t.abandoned = true
-			*st.slot = evaluators.Result{Name: st.in.Name, Type: st.in.Type, Threshold: st.in.Threshold,
-				Status: evaluators.StatusTimeout, Reason: who + reason}
+			*st.slot = st.in.Stamp(evaluators.Result{Status: evaluators.StatusTimeout, Reason: who + reason})
 		}
 		t.mu.Unlock()
 	}

@@ -89,8 +89,8 @@ func (p *Progress) TakeOver() (out []Partial, ok bool) {
 }
 
 func timeoutResult(in *instance) evaluators.Result {
-	return evaluators.Result{Name: in.Name, Type: in.Type, Threshold: in.Threshold, Status: evaluators.StatusTimeout,
-		Reason: "the evaluator was still running when the trace's evaluation timeout passed; the trace went on without it"}
+	return in.Stamp(evaluators.Result{Status: evaluators.StatusTimeout,
+		Reason: "the evaluator was still running when the trace's evaluation timeout passed; the trace went on without it"})
 }
 
 // The engine's side; every method is a no-op on a nil Progress and says

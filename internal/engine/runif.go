@@ -130,13 +130,11 @@ func union(parent []int, a, b int) {
 func (e *Engine) evaluate(ctx context.Context, in *instance, c *adapter.Case, seen map[string]evaluators.Result) evaluators.Result {
 	if in.RunIf != nil && ctx.Err() == nil {
 		if ok, reason := in.RunIf.Eval(ctx, c, seen); !ok {
-			return evaluators.Result{Name: in.Name, Type: in.Type, Threshold: in.Threshold,
-				Status: evaluators.StatusSkipped, Reason: reason}
+			return in.Stamp(evaluators.Result{Status: evaluators.StatusSkipped, Reason: reason})
 		}
 	}
 	if e.estimateOnly && in.Async && in.Judge == "" {
-		return evaluators.Result{Name: in.Name, Type: in.Type, Threshold: in.Threshold,
-			Status: evaluators.StatusSkipped, Reason: "estimate only: remote evaluators are not called"}
+		return in.Stamp(evaluators.Result{Status: evaluators.StatusSkipped, Reason: "estimate only: remote evaluators are not called"})
 	}
 	return runInstance(ctx, in, c)
 }

@@ -96,8 +96,9 @@ func refOf(refs []adapter.SpanRef, id pcommon.SpanID) (adapter.SpanRef, bool) {
 
 // lateResultRecords turns a late judge result (a span of its own, child of
 // the evaluated span; see engine.deliverLate) into result log records
-// parented to the evaluated span.
-func lateResultRecords(td ptrace.Traces, ts pcommon.Timestamp) (plog.Logs, int) {
+// parented to the evaluated span. insts give each result its provenance
+// (the span carries it only on the events of scored results).
+func lateResultRecords(td ptrace.Traces, insts []*evaluators.Instance, ts pcommon.Timestamp) (plog.Logs, int) {
 	ld := plog.NewLogs()
 	n := 0
 	adapter.ForEachSpan(td, func(ref adapter.SpanRef) {
@@ -108,6 +109,11 @@ func lateResultRecords(td ptrace.Traces, ts pcommon.Timestamp) (plog.Logs, int) 
 				return true
 			}
 			r := evaluators.Result{Name: name, Status: evaluators.Status(v.Str())}
+			for _, in := range insts {
+				if in.Name == name {
+					r = in.Stamp(r)
+				}
+			}
 			attrs := ref.Span.Attributes()
 			if s, ok := attrs.Get(annotator.ScoreKey(name)); ok {
 				r.Score = s.Double()

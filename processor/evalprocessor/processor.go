@@ -238,7 +238,7 @@ func (p *evalProcessor) forwardLateResult(td ptrace.Traces, origin any) {
 	rt, _ := origin.(route)
 	p.tel.lateResults.Add(context.Background(), 1)
 	if p.resultLogsOn() {
-		if ld, n := lateResultRecords(td, pcommon.NewTimestampFromTime(time.Now())); n > 0 {
+		if ld, n := lateResultRecords(td, p.eng.Instances(), pcommon.NewTimestampFromTime(time.Now())); n > 0 {
 			p.tel.resultRecords.Add(context.Background(), int64(n))
 			p.fwd.pushLogs(routed[plog.Logs]{data: ld, n: n})
 		}
