@@ -34,11 +34,11 @@ func TestEvaluatorTypes(t *testing.T) {
 
 func TestVersionValidation(t *testing.T) {
 	for v, want := range map[string]string{
-		"v3":                      "",
-		"2026-05 prompt b":        "",
-		" v3":                     "without leading or trailing spaces",
-		"v\x01":                   "printable",
-		"sha256:abc":              "marks computed versions",
+		"v3":                     "",
+		"2026-05 prompt b":       "",
+		" v3":                    "without leading or trailing spaces",
+		"v\x01":                  "printable",
+		"sha256:abc":             "marks computed versions",
 		strings.Repeat("x", 129): "more than 128",
 	} {
 		err := (&Config{Type: "tool_error", Version: v}).Validate()
@@ -58,12 +58,12 @@ func TestExamplesValidation(t *testing.T) {
 	dir := t.TempDir()
 	for content, want := range map[string]string{
 		`{"input":"a","output":"b","label":"pass","critique":"c"}` + "\n\n" + `{"output":"b","label":"FAIL"}`: "",
-		``:                                      "no examples",
-		`{"input":"a","label":"maybe"}`:         "line 1: label \"maybe\" must be pass or fail",
-		`{"input":"a","label":"pass"}` + "\nx":  "line 2:",
-		`{"input":"a","label":"pass","why":1}`:  "unknown field",
-		`{"label":"pass","critique":"c"}`:       "needs an input or an output",
-		`{"input":"a","label":"pass"} {"x":1}`:  "more than one JSON value",
+		``:                                     "no examples",
+		`{"input":"a","label":"maybe"}`:        "line 1: label \"maybe\" must be pass or fail",
+		`{"input":"a","label":"pass"}` + "\nx": "line 2:",
+		`{"input":"a","label":"pass","why":1}`: "unknown field",
+		`{"label":"pass","critique":"c"}`:      "needs an input or an output",
+		`{"input":"a","label":"pass"} {"x":1}`: "more than one JSON value",
 	} {
 		p := filepath.Join(dir, "ex.jsonl")
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {

@@ -119,7 +119,7 @@ func TestVersionChangesWithBehaviour(t *testing.T) {
 	base := versionsOf(t, versionJudge+versionEvaluators)
 	for _, tc := range []struct {
 		what, yaml string
-		changed []string
+		changed    []string
 	}{
 		{"prompt criteria", versionJudge + `
 evaluators:
