@@ -167,9 +167,13 @@ type gateSet struct {
 	minPass      minPassRates
 	baselinePath string
 	baseline     map[string]baselineEvaluator
+	// datasetDir is --dataset: its pinned cases are a gate (dataset_run.go).
+	datasetDir string
 }
 
-func (g *gateSet) active() bool { return len(g.minPass) > 0 || g.baselinePath != "" }
+func (g *gateSet) active() bool {
+	return len(g.minPass) > 0 || g.baselinePath != "" || g.datasetDir != ""
+}
 
 // checkNames is bad usage when --min-pass-rate names an evaluator the
 // config does not have: a typo must not turn a gate into a no-op.
@@ -207,6 +211,9 @@ func (g *gateSet) evaluate(s *summary) []gateResult {
 			out = append(out, gateResult{Gate: "baseline", Evaluator: name, OK: true,
 				Message: fmt.Sprintf("%s: in the baseline %s but not in this config, not compared", name, g.baselinePath)})
 		}
+	}
+	if s.dataset != nil {
+		out = append(out, s.dataset.gate())
 	}
 	return out
 }

@@ -97,6 +97,12 @@ func writeJUnit(w io.Writer, s *summary, traceURL string) error {
 		doc.Skipped += suite.Skipped
 		doc.Suites = append(doc.Suites, suite)
 	}
+	if s.dataset != nil {
+		suite := datasetJUnitSuite(s.dataset)
+		doc.Tests += suite.Tests
+		doc.Failures += suite.Failures
+		doc.Suites = append(doc.Suites, suite)
+	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}

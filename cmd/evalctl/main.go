@@ -25,7 +25,7 @@ const usage = `evalctl scores LLM agent traces offline, as the evalbridge collec
 
 Usage:
   evalctl run --config FILE [--out FILE|-] [--summary text|json]
-              [--min-pass-rate NAME=R]... [--baseline SUMMARY.json]
+              [--min-pass-rate NAME=R]... [--baseline SUMMARY.json] [--dataset DIR]
               [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE]
               [--allow-unscored]
               (INPUT... | --jaeger URL [--service S] [--operation O]
@@ -34,6 +34,7 @@ Usage:
               (INPUT... | --jaeger URL [--service S] [--operation O]
                [--tags K=V]... [--lookback 24h] [--limit N])
   evalctl validate --config FILE
+  evalctl dataset (add | list | pin) DIR ...   (evalctl dataset -h)
 
 estimate reads the inputs as run does and reports the judge calls each
 evaluator would make (the deterministic evaluators run, so run_if, when and
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return estimateCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "validate":
 		return validateCmd(ctx, args[1:], stderr, stdout)
+	case "dataset":
+		return datasetCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -33,6 +33,7 @@ type reportPage struct {
 	Gated       bool
 	Gates       []gateResult
 	GatesFailed int
+	Dataset     *datasetSummary
 }
 
 type reportEvaluator struct {
@@ -86,6 +87,7 @@ type trajectoryRow struct {
 
 func writeReport(w io.Writer, s *summary, gates []gateResult, traceURL string) error {
 	page := reportPage{Evaluations: len(s.results), Failed: len(s.failures), Gated: gates != nil, Gates: gates, GatesFailed: gatesFailed(gates)}
+	page.Dataset = s.dataset
 	failing := map[string]int{}
 	for _, r := range s.results {
 		if r.Status == evaluators.StatusPassed || r.Status == evaluators.StatusSkipped {

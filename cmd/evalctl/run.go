@@ -28,6 +28,10 @@ type scoring struct {
 	summaryFormat string
 	jaeger        *jaegerSource
 	inputs        []string
+	// leading is how many positional arguments come before the inputs
+	// (`dataset add DIR INPUT...`: 1); parse puts them in lead.
+	leading int
+	lead    []string
 }
 
 // addScoringFlags declares the flags of scoring on fs.
@@ -48,7 +52,12 @@ func (s *scoring) parse(ctx context.Context, fs *flag.FlagSet, args []string, st
 	if err != nil {
 		return nil
 	}
-	s.inputs = inputs
+	if len(inputs) < s.leading {
+		fmt.Fprintf(stderr, "%s: missing argument (see -h)\n", s.cmd)
+		return nil
+	}
+	s.lead, s.inputs = inputs[:s.leading], inputs[s.leading:]
+	inputs = s.inputs
 	switch {
 	case s.configPath == "":
 		err = errors.New("--config is required")
@@ -120,6 +129,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	var gates gateSet
 	fs.Var(&gates.minPass, "min-pass-rate", "gate: NAME=R fails when the 95% interval of NAME's pass rate lies wholly below R (repeatable)")
 	fs.StringVar(&gates.baselinePath, "baseline", "", "gate: an earlier --summary json; fails when a pass rate dropped and the intervals do not overlap")
+	fs.StringVar(&gates.datasetDir, "dataset", "", "gate: score the traces tagged eval.dataset.case_id against the pinned cases of the dataset in `DIR`; fails unless every pinned case ran and passed")
 	junitPath := fs.String("junit", "", "write JUnit XML to FILE: one test case per (evaluator, case)")
 	reportPath := fs.String("report", "", "write a self-contained HTML report to FILE")
 	traceURL := fs.String("trace-url", "", "link template for traces in --report and --junit, with {trace_id} and {span_id} placeholders")
@@ -129,6 +139,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 	var err error
+	var replays *datasetRun
+	if gates.datasetDir != "" {
+		if replays, err = openDatasetRun(gates.datasetDir); err != nil {
+			fmt.Fprintf(stderr, "evalctl run: --dataset: %v\n", err)
+			return exitUsage
+		}
+	}
 	if gates.baselinePath != "" {
 		// Read before scoring: a bad baseline should not cost a judge bill.
 		if gates.baseline, err = readBaseline(gates.baselinePath); err != nil {
@@ -156,7 +173,14 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 	defer func() { _ = eng.Shutdown(ctx) }()
+	if replays != nil {
+		replays.prepare(traces, stderr)
+		sum.observe = replays.observe
+	}
 	docs = scoreInputs(ctx, eng, cfg, docs, traces, sum, stderr)
+	if replays != nil {
+		sum.dataset = replays.summary()
+	}
 	sum.setSpend(eng.JudgeSpend())
 
 	// Traces to stdout keep it machine-readable: the summary then goes to stderr.

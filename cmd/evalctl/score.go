@@ -56,6 +56,9 @@ func scoreInputs(ctx context.Context, eng *engine.Engine, cfg *engine.Config, do
 			fmt.Fprintf(stderr, "evalctl: warning: trace %s: %s\n", spans[0].Span.TraceID(), p)
 		}
 		sum.add(rep)
+		if sum.observe != nil {
+			sum.observe(spans, rep)
+		}
 		if len(rep.Evaluations) > 0 {
 			withCase[id] = true
 		}

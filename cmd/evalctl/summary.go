@@ -82,6 +82,11 @@ type summary struct {
 	cfgExpected map[string][]adapter.ExpectedCall
 	// noCase are the inputs whose spans gave no case to score.
 	noCase []string
+	// observe, when set, sees each trace's spans and report once scored
+	// (dataset.go: capture and the dataset verdict).
+	observe func([]adapter.SpanRef, engine.Report)
+	// dataset is the verdict on the pinned cases of --dataset.
+	dataset *datasetSummary
 }
 
 func newSummary(insts []*evaluators.Instance) *summary {
@@ -248,6 +253,9 @@ func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 		return err
 	}
 	s.writeUnscored(w)
+	if s.dataset != nil {
+		s.dataset.writeText(w)
+	}
 	if gates != nil {
 		fmt.Fprintln(w, "\nGates:")
 		for _, g := range gates {
@@ -311,5 +319,6 @@ func (s *summary) writeJSON(w io.Writer, gates []gateResult) error {
 		Unscored    []string            `json:"unscored"`
 		Gates       []gateResult        `json:"gates,omitempty"`
 		GatesFailed *int                `json:"gates_failed,omitempty"`
-	}{s.rows(), append([]failure{}, s.failures...), len(s.failures), append([]string{}, s.unscored()...), gates, failedGates})
+		Dataset     *datasetSummary     `json:"dataset,omitempty"`
+	}{s.rows(), append([]failure{}, s.failures...), len(s.failures), append([]string{}, s.unscored()...), gates, failedGates, s.dataset})
 }

@@ -5,9 +5,12 @@
 //
 //	go run ./examples/agent                        # to localhost:4317
 //	go run ./examples/agent -endpoint host:4317    # or OTEL_EXPORTER_OTLP_ENDPOINT=http://host:4317
+//	go run ./examples/agent -out runs.jsonl        # OTLP/JSON lines to a file
+//	go run ./examples/agent -dataset DIR [-fixed]  # replay a dataset's cases (docs/datasets.md)
 //
 // Runs: clean (passes everything), wrong_order, tool_error, loop and
-// invalid_arguments (each fails one evaluator of the default config).
+// invalid_arguments (each fails one evaluator of the default config); with
+// -fixed, the corrected agent, which passes them all.
 package main
 
 import (
@@ -18,14 +21,16 @@ import (
 	"log"
 	"net/url"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/dataset"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.38.0"
 	"go.opentelemetry.io/otel/trace"
@@ -88,8 +93,24 @@ type agentRun struct {
 	name   string
 	about  string
 	prompt string
-	steps  []step
-	answer string
+	// caseID, when set, is the dataset case this run replays
+	// (eval.dataset.case_id on the agent span).
+	caseID string
+}
+
+// The demo runs: each prompt trips one of the agent's bugs (plan), so
+// each fails one evaluator of the default config; with -fixed none does.
+var runs = []agentRun{
+	{name: "clean", about: "searches, books the flight, books the hotel",
+		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for 5 nights."},
+	{name: "wrong_order", about: "books the hotel before searching and booking the flight",
+		prompt: "I need a hotel in Lisbon for 5 nights and a flight there from SFO on June 12."},
+	{name: "tool_error", about: "book_hotel fails (span status Error)",
+		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel in Lisboa for 5 nights."},
+	{name: "loop", about: "calls search_flights 3 times in a row with the same arguments",
+		prompt: "Book me the cheapest flight from San Francisco to Lisbon on June 12 and a hotel for 5 nights."},
+	{name: "invalid_arguments", about: "calls book_hotel with nights as a string, against its schema",
+		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for five nights."},
 }
 
 var (
@@ -99,82 +120,144 @@ var (
 	bookFlight = step{tool: "book_flight",
 		args:   map[string]any{"flight_id": "TP236"},
 		result: `{"confirmation":"QX7K2P","status":"confirmed"}`}
-	bookHotel = step{tool: "book_hotel",
-		args:   map[string]any{"city": "Lisbon", "nights": 5},
-		result: `{"confirmation":"H-99812","hotel":"Casa do Rio","status":"confirmed"}`}
+	numberWords = map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+	nightsRE    = regexp.MustCompile(`(?i)\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten) nights?\b`)
 )
 
-var runs = []agentRun{
-	{
-		name:   "clean",
-		about:  "searches, books the flight, books the hotel",
-		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for 5 nights.",
-		steps:  []step{search, bookFlight, bookHotel},
-		answer: "Done: flight TP236 on June 12 (confirmation QX7K2P) and 5 nights at Casa do Rio (H-99812).",
-	},
-	{
-		name:   "wrong_order",
-		about:  "books the hotel before searching and booking the flight",
-		prompt: "I need a hotel in Lisbon for 5 nights and a flight there from SFO on June 12.",
-		steps:  []step{bookHotel, search, bookFlight},
-		answer: "Booked Casa do Rio for 5 nights and flight TP236 on June 12.",
-	},
-	{
-		name:   "tool_error",
-		about:  "book_hotel fails (span status Error)",
-		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for 5 nights.",
-		steps: []step{search, bookFlight, {tool: "book_hotel",
-			args:   map[string]any{"city": "Lisbon", "nights": 5},
-			result: `{"error":"no rooms available for 2026-06-12..2026-06-17"}`,
-			err:    "no rooms available"}},
-		answer: "Your flight TP236 is booked (QX7K2P), but I could not find a hotel room in Lisbon for those dates.",
-	},
-	{
-		name:   "loop",
-		about:  "calls search_flights 3 times in a row with the same arguments",
-		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for 5 nights.",
-		steps:  []step{search, search, search, bookFlight, bookHotel},
-		answer: "Done: flight TP236 (QX7K2P) and 5 nights at Casa do Rio (H-99812).",
-	},
-	{
-		name:   "invalid_arguments",
-		about:  "calls book_hotel with nights as a string, against its schema",
-		prompt: "Book me a flight from San Francisco to Lisbon on June 12 and a hotel for five nights.",
-		steps: []step{search, bookFlight, {tool: "book_hotel",
-			args:   map[string]any{"city": "Lisbon", "nights": "five"},
-			result: `{"confirmation":"H-99813","hotel":"Casa do Rio","status":"confirmed"}`}},
-		answer: "Done: flight TP236 (QX7K2P) and Casa do Rio for five nights (H-99813).",
-	},
+// plan is what the (simulated) agent does with a prompt: the tool calls it
+// makes and its answer. The agent as shipped has four bugs, each tripped
+// by something in the prompt; fixed is the corrected agent:
+//   - a prompt that names the hotel before the flight: it books the hotel first;
+//   - "Lisboa": it passes the city as written, and book_hotel finds no rooms;
+//   - "cheapest": it searches three times with the same arguments (a loop);
+//   - nights in words ("five nights"): it passes the word, against the schema.
+func plan(prompt string, fixed bool) ([]step, string) {
+	lower := strings.ToLower(prompt)
+	city := "Lisbon"
+	if strings.Contains(lower, "lisboa") && !fixed {
+		city = "Lisboa"
+	}
+	var nights any = 1
+	if m := nightsRE.FindStringSubmatch(prompt); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			nights = n
+		} else if fixed {
+			nights = numberWords[strings.ToLower(m[1])]
+		} else {
+			nights = m[1]
+		}
+	}
+	hotel := step{tool: "book_hotel", args: map[string]any{"city": city, "nights": nights},
+		result: `{"confirmation":"H-99812","hotel":"Casa do Rio","status":"confirmed"}`}
+	if _, isWord := nights.(string); isWord {
+		hotel.result = `{"confirmation":"H-99813","hotel":"Casa do Rio","status":"confirmed"}`
+	}
+	if city != "Lisbon" {
+		hotel.result = `{"error":"no rooms available for 2026-06-12..2026-06-17"}`
+		hotel.err = "no rooms available"
+	}
+	searches := []step{search}
+	if strings.Contains(lower, "cheapest") && !fixed {
+		searches = []step{search, search, search}
+	}
+	steps := append(searches, bookFlight, hotel)
+	h, f := strings.Index(lower, "hotel"), strings.Index(lower, "flight")
+	if h >= 0 && f >= 0 && h < f && !fixed {
+		steps = append([]step{hotel}, append(searches, bookFlight)...)
+	}
+	answer := fmt.Sprintf("Done: flight TP236 on June 12 (confirmation QX7K2P) and %v nights at Casa do Rio.", nights)
+	if hotel.err != "" {
+		answer = "Your flight TP236 is booked (QX7K2P), but I could not find a hotel room in " + city + " for those dates."
+	}
+	return steps, answer
 }
 
 func main() {
 	endpoint := flag.String("endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
 		"OTLP/gRPC endpoint, host:port or http(s)://host:port (default localhost:4317; env OTEL_EXPORTER_OTLP_ENDPOINT)")
+	out := flag.String("out", "", "write the spans as OTLP/JSON lines to `FILE` (what a collector's file exporter writes) instead of sending them")
+	datasetDir := flag.String("dataset", "", "replay the input of every case of the dataset in `DIR`, tagging each run with eval.dataset.case_id")
+	fixed := flag.Bool("fixed", false, "run the corrected agent instead of the one with the bugs")
 	flag.Parse()
 	if *endpoint == "" {
 		*endpoint = "localhost:4317"
 	}
+	todo, what := runs, "travel_agent runs"
+	if *datasetDir != "" {
+		var err error
+		if todo, err = replays(*datasetDir); err != nil {
+			log.Fatalf("agent: %v", err)
+		}
+		what = "replays of the cases in " + *datasetDir
+	}
+	if *fixed {
+		what += " of the fixed agent"
+	}
 
 	ctx := context.Background()
-	tp, err := newTracerProvider(ctx, *endpoint)
+	dest := *endpoint
+	var tp *sdktrace.TracerProvider
+	var err error
+	if *out != "" {
+		dest = *out
+		tp, err = newFileTracerProvider(ctx, *out)
+	} else {
+		tp, err = newTracerProvider(ctx, *endpoint)
+	}
 	if err != nil {
 		log.Fatalf("agent: %v", err)
 	}
 	tracer := tp.Tracer("github.com/evalbridge/evalbridge/examples/agent")
 
-	fmt.Printf("sending %d travel_agent runs to %s\n", len(runs), *endpoint)
+	fmt.Printf("sending %d %s to %s\n", len(todo), what, dest)
 	start := time.Now().Add(-time.Minute) // the runs happened during the last minute
-	for i, r := range runs {
-		traceID := emitRun(ctx, tracer, r, start.Add(time.Duration(i)*10*time.Second))
-		fmt.Printf("  %-18s trace_id=%s  (%s)\n", r.name, traceID, r.about)
+	for i, r := range todo {
+		steps, answer := plan(r.prompt, *fixed)
+		traceID := emitRun(ctx, tracer, r, steps, answer, start.Add(time.Duration(i)*10*time.Second))
+		about := r.about
+		if *fixed || about == "" {
+			about = callNames(steps)
+		}
+		fmt.Printf("  %-18s trace_id=%s  (%s)\n", r.name, traceID, about)
 	}
 
 	shutdownCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := tp.Shutdown(shutdownCtx); err != nil { // flushes the batch
-		log.Fatalf("agent: flushing spans to %s: %v", *endpoint, err)
+		log.Fatalf("agent: flushing spans to %s: %v", dest, err)
+	}
+	if *out != "" {
+		fmt.Printf("wrote %s\n", *out)
+		return
 	}
 	fmt.Println("flushed; the collector scores each run a few seconds after its last span")
+}
+
+// replays are the runs that replay the cases of a dataset, in its order.
+func replays(dir string) ([]agentRun, error) {
+	ds, err := dataset.Open(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(ds.Cases) == 0 {
+		return nil, fmt.Errorf("dataset %s has no case", dir)
+	}
+	var out []agentRun
+	for _, c := range ds.Cases {
+		if c.Prompt() == "" {
+			return nil, fmt.Errorf("dataset %s: case %s has no user message to replay", dir, c.ID)
+		}
+		out = append(out, agentRun{name: c.ID, prompt: c.Prompt(), caseID: c.ID})
+	}
+	return out, nil
+}
+
+func callNames(steps []step) string {
+	names := make([]string, len(steps))
+	for i, s := range steps {
+		names[i] = s.tool
+	}
+	return strings.Join(names, ", ")
 }
 
 func newTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerProvider, error) {
@@ -191,11 +274,7 @@ func newTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerPr
 	if err != nil {
 		return nil, err
 	}
-	res := resource.NewSchemaless(
-		attribute.String("service.name", "travel-agent-demo"),
-		attribute.String("service.version", "1.0.0"),
-	)
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(demoResource())), nil
 }
 
 // message is one entry of gen_ai.input.messages / gen_ai.output.messages.
@@ -224,7 +303,7 @@ func startSpan(ctx context.Context, tracer trace.Tracer, operation, target strin
 }
 
 // emitRun writes the spans of one agent run starting at t and returns its trace id.
-func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) string {
+func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, steps []step, answer string, t time.Time) string {
 	conversationID := "conv-" + r.name
 	ctx, agent := startSpan(ctx, tracer, "invoke_agent", agentName, trace.SpanKindInternal, t,
 		semconv.GenAIAgentNameKey.String(agentName),
@@ -235,6 +314,9 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 		attribute.String(adapter.AttrExpectedToolCalls, expectedToolCalls),
 		attribute.String("demo.run", r.name),
 	)
+	if r.caseID != "" {
+		agent.SetAttributes(attribute.String(dataset.AttrCaseID, r.caseID))
+	}
 
 	conv := []message{{Role: "user", Parts: []map[string]any{{"type": "text", "content": r.prompt}}}}
 	clock := t.Add(5 * time.Millisecond)
@@ -262,7 +344,7 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 		inputTokens += 60
 	}
 
-	for i, s := range r.steps {
+	for i, s := range steps {
 		callID := fmt.Sprintf("call_%s_%d", r.name, i+1)
 		args := mustJSON(s.args)
 		call := message{Role: "assistant", FinishReason: "tool_call", Parts: []map[string]any{{
@@ -290,12 +372,12 @@ func emitRun(ctx context.Context, tracer trace.Tracer, r agentRun, t time.Time) 
 		}}})
 	}
 	chat(message{Role: "assistant", FinishReason: "stop",
-		Parts: []map[string]any{{"type": "text", "content": r.answer}}}, "stop", len(r.steps)+1)
+		Parts: []map[string]any{{"type": "text", "content": answer}}}, "stop", len(steps)+1)
 
 	agent.SetAttributes(
 		semconv.GenAIInputMessagesKey.String(mustJSON(conv[:1])),
 		semconv.GenAIOutputMessagesKey.String(mustJSON([]message{{Role: "assistant", FinishReason: "stop",
-			Parts: []map[string]any{{"type": "text", "content": r.answer}}}})),
+			Parts: []map[string]any{{"type": "text", "content": answer}}}})),
 	)
 	agent.End(trace.WithTimestamp(clock.Add(3 * time.Millisecond)))
 	return agent.SpanContext().TraceID().String()

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/dataset"
+	"github.com/evalbridge/evalbridge/internal/engine"
+)
+
+// `evalctl run --dataset DIR` (docs/contract.md §27): a trace whose root or
+// agent span carries eval.dataset.case_id is scored against that case's
+// pinned expectation, and the dataset is a gate: every pinned case must
+// have run and passed. A case passes when at least one evaluator scored
+// it, every evaluator that scored it passed, and none errored or timed out
+// on it (an error says nothing, and nothing is no green).
+
+// datasetRun follows one run over a dataset's replays.
+type datasetRun struct {
+	dir string
+	ds  *dataset.Dataset
+	// caseOf is the case id of each trace that replays a pinned case.
+	caseOf map[pcommon.TraceID]string
+	// outcome of each pinned case that ran, by id.
+	outcome map[string]*datasetOutcome
+}
+
+type datasetOutcome struct {
+	traces   []string
+	failures []string // "<evaluator>: <reason>" of what did not pass
+	scored   int
+}
+
+// datasetCaseVerdict is one pinned case's line in the summary.
+type datasetCaseVerdict struct {
+	ID       string   `json:"id"`
+	Status   string   `json:"status"` // passed, failed or not_run
+	TraceIDs []string `json:"trace_ids"`
+	Failures []string `json:"failures"`
+}
+
+// datasetSummary is the `dataset` block of --summary json.
+type datasetSummary struct {
+	Dir    string               `json:"dir"`
+	Pinned int                  `json:"pinned"`
+	Run    int                  `json:"run"`
+	Passed int                  `json:"passed"`
+	Failed int                  `json:"failed"`
+	NotRun []string             `json:"not_run"`
+	Cases  []datasetCaseVerdict `json:"cases"`
+}
+
+func (d *datasetSummary) ok() bool { return d.Pinned > 0 && d.Passed == d.Pinned }
+
+// gate is the dataset's verdict as a gate line.
+func (d *datasetSummary) gate() gateResult {
+	g := gateResult{Gate: "dataset", OK: d.ok()}
+	if d.Pinned == 0 {
+		g.Message = fmt.Sprintf("%s has no pinned case: nothing to gate on (evalctl dataset pin)", d.Dir)
+		return g
+	}
+	g.Message = fmt.Sprintf("%d pinned case(s): %d run, %d passed, %d failed, %d not run", d.Pinned, d.Run, d.Passed, d.Failed, len(d.NotRun))
+	if len(d.NotRun) > 0 {
+		g.Message += " (not run: " + strings.Join(d.NotRun, ", ") + ")"
+	}
+	return g
+}
+
+// openDatasetRun reads the dataset; it must hold a pinned case.
+func openDatasetRun(dir string) (*datasetRun, error) {
+	ds, err := dataset.Open(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	return &datasetRun{dir: dir, ds: ds, caseOf: map[pcommon.TraceID]string{}, outcome: map[string]*datasetOutcome{}}, nil
+}
+
+// prepare finds the traces that replay a case and, for a pinned case,
+// replaces the trace's expectations with the pin: eval.expected.tool_calls
+// and eval.expected.output are removed from every span of the trace and
+// the pin's are set on the tagged span and on the root span (the agent
+// case reads its own span, else the root). Traces of unknown or unpinned
+// cases are scored as they are, with a warning.
+func (r *datasetRun) prepare(traces [][]adapter.SpanRef, stderr io.Writer) {
+	for _, spans := range traces {
+		var tagged []adapter.SpanRef
+		var id string
+		root := -1
+		for i, s := range spans {
+			if s.Span.ParentSpanID().IsEmpty() {
+				root = i
+			}
+			if v, ok := s.Span.Attributes().Get(dataset.AttrCaseID); ok && v.Str() != "" {
+				if id != "" && v.Str() != id {
+					fmt.Fprintf(stderr, "evalctl: warning: trace %s carries two dataset case ids (%s, %s); scored against %s\n",
+						s.Span.TraceID(), id, v.Str(), id)
+					continue
+				}
+				id = v.Str()
+				tagged = append(tagged, s)
+			}
+		}
+		if id == "" {
+			continue
+		}
+		tid := spans[0].Span.TraceID()
+		c := r.ds.Get(id)
+		switch {
+		case c == nil:
+			fmt.Fprintf(stderr, "evalctl: warning: trace %s replays case %s, which dataset %s does not have; scored as it is\n", tid, id, r.dir)
+			continue
+		case !c.Pinned():
+			fmt.Fprintf(stderr, "evalctl: warning: trace %s replays case %s, which is not pinned; scored as it is (evalctl dataset pin)\n", tid, id)
+			continue
+		}
+		r.caseOf[tid] = id
+		for _, s := range spans {
+			s.Span.Attributes().Remove(adapter.AttrExpectedToolCalls)
+			s.Span.Attributes().Remove(adapter.AttrExpectedOutput)
+		}
+		if root >= 0 {
+			tagged = append(tagged, spans[root])
+		}
+		for _, s := range tagged {
+			if len(c.Expected.ToolCalls) > 0 {
+				s.Span.Attributes().PutStr(adapter.AttrExpectedToolCalls, string(c.Expected.ToolCalls))
+			}
+			if out, ok := c.Expected.OutputText(); ok {
+				s.Span.Attributes().PutStr(adapter.AttrExpectedOutput, out)
+			}
+		}
+	}
+}
+
+// observe records the results of a trace that replays a pinned case: its
+// agent cases' results.
+func (r *datasetRun) observe(spans []adapter.SpanRef, rep engine.Report) {
+	tid := spans[0].Span.TraceID()
+	id, ok := r.caseOf[tid]
+	if !ok {
+		return
+	}
+	o := r.outcome[id]
+	if o == nil {
+		o = &datasetOutcome{}
+		r.outcome[id] = o
+	}
+	o.traces = append(o.traces, tid.String())
+	for _, ev := range rep.Evaluations {
+		if ev.Case.Level != adapter.LevelAgent {
+			continue
+		}
+		for _, res := range ev.Results {
+			switch res.Status {
+			case evaluators.StatusPassed:
+				o.scored++
+			case evaluators.StatusFailed:
+				o.scored++
+				o.failures = append(o.failures, fmt.Sprintf("%s: %s", res.Name, res.Reason))
+			case evaluators.StatusError, evaluators.StatusTimeout:
+				o.failures = append(o.failures, fmt.Sprintf("%s: %s: %s", res.Name, res.Status, res.Reason))
+			}
+		}
+	}
+}
+
+// summary is the verdict over every pinned case.
+func (r *datasetRun) summary() *datasetSummary {
+	d := &datasetSummary{Dir: r.dir, NotRun: []string{}, Cases: []datasetCaseVerdict{}}
+	for _, c := range r.ds.Cases {
+		if !c.Pinned() {
+			continue
+		}
+		d.Pinned++
+		v := datasetCaseVerdict{ID: c.ID, TraceIDs: []string{}, Failures: []string{}}
+		o := r.outcome[c.ID]
+		switch {
+		case o == nil:
+			v.Status = "not_run"
+			v.Failures = append(v.Failures, "not run: no trace carries "+dataset.AttrCaseID+"="+c.ID)
+			d.NotRun = append(d.NotRun, c.ID)
+		case o.scored == 0 && len(o.failures) == 0:
+			d.Run++
+			v.Status, v.TraceIDs = "failed", o.traces
+			v.Failures = append(v.Failures, "no evaluator scored it")
+			d.Failed++
+		case len(o.failures) > 0:
+			d.Run++
+			v.Status, v.TraceIDs, v.Failures = "failed", o.traces, slices.Clone(o.failures)
+			d.Failed++
+		default:
+			d.Run++
+			v.Status, v.TraceIDs = "passed", o.traces
+			d.Passed++
+		}
+		d.Cases = append(d.Cases, v)
+	}
+	return d
+}
+
+// writeText lists the pinned cases that did not pass.
+func (d *datasetSummary) writeText(w io.Writer) {
+	fmt.Fprintf(w, "\nDataset %s: %d pinned, %d run, %d passed, %d failed, %d not run\n", d.Dir, d.Pinned, d.Run, d.Passed, d.Failed, len(d.NotRun))
+	for _, c := range d.Cases {
+		if c.Status == "passed" {
+			continue
+		}
+		status := strings.ReplaceAll(strings.ToUpper(c.Status), "_", " ")
+		fmt.Fprintf(w, "  %-7s %s  %s\n", status, c.ID, strings.Join(c.Failures, "; "))
+	}
+}
+
+// datasetJUnitSuite is the dataset as a JUnit suite: one test case per
+// pinned case.
+func datasetJUnitSuite(d *datasetSummary) junitSuite {
+	suite := junitSuite{Name: "dataset"}
+	for _, c := range d.Cases {
+		tc := junitCase{ClassName: "dataset", Name: "case " + c.ID}
+		if c.Status != "passed" {
+			msg := strings.Join(c.Failures, "; ")
+			text := fmt.Sprintf("%s\ncase: %s\ntraces: %s\n", msg, c.ID, strings.Join(c.TraceIDs, ", "))
+			tc.Failure = &junitProblem{Message: msg, Type: c.Status, Text: xmlText(text)}
+			suite.Failures++
+		}
+		suite.Cases = append(suite.Cases, tc)
+	}
+	suite.Tests = len(suite.Cases)
+	return suite
+}
