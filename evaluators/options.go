@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,15 +34,27 @@ func decodeOptions(opts *confmap.Conf, out any) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		// The keys every entry takes are decoded before the type's options:
+		// a misspelt one (treshold) lands here, so they are listed too.
+		common := strings.Join(commonOptions(), ", ")
 		if len(known) == 0 {
-			return fmt.Errorf("unknown option %s (this type has no options)", quoteList(unknown))
+			return fmt.Errorf("unknown option %s (this type has no options of its own; every evaluator takes: %s)", quoteList(unknown), common)
 		}
-		return fmt.Errorf("unknown option %s (known options: %s)", quoteList(unknown), strings.Join(known, ", "))
+		return fmt.Errorf("unknown option %s (known options: %s; every evaluator also takes: %s)", quoteList(unknown), strings.Join(known, ", "), common)
 	}
 	if err := opts.Unmarshal(out); err != nil {
 		return fmt.Errorf("bad option value: %s", cleanDecodeError(err))
 	}
 	return nil
+}
+
+// commonOptions lists the keys of an `evaluators:` entry that are not its
+// type's options (Config's fields but `type`), sorted.
+func commonOptions() []string {
+	names := optionNames(reflect.TypeOf(Config{}))
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "type" })
+	sort.Strings(names)
+	return names
 }
 
 // optionNames lists the top-level mapstructure names of a struct type,

@@ -219,3 +219,49 @@ func TestCostInTextSummaryAndReport(t *testing.T) {
 		t.Errorf("estimate text: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// No false green from estimate: a config without judge evaluators says so
+// instead of printing an empty table, and inputs with no case (no LLM,
+// agent or tool span) are refused rather than estimated at 0 calls.
+func TestEstimateSaysWhenThereIsNothingToEstimate(t *testing.T) {
+	noJudge := writeFile(t, "deterministic.yaml", "evaluators:\n  - type: tool_error\n")
+	code, out, stderr := runEvalctl(t, "", "estimate", "--config", noJudge, "../../examples/traces/travel-agent-semconv.json")
+	if code != exitOK || !strings.Contains(out, "No evaluator of the config calls a judge") || strings.Contains(out, "JUDGE") {
+		t.Errorf("no judge: exit %d, out %q, stderr %q", code, out, stderr)
+	}
+
+	srv := judgetest.New(t, judgetest.Counting(`{"score": 1, "reason": "ok"}`))
+	cfg := costConfig(t, srv.Endpoint(), false)
+	// A trace of one plain HTTP span: no case for any evaluator.
+	noCase := writeFile(t, "http.json", `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"web"}}]},`+
+		`"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"GET /",`+
+		`"startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}`)
+	code, out, stderr = runEvalctl(t, "", "estimate", "--config", cfg, noCase)
+	if code != exitUsage || !strings.Contains(stderr, "no case was scored") || !strings.Contains(stderr, "no input holds a case") {
+		t.Errorf("no case: exit %d, out %q, stderr %q", code, out, stderr)
+	}
+	if strings.Contains(out, "0 calls") {
+		t.Errorf("no case: an estimate printed: %q", out)
+	}
+}
+
+// examples/judge.yaml can pass on the examples: on the clean example run
+// every one of its judge evaluators would call the judge (none is sampled
+// out, which would leave it "not scored" and the run unable to exit 0).
+func TestJudgeExampleScoresEveryEvaluatorOnTheExamples(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "unused")
+	code, out, stderr := runEvalctl(t, "", "estimate", "--config", "../../examples/judge.yaml", "--summary", "json",
+		"../../examples/traces/travel-agent-semconv.json")
+	if code != exitOK {
+		t.Fatalf("estimate: exit %d: %s", code, stderr)
+	}
+	est, _ := estimateByName(t, out)
+	if len(est.Evaluators) < 4 {
+		t.Fatalf("%d judge evaluators in examples/judge.yaml", len(est.Evaluators))
+	}
+	for _, r := range est.Evaluators {
+		if r.Calls+r.CachedCalls == 0 {
+			t.Errorf("%s would not call its judge on the example run: a run reports it not scored", r.Evaluator)
+		}
+	}
+}

@@ -116,7 +116,17 @@ func estimateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return exitUsage
 	}
 	defer func() { _ = eng.Shutdown(ctx) }()
-	scoreInputs(ctx, eng, cfg, docs, traces, newSummary(eng.Instances()), io.Discard)
+	sum := newSummary(eng.Instances())
+	scoreInputs(ctx, eng, cfg, docs, traces, sum, io.Discard)
+	// An input with no case would estimate 0 calls for any config: that
+	// says nothing of the config's cost (no false green).
+	for _, line := range sum.noCase {
+		fmt.Fprintf(stderr, "evalctl estimate: %s\n", line)
+	}
+	if len(sum.noCase) > 0 && len(sum.noCase) == traceFiles(docs) {
+		fmt.Fprintln(stderr, "evalctl estimate: no input holds a case: an estimate of 0 judge calls would say nothing of the config's cost")
+		return exitUsage
+	}
 
 	rep := estimateReport{Traces: len(traces), TokenMethod: tokenMethod, Evaluators: order}
 	totals := map[string]*estimateTotal{}
@@ -158,7 +168,22 @@ func estimateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	return exitOK
 }
 
+// traceFiles counts the input files that hold spans.
+func traceFiles(docs []document) int {
+	files := map[string]bool{}
+	for _, d := range docs {
+		if !d.isLogs && d.traces.SpanCount() > 0 {
+			files[d.file] = true
+		}
+	}
+	return len(files)
+}
+
 func (rep *estimateReport) writeText(w io.Writer) error {
+	if len(rep.Evaluators) == 0 {
+		_, err := fmt.Fprintf(w, "No evaluator of the config calls a judge (none sets `judge`): scoring these %d trace(s) makes no judge call and costs nothing.\n", rep.Traces)
+		return err
+	}
 	fmt.Fprintf(w, "Judge calls on %d trace(s); no judge was called. Input tokens: %s; output tokens: at most max_tokens.\n\n",
 		rep.Traces, rep.TokenMethod)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -204,15 +204,22 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 	srv := judgetest.New(t, func(int, judgetest.Request) judgetest.Reply {
 		return judgetest.Reply{Content: `{"score": 0.4, "reason": "not very helpful"}`}
 	})
+	// A second judge is down, so that the error results (error_type) and
+	// the judge's error outcome are in the scrape for the label check.
 	d := startDefaultDistribution(t,
-		"yaml:processors::eval::judges: {default: {endpoint: "+srv.Endpoint()+", model: judge-model}}",
-		"yaml:processors::eval::evaluators: [{type: tool_error}, {type: tool_trajectory}, {type: llm_judge, name: helpful, judge: default, criteria: 'Is the answer helpful?'}]",
+		"yaml:processors::eval::judges: {default: {endpoint: "+srv.Endpoint()+", model: judge-model}, "+
+			"down: {endpoint: "+testkit.DownURL(t)+"/v1, model: judge-model, retry: {max_attempts: 1}}}",
+		"yaml:processors::eval::evaluators: [{type: tool_error}, {type: tool_trajectory}, {type: llm_judge, name: helpful, judge: default, criteria: 'Is the answer helpful?'}, "+
+			"{type: llm_judge, name: helpful_down, judge: down, criteria: 'Is the answer helpful?'}]",
 	)
 	runQuickstartAgent(t, d.grpc)
 	waitScrape(t, "http://"+d.prom+"/metrics", func(ss testkit.Exposition) bool {
-		return ss.Total("gen_ai_evaluation_results_total", map[string]string{"gen_ai_evaluation_name": "helpful"}) >= 5
+		return ss.Total("gen_ai_evaluation_results_total", map[string]string{"gen_ai_evaluation_name": "helpful"}) >= 5 &&
+			ss.Total("gen_ai_evaluation_results_total", map[string]string{"gen_ai_evaluation_name": "helpful_down"}) >= 5
 	})
+	// Declared metrics, with their declared label names.
 	declared := map[string]bool{}
+	declaredLabels := map[string]map[string]bool{}
 	for _, dir := range []string{"processor/evalprocessor", "connector/evalmetricsconnector", "exporter/webhookexporter"} {
 		md, err := telemetrydoc.Load(filepath.Join("..", "..", dir, "metadata.yaml"))
 		if err != nil {
@@ -221,12 +228,15 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 		for key, m := range md.Telemetry.Metrics {
 			name := "otelcol_" + key
 			if m.Histogram != nil {
-				declared[name+"_bucket"] = true
 				// The scrape names a histogram's buckets so: check it on
 				// one that has data.
-				continue
+				name += "_bucket"
 			}
 			declared[name] = true
+			declaredLabels[name] = map[string]bool{}
+			for _, a := range m.Attributes {
+				declaredLabels[name][md.Attributes[a].Name(a)] = true
+			}
 		}
 	}
 	metrics, err := dashboard.Metrics()
@@ -240,12 +250,19 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 	// the connector's results): the endpoints are scraped until every
 	// metric the dashboard reads is there or declared, for up to 30 s.
 	var scraped map[string]bool
+	var labelNames map[string]map[string]bool
+	var histograms []testkit.Histogram
 	retryFor(30*time.Second, func() bool {
 		scraped = map[string]bool{}
+		labelNames = map[string]map[string]bool{}
+		histograms = nil
 		for _, u := range []string{d.prom, d.telemetry} {
-			for _, s := range testkit.Scrape(t, "http://"+u+"/metrics").Samples {
+			e := testkit.Scrape(t, "http://"+u+"/metrics")
+			for _, s := range e.Samples {
 				scraped[s.Name] = true
 			}
+			maps.Copy(labelNames, e.LabelNames())
+			histograms = append(histograms, e.Histograms()...)
 		}
 		for _, n := range names {
 			if !scraped[n] && !declared[n] {
@@ -267,6 +284,47 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 			t.Errorf("the dashboard reads %s (%s), which the distribution does not emit", n, strings.Join(metrics[n], "; "))
 		}
 	}
+
+	// Every label a query matches on or groups by is a label of the
+	// metric it reads, in the scrape (or, for a metric with no data point
+	// in this run, in its declaration).
+	uses, err := dashboard.LabelUses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range uses {
+		for _, l := range u.Labels {
+			found := false
+			for _, m := range u.Metrics {
+				found = found || labelNames[m][l] || (!scraped[m] && declaredLabels[m][l])
+			}
+			if !found {
+				t.Errorf("panel %q reads label %q of %v, which has no such label (scraped: %v)\n  %s",
+					u.Panel, l, u.Metrics, slices.Sorted(maps.Keys(labelNames[u.Metrics[0]])), u.Expr)
+			}
+		}
+	}
+	// Every histogram's buckets resolve what it observed (contract §18).
+	for _, h := range histograms {
+		p90 := h.Quantile(0.9)
+		if problem := h.BucketProblem(); problem != "" {
+			t.Errorf("%s%v: %s (count %v, sum %v, buckets %v)", h.Name, h.Labels, problem, h.Count, h.Sum, h.Bounds)
+		} else if h.Count > 0 {
+			t.Logf("%s{%s}: %v observations, mean %.3g, p90 from the buckets %.3g", h.Name, histogramKey(h), h.Count, h.Sum/h.Count, p90)
+		}
+	}
+}
+
+// histogramKey names a histogram series by the labels that tell it apart
+// in this test (judge, evaluator, gen_ai_evaluation_name).
+func histogramKey(h testkit.Histogram) string {
+	var kv []string
+	for _, l := range []string{"judge", "evaluator", "gen_ai_evaluation_name"} {
+		if v, ok := h.Labels[l]; ok {
+			kv = append(kv, l+"="+v)
+		}
+	}
+	return strings.Join(kv, ",")
 }
 
 // examples/metrics-otlp.yaml over examples/collector.yaml sends the

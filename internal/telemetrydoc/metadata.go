@@ -111,6 +111,11 @@ func Load(path string) (*Metadata, error) {
 		if m.Description == "" || m.Unit == "" {
 			return nil, fmt.Errorf("%s: metric %s: description and unit are required", path, key)
 		}
+		// The SDK's default buckets (0, 5, 10 … 10000) suit milliseconds: a
+		// histogram in seconds on them puts every call in one bucket.
+		if m.Histogram != nil && len(m.Histogram.BucketBoundaries) == 0 {
+			return nil, fmt.Errorf("%s: metric %s: a histogram needs bucket_boundaries that resolve its range (the SDK default suits milliseconds)", path, key)
+		}
 		for _, a := range m.Attributes {
 			if _, ok := md.Attributes[a]; !ok {
 				return nil, fmt.Errorf("%s: metric %s: attribute %s is not declared under attributes", path, key, a)

@@ -160,3 +160,12 @@ func TestGenerate(t *testing.T) {
 	require.ErrorContains(t, err, "documentation.md differs")
 	require.ErrorContains(t, err, "generated_telemetry.go differs")
 }
+
+// A histogram without bucket_boundaries would get the SDK's default
+// buckets (0, 5, 10 … 10000), which suit milliseconds: a duration in
+// seconds lands in one bucket. metadata.yaml must state them.
+func TestHistogramNeedsBuckets(t *testing.T) {
+	_, err := Load(write(t, strings.Replace(sample, "        bucket_boundaries: [0.5, 1, 2.5]\n", "", 1)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "demo_duration: a histogram needs bucket_boundaries")
+}

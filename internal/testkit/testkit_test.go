@@ -84,3 +84,45 @@ func TestConfig(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// The judge latency histogram as shipped before: seconds on the SDK's
+// millisecond buckets. Five calls of 19 ms in all land in le="5", and the
+// p90 from the buckets (4.5 s) is a thousand times the mean: a problem. On
+// buckets that resolve milliseconds the same calls are not.
+func TestHistogramBucketProblem(t *testing.T) {
+	exposition := func(bounds []string, counts []int) string {
+		var b bytes.Buffer
+		b.WriteString("# TYPE judge_duration histogram\n")
+		for i, le := range bounds {
+			fmt.Fprintf(&b, "judge_duration_bucket{judge=\"default\",le=%q} %d\n", le, counts[i])
+		}
+		b.WriteString("judge_duration_sum{judge=\"default\"} 0.019\njudge_duration_count{judge=\"default\"} 5\n")
+		return b.String()
+	}
+	for _, c := range []struct {
+		name    string
+		bounds  []string
+		counts  []int
+		p90     float64
+		problem bool
+	}{
+		{"sdk default buckets", []string{"0", "5", "10", "25", "+Inf"}, []int{0, 5, 5, 5, 5}, 4.5, true},
+		{"millisecond buckets", []string{"0.001", "0.0025", "0.005", "0.01", "+Inf"}, []int{0, 2, 5, 5, 5}, 0.0025 + 0.0025*2.5/3, false},
+		{"beyond the last bucket", []string{"0.001", "0.0025", "+Inf"}, []int{0, 2, 5}, 0.0025, true},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(exposition(c.bounds, c.counts)))
+		}))
+		hs := Scrape(t, srv.URL).Histograms()
+		srv.Close()
+		if len(hs) != 1 || hs[0].Count != 5 || hs[0].Labels["judge"] != "default" {
+			t.Fatalf("%s: histograms %+v", c.name, hs)
+		}
+		if got := hs[0].Quantile(0.9); got < c.p90*0.999 || got > c.p90*1.001 {
+			t.Errorf("%s: p90 %v, want %v", c.name, got, c.p90)
+		}
+		if p := hs[0].BucketProblem(); (p != "") != c.problem {
+			t.Errorf("%s: problem %q, want one: %v", c.name, p, c.problem)
+		}
+	}
+}

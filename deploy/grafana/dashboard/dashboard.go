@@ -96,8 +96,8 @@ func Panels() []Panel {
 
 		{Row: rowJudge, Title: "Judge tokens", Kind: "timeseries", Unit: "short", Stacked: true,
 			Queries: []Query{{
-				Expr:   `sum by (judge, token_type) (rate(otelcol_processor_eval_judge_tokens` + rateWin + `))`,
-				Legend: "{{judge}} {{token_type}}",
+				Expr:   `sum by (judge, type) (rate(otelcol_processor_eval_judge_tokens` + rateWin + `))`,
+				Legend: "{{judge}} {{type}}",
 			}}},
 		{Row: rowJudge, Title: "Judge cost", Kind: "timeseries", Unit: "short", Stacked: true,
 			About: "In the currency of the judge's price (contract §21), per evaluator.",
@@ -109,8 +109,8 @@ func Panels() []Panel {
 			Queries: []Query{
 				{Expr: `histogram_quantile(0.9, sum by (le, judge) (rate(otelcol_processor_eval_judge_request_duration_bucket` + rateWin + `)))`,
 					Legend: "p90 {{judge}}"},
-				{Expr: `sum by (judge, judge_outcome) (rate(otelcol_processor_eval_judge_requests` + rateWin + `))`,
-					Legend: "{{judge}} {{judge_outcome}} req/s"},
+				{Expr: `sum by (judge, outcome) (rate(otelcol_processor_eval_judge_requests` + rateWin + `))`,
+					Legend: "{{judge}} {{outcome}} req/s"},
 			}},
 
 		{Row: rowProc, Title: "Scoring latency per trace", Kind: "timeseries", Unit: "s",
@@ -131,8 +131,8 @@ func Panels() []Panel {
 			}},
 		{Row: rowProc, Title: "Drops, unscored and sampled-out traces", Kind: "timeseries", Unit: "short",
 			Queries: []Query{
-				{Expr: `sum by (undelivered_reason) (rate(otelcol_processor_eval_spans_dropped` + rateWin + `))`, Legend: "spans undelivered: {{undelivered_reason}}"},
-				{Expr: `sum by (unscored_reason) (rate(otelcol_processor_eval_spans_forwarded_unscored` + rateWin + `))`, Legend: "spans unscored: {{unscored_reason}}"},
+				{Expr: `sum by (reason) (rate(otelcol_processor_eval_spans_dropped` + rateWin + `))`, Legend: "spans undelivered: {{reason}}"},
+				{Expr: `sum by (reason) (rate(otelcol_processor_eval_spans_forwarded_unscored` + rateWin + `))`, Legend: "spans unscored: {{reason}}"},
 				{Expr: `sum by (decision) (rate(otelcol_processor_eval_traces_sampled` + rateWin + `))`, Legend: "traces sampling: {{decision}}"},
 			}},
 	}

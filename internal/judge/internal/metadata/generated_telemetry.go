@@ -87,6 +87,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eval_judge_request_duration",
 		metric.WithDescription("Duration of one HTTP attempt to the judge."),
 		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries([]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}...),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEvalJudgeRequests, err = builder.meter.Int64Counter(

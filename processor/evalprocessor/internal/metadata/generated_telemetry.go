@@ -89,7 +89,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eval_evaluation_duration",
 		metric.WithDescription("Time to score one trace (adapt, evaluate, annotate)."),
 		metric.WithUnit("s"),
-		metric.WithExplicitBucketBoundaries([]float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60}...),
+		metric.WithExplicitBucketBoundaries([]float64{1e-05, 2.5e-05, 5e-05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}...),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEvalEvaluations, err = builder.meter.Int64Counter(
