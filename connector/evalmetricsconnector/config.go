@@ -3,6 +3,7 @@ package evalmetricsconnector
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -19,6 +20,11 @@ type Config struct {
 	MaxSeries int `mapstructure:"max_series"`
 	// FlushInterval is how often the cumulative metrics are emitted.
 	FlushInterval time.Duration `mapstructure:"flush_interval"`
+	// MaxAbsScore bounds the scores recorded in gen_ai.evaluation.score:
+	// one of a larger magnitude (another producer's bug, a 1e308) would
+	// make the cumulative _sum useless until a restart; it is counted, not
+	// recorded.
+	MaxAbsScore float64 `mapstructure:"max_abs_score"`
 
 	_ struct{}
 }
@@ -35,6 +41,7 @@ var (
 const (
 	DefaultMaxSeries     = 10000
 	DefaultFlushInterval = 15 * time.Second
+	DefaultMaxAbsScore   = 1e6
 )
 
 func createDefaultConfig() *Config {
@@ -43,12 +50,13 @@ func createDefaultConfig() *Config {
 		ScoreBuckets:  slices.Clone(DefaultScoreBuckets),
 		MaxSeries:     DefaultMaxSeries,
 		FlushInterval: DefaultFlushInterval,
+		MaxAbsScore:   DefaultMaxAbsScore,
 	}
 }
 
 // reserved are the attributes the connector writes itself: a dimension of
 // the same name would collide with them.
-var reserved = []string{attrEvalName, attrScoreLabel, attrErrorType, attrOverflow}
+var reserved = []string{attrEvalName, attrScoreLabel, attrErrorType, attrOverflow, attrEvalVersion, attrEvalType}
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
@@ -80,6 +88,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("flush_interval: %v must be positive", c.FlushInterval))
+	}
+	if !(c.MaxAbsScore > 0) || math.IsInf(c.MaxAbsScore, 0) {
+		errs = append(errs, fmt.Errorf("max_abs_score: %v must be a positive finite number", c.MaxAbsScore))
 	}
 	return errors.Join(errs...)
 }

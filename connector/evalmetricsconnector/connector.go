@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -29,16 +31,30 @@ const (
 	attrScoreLabel = "gen_ai.evaluation.score.label"
 	attrErrorType  = "error.type"
 	attrOverflow   = "otel.metric.overflow"
+	// Provenance (§24): written by eval, or by any producer, on the result.
+	attrEvalVersion = "gen_ai.evaluation.evaluator.version"
+	attrEvalType    = "gen_ai.evaluation.evaluator.type"
+
+	labelPass = "pass"
+	labelFail = "fail"
+
+	reasonNotFinite = "not_finite"
+	reasonTooLarge  = "too_large"
 
 	metricResults = "gen_ai.evaluation.results"
 	metricScore   = "gen_ai.evaluation.score"
 )
 
-// series is one label set of an emitted metric: its attributes and since
-// when it counts.
+// series is one label set of an emitted metric: its attributes, since
+// when it counts, and whether a flush has emitted it yet. A series is
+// emitted at 0 by the first flush after it appears, whatever it counted
+// meanwhile (§18, "counted from the first result"): Prometheus' increase()
+// extrapolates from a series' first sample, so a series whose first sample
+// is already 2 loses those 2; one at 0 first loses nothing.
 type series struct {
 	attrs pcommon.Map
 	start pcommon.Timestamp
+	shown bool
 }
 
 // counterSeries is one label set of gen_ai.evaluation.results.
@@ -82,6 +98,7 @@ type evalMetrics struct {
 	resOver  *counterSeries // the overflow series, once the cap is reached
 	scoreOvr *histSeries
 	key      []byte // scratch for series keys, under mu
+	key2     []byte // scratch for a sibling's key, under mu
 
 	stop chan struct{}
 	done chan struct{}
@@ -122,7 +139,7 @@ func (c *evalMetrics) Start(context.Context, component.Host) error {
 			case <-c.stop:
 				return
 			case <-tick:
-				c.flush(context.Background())
+				c.flush(context.Background(), false)
 			}
 		}
 	}()
@@ -137,7 +154,7 @@ func (c *evalMetrics) Shutdown(ctx context.Context) error {
 	close(c.stop)
 	<-c.done
 	c.stop = nil
-	c.flush(ctx)
+	c.flush(ctx, true)
 	return nil
 }
 
@@ -176,32 +193,51 @@ func (c *evalMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error
 // belongs and when.
 type recordFunc func(attrs, res pcommon.Map, tid pcommon.TraceID, sid pcommon.SpanID, ts pcommon.Timestamp)
 
-// tally counts, under the lock, the results walk gives, then the invalid
-// and overflowing ones among them.
-func (c *evalMetrics) tally(ctx context.Context, walk func(recordFunc)) {
-	var invalid, over int64
-	c.mu.Lock()
-	walk(func(attrs, res pcommon.Map, tid pcommon.TraceID, sid pcommon.SpanID, ts pcommon.Timestamp) {
-		ok, o := c.record(attrs, res, tid, sid, ts)
-		if !ok {
-			invalid++
-		}
-		over += o
-	})
-	c.mu.Unlock()
-	c.count(ctx, invalid, over)
+// tallies are what one batch counted besides the series: results not
+// counted, data points that overflowed, scores rejected.
+type tallies struct {
+	invalid, over       int64
+	notFinite, tooLarge int64
+	firstRejected       float64 // for the log line
 }
 
-func (c *evalMetrics) count(ctx context.Context, invalid, over int64) {
-	if invalid > 0 {
-		c.tel.ConnectorEvalmetricsResultsInvalid.Add(ctx, invalid)
+// tally counts, under the lock, the results walk gives, then the invalid,
+// overflowing and rejected ones among them.
+func (c *evalMetrics) tally(ctx context.Context, walk func(recordFunc)) {
+	var t tallies
+	c.mu.Lock()
+	walk(func(attrs, res pcommon.Map, tid pcommon.TraceID, sid pcommon.SpanID, ts pcommon.Timestamp) {
+		c.record(&t, attrs, res, tid, sid, ts)
+	})
+	c.mu.Unlock()
+	c.count(ctx, &t)
+}
+
+func (c *evalMetrics) count(ctx context.Context, t *tallies) {
+	if t.invalid > 0 {
+		c.tel.ConnectorEvalmetricsResultsInvalid.Add(ctx, t.invalid)
 		c.logger.Debug("gen_ai.evaluation.result without a gen_ai.evaluation.name string: not counted",
-			zap.Int64("results", invalid))
+			zap.Int64("results", t.invalid))
 	}
-	if over > 0 {
-		c.tel.ConnectorEvalmetricsResultsOverflow.Add(ctx, over)
+	if t.over > 0 {
+		c.tel.ConnectorEvalmetricsResultsOverflow.Add(ctx, t.over)
+	}
+	if t.notFinite > 0 {
+		c.tel.ConnectorEvalmetricsScoresRejected.Add(ctx, t.notFinite, rejectedNotFinite)
+	}
+	if t.tooLarge > 0 {
+		c.tel.ConnectorEvalmetricsScoresRejected.Add(ctx, t.tooLarge, rejectedTooLarge)
+	}
+	if n := t.notFinite + t.tooLarge; n > 0 {
+		c.logger.Warn("evalmetrics: scores not finite or beyond max_abs_score are not recorded in gen_ai.evaluation.score (the results are counted)",
+			zap.Int64("scores", n), zap.Float64("first", t.firstRejected), zap.Float64("max_abs_score", c.cfg.MaxAbsScore))
 	}
 }
+
+var (
+	rejectedNotFinite = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonNotFinite)))
+	rejectedTooLarge  = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonTooLarge)))
+)
 
 func isResultRecord(lr plog.LogRecord) bool {
 	if n := lr.EventName(); n != "" {
@@ -211,41 +247,48 @@ func isResultRecord(lr plog.LogRecord) bool {
 	return ok && v.Type() == pcommon.ValueTypeStr && v.Str() == eventName
 }
 
-// record counts one result. It returns false for a result without an
-// evaluation name (not counted), and how many data points went to the
-// overflow series (0, 1 or 2). c.mu is held.
-func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, spanID pcommon.SpanID, ts pcommon.Timestamp) (bool, int64) {
+// record counts one result into t and the series: a result without an
+// evaluation name is not counted (t.invalid); data points that went to the
+// overflow series and scores not recorded are counted in t. c.mu is held.
+func (c *evalMetrics) record(t *tallies, attrs, res pcommon.Map, traceID pcommon.TraceID, spanID pcommon.SpanID, ts pcommon.Timestamp) {
 	nameV, ok := attrs.Get(attrEvalName)
 	if !ok || nameV.Type() != pcommon.ValueTypeStr || nameV.Str() == "" {
-		return false, 0
+		t.invalid++
+		return
 	}
 	name := nameV.Str()
 	label, hasLabel := strAttr(attrs, attrScoreLabel)
 	errType, hasErr := strAttr(attrs, attrErrorType)
-	score, hasScore := 0.0, false
-	if v, ok := attrs.Get(attrScoreValue); ok {
-		switch v.Type() {
-		case pcommon.ValueTypeDouble:
-			score, hasScore = v.Double(), true
-		case pcommon.ValueTypeInt:
-			score, hasScore = float64(v.Int()), true
-		}
-		if math.IsNaN(score) || math.IsInf(score, 0) {
-			hasScore = false
-		}
-	}
+	score, hasScore := scoreOf(attrs)
 	if hasErr {
 		hasLabel = false // errors carry no label (§18)
+	}
+	if hasScore && !hasErr {
+		switch {
+		case math.IsNaN(score) || math.IsInf(score, 0):
+			hasScore = false
+			t.notFinite++
+		case math.Abs(score) > c.cfg.MaxAbsScore:
+			hasScore = false
+			t.tooLarge++
+		}
+		if !hasScore && t.notFinite+t.tooLarge == 1 {
+			t.firstRejected = score
+		}
 	}
 	now := pcommon.NewTimestampFromTime(c.now())
 	if ts == 0 {
 		ts = now
 	}
-	var over int64
 
-	// The dimensions part of the key, shared by both metrics.
+	// The part of the key shared by both metrics: name, provenance (§24),
+	// dimensions.
 	k := c.key[:0]
 	k = appendPart(k, name, true)
+	for _, a := range provenance {
+		v, ok := strAttr(attrs, a)
+		k = appendPart(k, v, ok)
+	}
 	for _, d := range c.cfg.Dimensions {
 		v, ok := dimension(attrs, res, d)
 		k = appendPart(k, v, ok)
@@ -262,7 +305,7 @@ func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, sp
 				c.resOver = &counterSeries{series: series{attrs: overflowAttrs(), start: now}}
 			}
 			cs = c.resOver
-			over++
+			t.over++
 		} else {
 			cs = &counterSeries{series: series{attrs: pcommon.NewMap(), start: now}}
 			c.putDims(cs.attrs, name, attrs, res)
@@ -273,6 +316,9 @@ func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, sp
 				cs.attrs.PutStr(attrErrorType, errType)
 			}
 			c.results[string(k)] = cs
+			if hasLabel {
+				c.addSibling(k[:dimsEnd], cs, label, now)
+			}
 		}
 	}
 	cs.count++
@@ -287,7 +333,7 @@ func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, sp
 					c.scoreOvr = c.newHist(overflowAttrs(), now)
 				}
 				hs = c.scoreOvr
-				over++
+				t.over++
 			} else {
 				hs = c.newHist(pcommon.NewMap(), now)
 				c.putDims(hs.attrs, name, attrs, res)
@@ -309,7 +355,51 @@ func (c *evalMetrics) record(attrs, res pcommon.Map, traceID pcommon.TraceID, sp
 		}
 	}
 	c.key = k
-	return true, over
+}
+
+// provenance are the §24 attributes a result's series are cut by, in key
+// order.
+var provenance = [...]string{attrEvalVersion, attrEvalType}
+
+// addSibling creates, at 0, the fail series of a new pass series and the
+// reverse (same name, provenance and dimensions), so that a pass-rate rule
+// has both sides before the first failure (§18). Within max_series only:
+// a sibling never pushes a real result into the overflow series.
+func (c *evalMetrics) addSibling(dims []byte, of *counterSeries, label string, now pcommon.Timestamp) {
+	other := labelFail
+	switch label {
+	case labelPass:
+	case labelFail:
+		other = labelPass
+	default:
+		return
+	}
+	k := append(c.key2[:0], dims...)
+	k = appendPart(k, other, true)
+	k = appendPart(k, "", false)
+	c.key2 = k
+	if _, ok := c.results[string(k)]; ok || len(c.results) >= c.cfg.MaxSeries {
+		return
+	}
+	s := &counterSeries{series: series{attrs: pcommon.NewMap(), start: now}}
+	of.attrs.CopyTo(s.attrs)
+	s.attrs.PutStr(attrScoreLabel, other)
+	c.results[string(k)] = s
+}
+
+// scoreOf reads gen_ai.evaluation.score.value, a double or an int.
+func scoreOf(attrs pcommon.Map) (float64, bool) {
+	v, ok := attrs.Get(attrScoreValue)
+	if !ok {
+		return 0, false
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		return v.Double(), true
+	case pcommon.ValueTypeInt:
+		return float64(v.Int()), true
+	}
+	return 0, false
 }
 
 func (c *evalMetrics) newHist(attrs pcommon.Map, now pcommon.Timestamp) *histSeries {
@@ -318,8 +408,13 @@ func (c *evalMetrics) newHist(attrs pcommon.Map, now pcommon.Timestamp) *histSer
 }
 
 func (c *evalMetrics) putDims(m pcommon.Map, name string, attrs, res pcommon.Map) {
-	m.EnsureCapacity(len(c.cfg.Dimensions) + 3)
+	m.EnsureCapacity(len(c.cfg.Dimensions) + 5)
 	m.PutStr(attrEvalName, name)
+	for _, a := range provenance {
+		if v, ok := strAttr(attrs, a); ok {
+			m.PutStr(a, v)
+		}
+	}
 	for _, d := range c.cfg.Dimensions {
 		if v, ok := attrs.Get(d); ok {
 			v.CopyTo(m.PutEmpty(d))
@@ -369,9 +464,11 @@ func appendPart(k []byte, v string, present bool) []byte {
 	return append(k, v...)
 }
 
-// flush emits every series, cumulative, to the next consumer.
-func (c *evalMetrics) flush(ctx context.Context) {
-	md := c.snapshot()
+// flush emits every series, cumulative, to the next consumer. A series no
+// flush has emitted yet is emitted at 0, except by the last flush
+// (final), which emits every count.
+func (c *evalMetrics) flush(ctx context.Context, final bool) {
+	md := c.snapshot(final)
 	if md.DataPointCount() == 0 {
 		return
 	}
@@ -381,7 +478,7 @@ func (c *evalMetrics) flush(ctx context.Context) {
 	}
 }
 
-func (c *evalMetrics) snapshot() pmetric.Metrics {
+func (c *evalMetrics) snapshot(final bool) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -399,7 +496,12 @@ func (c *evalMetrics) snapshot() pmetric.Metrics {
 	dps := sum.DataPoints()
 	dps.EnsureCapacity(len(c.results) + 1)
 	emit := func(s *counterSeries) {
-		appendPoint(dps.AppendEmpty, &s.series, now).SetIntValue(int64(s.count))
+		n := int64(s.count)
+		if !s.shown && !final {
+			n = 0
+		}
+		s.shown = true
+		appendPoint(dps.AppendEmpty, &s.series, now).SetIntValue(n)
 	}
 	for _, s := range c.results {
 		emit(s)
@@ -418,11 +520,17 @@ func (c *evalMetrics) snapshot() pmetric.Metrics {
 	hdps.EnsureCapacity(len(c.scores) + 1)
 	emitH := func(s *histSeries) {
 		dp := appendPoint(hdps.AppendEmpty, &s.series, now)
+		dp.ExplicitBounds().FromRaw(c.cfg.ScoreBuckets)
+		if !s.shown && !final {
+			s.shown = true
+			dp.BucketCounts().FromRaw(make([]uint64, len(s.buckets)))
+			return
+		}
+		s.shown = true
 		dp.SetCount(s.count)
 		dp.SetSum(s.sum)
 		dp.SetMin(s.min)
 		dp.SetMax(s.max)
-		dp.ExplicitBounds().FromRaw(c.cfg.ScoreBuckets)
 		dp.BucketCounts().FromRaw(s.buckets)
 		for i := range s.exemplars {
 			e := &s.exemplars[i]

@@ -2,6 +2,7 @@ package evalmetricsconnector
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/evalbridge/evalbridge/internal/telemetrydoc"
@@ -27,7 +29,9 @@ type result struct {
 	name, label, errType string
 	score                *float64
 	agent, model         string // on the record; "" = absent
+	version, evType      string // §24 provenance; "" = absent
 	trace                byte
+	span                 byte // 0: the record's span id is {trace, 1}
 }
 
 func f(v float64) *float64 { return &v }
@@ -49,6 +53,12 @@ func putResult(a pcommon.Map, r result) {
 	if r.model != "" {
 		a.PutStr("gen_ai.request.model", r.model)
 	}
+	if r.version != "" {
+		a.PutStr(attrEvalVersion, r.version)
+	}
+	if r.evType != "" {
+		a.PutStr(attrEvalType, r.evType)
+	}
 }
 
 func resultLogs(version string, rs ...result) plog.Logs {
@@ -67,6 +77,9 @@ func resultLogs(version string, rs ...result) plog.Logs {
 		lr.SetEventName(eventName)
 		lr.SetTraceID(pcommon.TraceID{r.trace})
 		lr.SetSpanID(pcommon.SpanID{r.trace, 1})
+		if r.span != 0 {
+			lr.SetSpanID(pcommon.SpanID{r.trace, r.span})
+		}
 		lr.SetTimestamp(pcommon.Timestamp(1e18))
 		putResult(lr.Attributes(), r)
 	}
@@ -81,8 +94,9 @@ type harness struct {
 	rec  *telemetrydoc.Recorder
 }
 
-// sum is the value of one of the connector's own counters.
-func (h *harness) sum(t *testing.T, name string) int64 {
+// sum is the value of one of the connector's own counters, over the data
+// points holding every attribute of kv (pairs of key and value).
+func (h *harness) sum(t *testing.T, name string, kv ...string) int64 {
 	m, err := h.tel.GetMetric(name)
 	if err != nil {
 		return 0
@@ -91,9 +105,23 @@ func (h *harness) sum(t *testing.T, name string) int64 {
 	require.True(t, ok)
 	var n int64
 	for _, dp := range s.DataPoints {
-		n += dp.Value
+		match := true
+		for i := 0; i+1 < len(kv); i += 2 {
+			v, ok := dp.Attributes.Value(attribute.Key(kv[i]))
+			match = match && ok && v.Emit() == kv[i+1]
+		}
+		if match {
+			n += dp.Value
+		}
 	}
 	return n
+}
+
+// flush ticks once and waits for the flush to reach the sink.
+func (h *harness) flush(t *testing.T) {
+	n := len(h.sink.AllMetrics())
+	h.tick <- time.Now()
+	require.Eventually(t, func() bool { return len(h.sink.AllMetrics()) > n }, 10*time.Second, time.Millisecond)
 }
 
 func newHarness(t *testing.T, cfg *Config, rec *telemetrydoc.Recorder) *harness {
@@ -109,6 +137,7 @@ func newHarness(t *testing.T, cfg *Config, rec *telemetrydoc.Recorder) *harness 
 	c, err := newConnector(set, cfg, h.sink, func(time.Duration) (<-chan time.Time, func()) { return h.tick, func() {} })
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, c.Shutdown(context.Background())) })
 	h.c = c
 	return h
 }
@@ -171,14 +200,16 @@ func TestLogsToMetrics(t *testing.T) {
 		result{name: "tool_error", label: "pass", score: f(0.95), trace: 3}, // agent from the resource, no model
 		result{name: "helpful", errType: "timeout", agent: "travel_agent", trace: 4},
 	)))
-	h.tick <- time.Now()
-	require.Eventually(t, func() bool { return h.sink.DataPointCount() > 0 }, 10*time.Second, time.Millisecond)
+	h.flush(t) // new series at 0
+	h.flush(t)
 
 	want := map[string]int64{
 		"gen_ai.agent.name=travel_agent,gen_ai.evaluation.name=tool_error,gen_ai.evaluation.score.label=pass,gen_ai.request.model=gpt-4o,service.name=travel,service.version=1.0": 1,
 		"gen_ai.agent.name=travel_agent,gen_ai.evaluation.name=tool_error,gen_ai.evaluation.score.label=fail,gen_ai.request.model=gpt-4o,service.name=travel,service.version=1.0": 1,
 		"gen_ai.agent.name=resource_agent,gen_ai.evaluation.name=tool_error,gen_ai.evaluation.score.label=pass,service.name=travel,service.version=1.0":                           1,
 		"error.type=timeout,gen_ai.agent.name=travel_agent,gen_ai.evaluation.name=helpful,service.name=travel,service.version=1.0":                                                1,
+		// The sibling of the pass series, at 0.
+		"gen_ai.agent.name=resource_agent,gen_ai.evaluation.name=tool_error,gen_ai.evaluation.score.label=fail,service.name=travel,service.version=1.0": 0,
 	}
 	require.Equal(t, want, counts(t, h.last(t, metricResults)))
 	require.Equal(t, "{result}", h.last(t, metricResults).Unit())
@@ -265,8 +296,8 @@ func TestMaxSeriesOverflow(t *testing.T) {
 	require.NoError(t, h.c.ConsumeLogs(context.Background(), resultLogs("1", rs...)))
 	require.NoError(t, h.c.Shutdown(context.Background()))
 	got := counts(t, h.last(t, metricResults))
-	require.Len(t, got, 3)
-	require.Equal(t, int64(3), got["otel.metric.overflow=true"])
+	require.Len(t, got, 3, "a's pass series, its fail sibling at 0, the overflow series")
+	require.Equal(t, int64(4), got["otel.metric.overflow=true"])
 	var total int64
 	for _, v := range got {
 		total += v
@@ -274,7 +305,7 @@ func TestMaxSeriesOverflow(t *testing.T) {
 	require.Equal(t, int64(5), total)
 	hd := h.last(t, metricScore).Histogram().DataPoints()
 	require.Equal(t, 3, hd.Len())
-	require.Equal(t, int64(6), h.sum(t, "otelcol_connector_evalmetrics_results_overflow"))
+	require.Equal(t, int64(7), h.sum(t, "otelcol_connector_evalmetrics_results_overflow"))
 }
 
 // The contract's YAML unmarshals into the config; bad values are refused.
@@ -299,6 +330,9 @@ func TestConfig(t *testing.T) {
 		{func(c *Config) { c.FlushInterval = 0 }, "flush_interval"},
 		{func(c *Config) { c.Dimensions = []string{"a", "a"} }, "twice"},
 		{func(c *Config) { c.Dimensions = []string{"error.type"} }, "written by the connector"},
+		{func(c *Config) { c.Dimensions = []string{"gen_ai.evaluation.evaluator.version"} }, "written by the connector"},
+		{func(c *Config) { c.MaxAbsScore = 0 }, "max_abs_score"},
+		{func(c *Config) { c.MaxAbsScore = math.Inf(1) }, "max_abs_score"},
 	} {
 		cfg := createDefaultConfig()
 		c.mod(cfg)

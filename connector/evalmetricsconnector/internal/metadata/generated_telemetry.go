@@ -22,6 +22,7 @@ type TelemetryBuilder struct {
 	registrations                       telemetrygen.Registrations
 	ConnectorEvalmetricsResultsInvalid  metric.Int64Counter
 	ConnectorEvalmetricsResultsOverflow metric.Int64Counter
+	ConnectorEvalmetricsScoresRejected  metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to the default builder.
@@ -48,6 +49,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_evalmetrics_results_overflow",
 		metric.WithDescription("Data points counted under otel.metric.overflow=\"true\" because their metric had max_series label sets."),
 		metric.WithUnit("{datapoint}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorEvalmetricsScoresRejected, err = builder.meter.Int64Counter(
+		"otelcol_connector_evalmetrics_scores_rejected",
+		metric.WithDescription("Scores not recorded in gen_ai.evaluation.score because they are not finite (NaN, ±Inf) or their magnitude exceeds max_abs_score; the result is still counted in gen_ai.evaluation.results."),
+		metric.WithUnit("{score}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs
