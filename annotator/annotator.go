@@ -38,6 +38,19 @@ const (
 	maxReasonBytes = 1024
 )
 
+// EventName and EventEvalName are the result event's name and its
+// evaluator attribute, for code that reads results back (stream mode's
+// result spans copy them from the evaluated span).
+const (
+	EventName     = eventName
+	EventEvalName = eventEvalName
+)
+
+// AttrTargetSpanName names, on a span evalbridge made to carry results
+// (a late result, a stream-mode result span), the span they are about: its
+// parent.
+const AttrTargetSpanName = "eval.target.span_name"
+
 // Attribute keys of one evaluator instance.
 func ScoreKey(name string) string     { return AttrPrefix + name + ".score" }
 func passedKey(name string) string    { return AttrPrefix + name + ".passed" }

@@ -35,6 +35,8 @@ type cpuOptions struct {
 	profile   string // directory for CPU profiles of the collector; "" for none
 	// groupbytrace adds groupbyTracePipeline to the pipelines compared.
 	groupbytrace bool
+	// stream adds streamPipeline.
+	stream bool
 	out          io.Writer
 }
 
@@ -44,15 +46,33 @@ var cpuPipelines = []string{"[batch]", "[eval, batch]"}
 // groupbyTracePipeline holds traces as eval does, and scores nothing.
 const groupbyTracePipeline = "[groupbytrace, batch]"
 
+// streamPipeline is [eval, batch] with eval in stream mode
+// (docs/contract.md §26): spans go on at once, results follow.
+const streamPipeline = "[eval (stream), batch]"
+
 // cpuWait is how long eval waits after a trace's last span, and
 // groupbytrace after its first, in the cpu command's pipelines.
 const cpuWait = time.Second
 
 func (o cpuOptions) pipelines() []string {
-	if o.groupbytrace {
-		return append(slices.Clone(cpuPipelines), groupbyTracePipeline)
+	pls := slices.Clone(cpuPipelines)
+	if o.stream {
+		pls = append(pls, streamPipeline)
 	}
-	return cpuPipelines
+	if o.groupbytrace {
+		pls = append(pls, groupbyTracePipeline)
+	}
+	return pls
+}
+
+// cpuScenario is the collector's scenario for pipeline.
+func cpuScenario(name, pipeline string) scenario {
+	sc := scenario{name: name, eval: fmt.Sprintf("wait: %s\n    timeout: 5s", cpuWait), evals: normalEvaluators, processors: pipeline}
+	if pipeline == streamPipeline {
+		sc.processors = "[eval, batch]"
+		sc.eval += "\n    mode: stream"
+	}
+	return sc
 }
 
 func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -68,11 +88,12 @@ func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.keep, "keep", false, "keep the generated configs and collector logs")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the collector during each load into this directory (from its pprof extension)")
 	fs.BoolVar(&o.groupbytrace, "groupbytrace", false, "also run [groupbytrace, batch] (holding only, no scoring); builds the collector with -tags groupbytrace, or give one built so")
+	fs.BoolVar(&o.stream, "stream", false, "also run "+streamPipeline+": eval in mode: stream")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 || o.load.plainShare < 0 || o.load.plainShare > 1 {
-		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace]")
+		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace] [-stream]")
 		return errUsage
 	}
 	return runCPU(ctx, o)
@@ -91,6 +112,9 @@ type cpuRun struct {
 	// retried are the requests the collector refused (retryable) and the
 	// load generator sent again: each is received and decoded again.
 	retried int64
+	// delays are the spans' times from their request's send to their
+	// arrival at the sink.
+	delays []time.Duration
 }
 
 func (r cpuRun) perSpan() float64 {
@@ -113,7 +137,7 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 		}
 	}
 	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
-	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span retried")
+	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span retried delay_p50_ms delay_p99_ms")
 	pipelines := o.pipelines()
 	var runs []cpuRun
 	for round := 1; round <= o.rounds; round++ {
@@ -129,14 +153,15 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, pl, err)
 			}
-			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f %d\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
-				float64(r.switches)/float64(max(r.spans, 1)), r.retried)
+			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f %d %.1f %.1f\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
+				float64(r.switches)/float64(max(r.spans, 1)), r.retried, ms(percentile(r.delays, 50)), ms(percentile(r.delays, 99)))
 			r.round = round
 			runs = append(runs, r)
 		}
 	}
 	fmt.Fprintf(o.out, "# load average after %s\n", loadAverage())
 	writeCPUSummary(o.out, pipelines, runs)
+	writeDelaySummary(o.out, pipelines, runs)
 	return nil
 }
 
@@ -188,7 +213,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	if err != nil {
 		return cpuRun{}, err
 	}
-	sc := scenario{name: name, eval: fmt.Sprintf("wait: %s\n    timeout: 5s", cpuWait), evals: normalEvaluators, processors: pipeline}
+	sc := cpuScenario(name, pipeline)
 	col, err := startCollector(bin, dir, name, collectorConfig(sc, p, s.addr, "", ""), p)
 	if err != nil {
 		return cpuRun{}, err
@@ -231,7 +256,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 		return cpuRun{}, fmt.Errorf("not every acknowledged span arrived within 60 s (log %s)", filepath.Join(dir, name+".log"))
 	}
 	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before, switches: switches,
-		retried: l.stats.retried.Load()}, nil
+		retried: l.stats.retried.Load(), delays: spanDelays(l, s)}, nil
 }
 
 // hasProcessor checks, before any load, that collector binary bin was built
@@ -336,4 +361,68 @@ func median(v []float64) float64 {
 		return v[len(v)/2]
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// spanDelays is, for each span that arrived, the time from the first send
+// of a request carrying it to its first arrival at the sink.
+func spanDelays(l *load, s *sink) []time.Duration {
+	arr, _, _, _, _ := s.snapshot()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]time.Duration, 0, len(arr))
+	for seq, si := range l.gen.spans {
+		if a, ok := arr[int64(seq)]; ok && si.reqSent > 0 {
+			out = append(out, a.first.Sub(time.Unix(0, si.reqSent)))
+		}
+	}
+	return out
+}
+
+// percentile is the p-th percentile of ds (the ceil(p/100 n)-th smallest);
+// 0 for none. ds is sorted in place.
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[(len(ds)*p+99)/100-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+
+// writeDelaySummary prints each pipeline's span delay percentiles (the
+// median over rounds) and, for each after the first, the median over
+// rounds of its p99 minus the first's in the same round: the latency the
+// processor adds.
+func writeDelaySummary(w io.Writer, pipelines []string, runs []cpuRun) {
+	p99Of := func(round int, pl string) (time.Duration, bool) {
+		for _, r := range runs {
+			if r.round == round && r.pipeline == pl && len(r.delays) > 0 {
+				return percentile(r.delays, 99), true
+			}
+		}
+		return 0, false
+	}
+	for i, pl := range pipelines {
+		var p50, p90, p99, added []float64
+		for _, r := range runs {
+			if r.pipeline != pl || len(r.delays) == 0 {
+				continue
+			}
+			p50 = append(p50, ms(percentile(r.delays, 50)))
+			p90 = append(p90, ms(percentile(r.delays, 90)))
+			p99 = append(p99, ms(percentile(r.delays, 99)))
+			if ref, ok := p99Of(r.round, pipelines[0]); ok && i > 0 {
+				added = append(added, ms(percentile(r.delays, 99)-ref))
+			}
+		}
+		if len(p99) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "span delay %s: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms", pl, median(p50), median(p90), median(p99))
+		if len(added) > 0 {
+			fmt.Fprintf(w, "; p99 added over %s: %.1f ms (median of %d rounds)", pipelines[0], median(added), len(added))
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -98,3 +98,36 @@ func TestCPUGroupbytraceNeedsTheTaggedBuild(t *testing.T) {
 	require.NoError(t, os.WriteFile(bin, []byte(tagged), 0o755))
 	assert.NoError(t, hasProcessor(t.Context(), bin, "groupbytrace"))
 }
+
+// -stream adds [eval, batch] with eval in stream mode: the same config as
+// [eval, batch] but for mode: stream.
+func TestCPUStreamPipeline(t *testing.T) {
+	pls := cpuOptions{stream: true}.pipelines()
+	require.Equal(t, append(slices.Clone(cpuPipelines), streamPipeline), pls)
+	p := ports{grpc: 1, health: 2, pprof: 3, metrics: 4}
+	hold := collectorConfig(cpuScenario("cpu", "[eval, batch]"), p, "127.0.0.1:5", "", "")
+	stream := collectorConfig(cpuScenario("cpu", streamPipeline), p, "127.0.0.1:5", "", "")
+	assert.Contains(t, stream, "      processors: [eval, batch]\n")
+	assert.Equal(t, hold, strings.Replace(stream, "\n    mode: stream", "", 1))
+	assert.NotEqual(t, hold, stream)
+}
+
+// The delay summary: percentiles per pipeline, and the p99 each adds over
+// the first pipeline in the same round.
+func TestCPUDelaySummary(t *testing.T) {
+	ds := func(base time.Duration) []time.Duration {
+		var out []time.Duration
+		for i := 1; i <= 100; i++ {
+			out = append(out, base+time.Duration(i)*time.Millisecond)
+		}
+		return out
+	}
+	runs := []cpuRun{
+		{round: 1, pipeline: "[batch]", delays: ds(0)},
+		{round: 1, pipeline: streamPipeline, delays: ds(time.Millisecond)},
+	}
+	var out bytes.Buffer
+	writeDelaySummary(&out, []string{"[batch]", streamPipeline}, runs)
+	assert.Equal(t, "span delay [batch]: p50 50.0 ms, p90 90.0 ms, p99 99.0 ms\n"+
+		"span delay [eval (stream), batch]: p50 51.0 ms, p90 91.0 ms, p99 100.0 ms; p99 added over [batch]: 1.0 ms (median of 1 rounds)\n", out.String())
+}

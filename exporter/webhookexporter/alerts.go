@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/annotator"
 )
 
@@ -83,7 +84,8 @@ func appendSpanAlerts(out []Alert, span ptrace.Span, service string, allow map[s
 		return out
 	}
 	traceID := traceIDString(span.TraceID())
-	spanID := spanIDString(span.SpanID())
+	evaluated, spanName := evaluatedSpan(span)
+	spanID := spanIDString(evaluated)
 	agent := ""
 	for _, k := range agentNameKeys {
 		if a, ok := attrs.Get(k); ok && a.AsString() != "" {
@@ -109,7 +111,7 @@ func appendSpanAlerts(out []Alert, span ptrace.Span, service string, allow map[s
 		a := Alert{
 			TraceID:     traceID,
 			SpanID:      spanID,
-			SpanName:    span.Name(),
+			SpanName:    spanName,
 			ServiceName: service,
 			AgentName:   agent,
 			Evaluator:   name,
@@ -184,6 +186,20 @@ func traceIDString(id pcommon.TraceID) string {
 		return ""
 	}
 	return id.String()
+}
+
+// evaluatedSpan is the id and name of the span span's results are about:
+// span itself, or, for a span evalbridge made to carry them (stream mode's
+// result spans, late results: eval.generated, a child of the evaluated
+// span, named by eval.target.span_name), its parent.
+func evaluatedSpan(span ptrace.Span) (pcommon.SpanID, string) {
+	attrs := span.Attributes()
+	if g, ok := attrs.Get(adapter.AttrGenerated); ok && g.Type() == pcommon.ValueTypeBool && g.Bool() && !span.ParentSpanID().IsEmpty() {
+		if n, ok := attrs.Get(annotator.AttrTargetSpanName); ok {
+			return span.ParentSpanID(), n.AsString()
+		}
+	}
+	return span.SpanID(), span.Name()
 }
 
 func spanIDString(id pcommon.SpanID) string {

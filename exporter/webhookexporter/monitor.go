@@ -197,7 +197,8 @@ func (m *monitor) observeSpan(span ptrace.Span, res pcommon.Map, now time.Time) 
 	g.win.add(now, m.width, isFailed, score, hasScore)
 	g.last = now.UnixNano()
 	if isFailed {
-		g.addSample(sample{traceID: span.TraceID(), spanID: span.SpanID(), at: now.UnixNano()})
+		evaluated, _ := evaluatedSpan(span)
+		g.addSample(sample{traceID: span.TraceID(), spanID: evaluated, at: now.UnixNano()})
 	}
 	if !g.touched {
 		g.touched = true

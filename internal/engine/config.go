@@ -82,9 +82,21 @@ type Config struct {
 	// retryable error is retried; past max_elapsed_time it is dropped,
 	// logged and counted. evalctl reads and ignores it.
 	ReleaseRetry configretry.BackOffConfig `mapstructure:"release_retry"`
+	// Mode is how the processor treats the spans it scores
+	// (docs/contract.md §26): `hold` keeps a GenAI trace's spans until it
+	// is scored and writes the results onto them; `stream` lets every span
+	// go on at once, keeps only what the cases read, and emits the results
+	// as result spans and records. evalctl reads and ignores it.
+	Mode string `mapstructure:"mode"`
 
 	_ struct{}
 }
+
+// Values of `mode`.
+const (
+	ModeHold   = "hold"
+	ModeStream = "stream"
+)
 
 // Defaults of the §17 bounds.
 const (
@@ -120,6 +132,7 @@ func NewDefaultConfig() Config {
 		MaxHold:              DefaultMaxHold,
 		MaxTraceSpans:        DefaultMaxTraceSpans,
 		ReleaseRetry:         NewDefaultReleaseRetry(),
+		Mode:                 ModeHold,
 	}
 }
 
@@ -147,6 +160,15 @@ func (c *Config) Validate() error {
 	errs = append(errs, configerr.Positive("max_trace_spans", c.MaxTraceSpans))
 	// release_retry validates itself (confmap.Validate walks into it).
 	errs = append(errs, configerr.Positive("workers", c.Workers))
+	switch c.Mode {
+	case ModeHold:
+	case ModeStream:
+		if !c.Sampling.All() {
+			errs = append(errs, errors.New("sampling: needs held spans to drop and cannot be used with mode: stream (every span goes on at once); remove sampling or use mode: hold"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("mode: %q must be hold or stream", c.Mode))
+	}
 	if len(c.Evaluators) == 0 {
 		errs = append(errs, errors.New("evaluators: at least one evaluator is required"))
 	}

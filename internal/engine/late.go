@@ -323,8 +323,11 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 // Attributes of a late-result span besides the eval.<name>.* results.
 const (
 	AttrLate           = "eval.late"
-	AttrTargetSpanName = "eval.target.span_name"
+	AttrTargetSpanName = annotator.AttrTargetSpanName
 )
+
+// NewSpanID is a random span id for a span evalbridge makes.
+func NewSpanID() pcommon.SpanID { return newSpanID() }
 
 func newSpanID() pcommon.SpanID {
 	var id pcommon.SpanID

@@ -100,6 +100,11 @@ func (e *Engine) redactResults(results []evaluators.Result) {
 	}
 }
 
+// RedactCopied masks the given string attributes of a span the caller
+// made from an evaluated span (stream mode's result spans), as
+// redactCopied does for the engine's own.
+func (e *Engine) RedactCopied(attrs pcommon.Map, keys ...string) { e.redactCopied(attrs, keys...) }
+
 // redactCopied masks the given string attributes of a span evalbridge
 // creates (an evaluate_session span, a late-result span): the text they
 // copy from the evaluated spans (conversation id, agent name, span name)

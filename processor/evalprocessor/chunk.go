@@ -36,6 +36,9 @@ type chunk struct {
 	shared []*sharedResource
 	root   bool
 	spans  int
+	// kept, in stream mode, is what the chunk keeps instead of td or ld
+	// (streamkept.go).
+	kept *keptPart
 
 	// The source resource and scope of the last span copied, and their
 	// copies.

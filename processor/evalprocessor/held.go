@@ -111,7 +111,9 @@ func (h *heldSet) add(c *chunk, now time.Time, restored, unbounded bool) (ok boo
 		h.lists[0].moveToBack(t)
 	}
 	t.lastSeen = now
-	if c.isLogs {
+	if c.kept != nil {
+		t.keep(c) // stream mode
+	} else if c.isLogs {
 		if n := t.dropRestoredLogs(c, restored); n > 0 {
 			h.tel.recordsRedelivered.Add(context.Background(), int64(n))
 		}
@@ -283,12 +285,18 @@ type heldTrace struct {
 	// outcome is what its results say, for sampling (sampling.go).
 	outcome sampleOutcome
 
+	// Stream mode (stream.go): what is kept instead of parts and logParts
+	// until it is scored, the GenAI records among it, and the result spans.
+	kept        []keptPart
+	keptRecords int
+	resultSpans []routedTraces
+
 	prev, next [3]*heldTrace
 	in         [3]bool
 }
 
 // size is what max_trace_spans bounds: spans plus GenAI log records held.
-func (t *heldTrace) size() int { return t.spans + len(t.records) }
+func (t *heldTrace) size() int { return t.spans + len(t.records) + t.keptRecords }
 
 // ingestLogs adds a log chunk to its held trace.
 func (t *heldTrace) ingestLogs(c *chunk) {

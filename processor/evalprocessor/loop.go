@@ -61,6 +61,9 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 	for _, c := range m.chunks {
 		ok, t := p.held.add(c, now, m.restored, m.unscored != "")
 		switch {
+		case !ok && c.kept != nil:
+			// Stream mode: it went on when it came; the trace was scored.
+			p.tel.spansLate.Add(context.Background(), int64(c.spans))
 		case !ok && c.isLogs:
 			p.tel.logRecordsLate.Add(context.Background(), int64(c.count))
 			p.fwd.pushLogs(routed[plog.Logs]{route: c.route, data: c.ld, n: c.count, keys: keysOf(c), shared: c.logsShared})
@@ -106,6 +109,10 @@ func (p *evalProcessor) release(ts []*heldTrace, now time.Time, score bool, reas
 // on, in its group when g is set, counting them as unscored when reason is
 // set. It is the one place a released trace leaves the processor.
 func (p *evalProcessor) forwardReleased(t *heldTrace, g *group, reason string) {
+	if p.streaming {
+		p.forwardStreamed(t, g, reason)
+		return
+	}
 	if reason != "" {
 		p.tel.unscored(context.Background(), reason, t.spans)
 	}

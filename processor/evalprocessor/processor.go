@@ -90,6 +90,9 @@ type evalProcessor struct {
 
 	// store is the durable hold store (storage:, durable.go); nil without it.
 	store *holdStore
+
+	// streaming: mode: stream (stream.go).
+	streaming bool
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk *clock) (*evalProcessor, error) {
@@ -107,6 +110,8 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 		tel:    tel,
 		routes: &routes{id: set.ID},
 		pool:   newWorkerPool(cfg, tel, set.Logger),
+
+		streaming: cfg.Mode == engine.ModeStream,
 	}
 	if clk != nil {
 		p.clk = *clk
@@ -121,7 +126,8 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, clk
 // collector hands it data of its own (a fan-out clones for it). Input
 // marked read-only is copied instead and left as it came.
 func (p *evalProcessor) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: true}
+	// Stream mode only reads what comes: a fan-out need not clone for it.
+	return consumer.Capabilities{MutatesData: !p.streaming}
 }
 
 // Start builds the engine and starts the loop, the workers and the
@@ -163,6 +169,9 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 		p.pool.score = eng.ScoreTraceAsync
 	}
 	p.pool.resultLogs = p.resultLogsOn()
+	if p.streaming {
+		p.pool.resultSpans = p.resultSpans
+	}
 	p.pool.release = p.forwardReleased
 	p.pool.start(p.runCtx)
 	go p.fwd.run()
@@ -219,6 +228,9 @@ func (p *evalProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 
 // consumeTraces routes the spans that came in through route rt (ingest.go).
 func (p *evalProcessor) consumeTraces(ctx context.Context, td ptrace.Traces, rt route) error {
+	if p.streaming {
+		return consumeStream(ctx, p, p.spansIn, keepSpans, td, rt)
+	}
 	return consume(ctx, p, p.spansIn, td, rt)
 }
 
@@ -228,6 +240,9 @@ func (p *evalProcessor) consumeTraces(ctx context.Context, td ptrace.Traces, rt 
 // it), is held (moved, or copied from read-only input); everything else
 // goes on at once, as it is.
 func (p *evalProcessor) consumeLogs(ctx context.Context, ld plog.Logs, rt route) error {
+	if p.streaming {
+		return consumeStream(ctx, p, p.logsIn, keepLogs, ld, rt)
+	}
 	return consume(ctx, p, p.logsIn, ld, rt)
 }
 

@@ -50,6 +50,9 @@ type workerPool struct {
 	score scoreFunc
 	// resultLogs: results are also emitted as log records.
 	resultLogs bool
+	// resultSpans, in stream mode, builds the result spans of a scored
+	// trace (stream.go).
+	resultSpans func(engine.Report, []adapter.SpanRef, func(adapter.SpanRef) any, time.Time) []routedTraces
 	// release hands a trace on, in its group when g is set, counted as
 	// unscored when reason is set.
 	release func(t *heldTrace, g *group, reason string)
@@ -138,6 +141,9 @@ func (wp *workerPool) process(w *workerSlot, j job) bool {
 		return true
 	}
 	if j.score && wp.ctx.Err() == nil {
+		if err := j.t.unpack(); err != nil { // stream mode's kept form; hold mode has none
+			wp.badInput(wp.ctx, j.t.id, []string{err.Error()})
+		}
 		return wp.scoreTrace(w, j)
 	}
 	reason := j.reason
@@ -317,6 +323,9 @@ func (r *scoreRun) finish(rep engine.Report) {
 		g = nil // it left its group: it goes on by itself
 	}
 	t.outcome = outcomeOf(rep)
+	if wp.resultSpans != nil {
+		t.resultSpans = wp.resultSpans(rep, r.refs, r.opts.Origin, r.start)
+	}
 	copyResults(spanDups{scored: r.refs, copies: r.copies, origin: r.opts.Origin}, nil)
 	wp.release(t, g, reason)
 }

@@ -1,0 +1,216 @@
+package evalprocessor
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/annotator"
+	"github.com/evalbridge/evalbridge/internal/engine"
+)
+
+// Stream mode (docs/contract.md §26): every span and log record goes on in
+// the call that brought it, unchanged. Of the GenAI traces the processor
+// keeps only what their cases read (streamkept.go), holds that by the same
+// rules and in the same held set as hold mode (wait, max_hold,
+// max_trace_spans, max_traces), and scores it with the same workers and
+// engine. What differs is where the results go: one result span per
+// evaluated span, its child in the same trace, and the result log records.
+
+// keepFunc extracts what stream mode keeps of a request (keepSpans,
+// keepLogs).
+type keepFunc[B pdata] func(B, map[pcommon.TraceID]decision, route) []*chunk
+
+// consumeStream is stream mode's consume call: b goes on through route rt
+// as it came, and what the cases of its GenAI traces read is kept. When
+// the next consumer refuses b, nothing of it is kept (the sender retries
+// it; a span kept twice would be scored once anyway).
+func consumeStream[B pdata, I any](ctx context.Context, p *evalProcessor, in *ingestPath[B, I], keep keepFunc[B], b B, rt route) error {
+	p.lifeMu.RLock()
+	if !p.running {
+		p.lifeMu.RUnlock()
+		return p.forwardSync(ctx, in.send(ctx, rt, b))
+	}
+	r := routeItems(p.held, in, b)
+	add(ctx, in.invalid, r.invalid)
+	var chunks []*chunk
+	if r.held > 0 {
+		// Before b goes on: the next consumer may change it.
+		chunks = keep(b, r.dec, rt)
+	}
+	if err := p.forwardSync(ctx, in.send(ctx, rt, b)); err != nil {
+		if r.held > 0 {
+			p.takeBack(r.dec, nil)
+		}
+		p.lifeMu.RUnlock()
+		return err
+	}
+	if len(chunks) > 0 {
+		p.in <- ingestMsg{chunks: chunks, at: p.clk.now()}
+	}
+	p.lifeMu.RUnlock()
+	add(ctx, in.late, r.late)
+	if in.newPartition != nil && r.started > 0 && p.partitions.recent(ctx, p.clk.now(), p.cfg.Wait) {
+		in.newPartition.Add(ctx, int64(r.started))
+	}
+	return nil
+}
+
+// Result spans: what a result span is called and what it carries besides
+// the evaluated span's results.
+const (
+	resultSpanName = "evaluation"
+	attrAgentName  = "gen_ai.agent.name"
+)
+
+// resultSpans builds, for a scored trace, one result span per evaluated
+// span: in its trace, its child, under its resource, named by
+// eval.target.span_name, with gen_ai.agent.name and the eval.* attributes
+// and gen_ai.evaluation.result events the engine wrote onto it, and
+// eval.generated (never a case itself). They go through the route the
+// evaluated span came in (origin).
+func (p *evalProcessor) resultSpans(rep engine.Report, refs []adapter.SpanRef, origin func(adapter.SpanRef) any, start time.Time) []routedTraces {
+	if len(rep.Evaluations) == 0 {
+		return nil
+	}
+	startTS, endTS := pcommon.NewTimestampFromTime(start), pcommon.NewTimestampFromTime(time.Now())
+	var out []routedTraces
+	type target struct {
+		id    pcommon.SpanID
+		names []string
+	}
+	// One result span per evaluated span: a span may anchor an llm and an
+	// agent case.
+	var targets []target
+	for i := range rep.Evaluations {
+		ev := &rep.Evaluations[i]
+		k := 0
+		for k < len(targets) && targets[k].id != ev.Case.SpanID {
+			k++
+		}
+		if k == len(targets) {
+			targets = append(targets, target{id: ev.Case.SpanID})
+		}
+		for j := range ev.Results {
+			targets[k].names = append(targets[k].names, ev.Results[j].Name)
+		}
+	}
+	for _, tg := range targets {
+		ref, ok := refOf(refs, tg.id)
+		if !ok {
+			continue
+		}
+		rt := route(0)
+		if origin != nil {
+			rt, _ = origin(ref).(route)
+		}
+		k := 0
+		for k < len(out) && out[k].route != rt {
+			k++
+		}
+		if k == len(out) {
+			out = append(out, routedTraces{route: rt, data: ptrace.NewTraces()})
+		}
+		o := &out[k]
+		rs := o.data.ResourceSpans().AppendEmpty()
+		ref.Resource().CopyTo(rs.Resource())
+		ss := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().SetName(scopeName)
+		sp := ss.Spans().AppendEmpty()
+		sp.SetTraceID(ref.Span.TraceID())
+		sp.SetSpanID(engine.NewSpanID())
+		sp.SetParentSpanID(tg.id)
+		sp.SetName(resultSpanName)
+		sp.SetKind(ptrace.SpanKindInternal)
+		sp.SetStartTimestamp(startTS)
+		sp.SetEndTimestamp(endTS)
+		attrs := sp.Attributes()
+		attrs.PutStr(engine.AttrTargetSpanName, ref.Span.Name())
+		attrs.PutBool(adapter.AttrGenerated, true)
+		agent := agentNameOf(rep, tg.id, ref)
+		if agent != "" {
+			attrs.PutStr(attrAgentName, agent)
+		}
+		p.eng.RedactCopied(attrs, engine.AttrTargetSpanName, attrAgentName)
+		copyEvaluation(ref.Span, sp, tg.names)
+		o.n++
+	}
+	return out
+}
+
+// agentNameOf is the agent name of the evaluated span: its case's, else
+// the span's own attribute.
+func agentNameOf(rep engine.Report, id pcommon.SpanID, ref adapter.SpanRef) string {
+	for i := range rep.Evaluations {
+		if c := rep.Evaluations[i].Case; c.SpanID == id && c.AgentName != "" {
+			return c.AgentName
+		}
+	}
+	if v, ok := ref.Span.Attributes().Get(attrAgentName); ok {
+		return v.AsString()
+	}
+	return ""
+}
+
+// copyEvaluation copies onto dst what the engine wrote onto src for the
+// evaluator instances names: their eval.<name>.* attributes, eval.failed
+// and their gen_ai.evaluation.result events, so the result span carries
+// exactly what hold mode leaves on the evaluated span.
+func copyEvaluation(src, dst ptrace.Span, names []string) {
+	sa, da := src.Attributes(), dst.Attributes()
+	sa.Range(func(k string, v pcommon.Value) bool {
+		if k == annotator.AttrFailed || resultKeyOf(k, names) {
+			v.CopyTo(da.PutEmpty(k))
+		}
+		return true
+	})
+	evs := src.Events()
+	for i := 0; i < evs.Len(); i++ {
+		ev := evs.At(i)
+		if ev.Name() != annotator.EventName {
+			continue
+		}
+		if n, ok := ev.Attributes().Get(annotator.EventEvalName); ok && slices.Contains(names, n.Str()) {
+			ev.CopyTo(dst.Events().AppendEmpty())
+		}
+	}
+}
+
+// resultKeyOf says whether k is an eval.<name>.* key of one of names.
+func resultKeyOf(k string, names []string) bool {
+	const prefix = annotator.AttrPrefix
+	if len(k) <= len(prefix) || k[:len(prefix)] != prefix {
+		return false
+	}
+	rest := k[len(prefix):]
+	for _, n := range names {
+		if len(rest) > len(n) && rest[:len(n)] == n && rest[len(n)] == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardStreamed ends a released stream-mode trace: its spans went on
+// when they came; what goes now is its result spans (in its group, when g
+// is set) and result records.
+func (p *evalProcessor) forwardStreamed(t *heldTrace, g *group, reason string) {
+	if reason != "" {
+		p.tel.unscored(context.Background(), reason, t.spans)
+	}
+	p.tel.tracesHeld.Add(context.Background(), -1)
+	p.forwardLogs(t, t.results, t.resultN)
+	rts := t.resultSpans
+	t.parts, t.kept, t.resultSpans = nil, nil, nil
+	if g != nil {
+		g.add(rts)
+		return
+	}
+	for _, rt := range rts {
+		p.fwd.pushTraces(rt)
+	}
+}

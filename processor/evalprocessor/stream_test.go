@@ -1,0 +1,259 @@
+package evalprocessor
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/annotator"
+	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/engine"
+)
+
+// modePipelines is one eval component of mode in a traces and a logs
+// pipeline built by the factory, started, with their sinks.
+type modePipelines struct {
+	tr    processor.Traces
+	lg    processor.Logs
+	spans *consumertest.TracesSink
+	logs  *consumertest.LogsSink
+}
+
+func startMode(t *testing.T, mode string) *modePipelines {
+	t.Helper()
+	f := NewFactory()
+	cfg := f.CreateDefaultConfig().(*Config)
+	cfg.Wait = 20 * time.Millisecond
+	cfg.Mode = mode
+	cfg.Evaluators = []evaluators.Config{
+		{Type: "tool_error"},
+		{Type: "token_usage", Name: "tokens", Case: adapter.LevelLLM, Options: map[string]any{"max_total": 100}},
+	}
+	require.NoError(t, confmap.Validate(cfg))
+	set := processortest.NewNopSettings(Type)
+	m := &modePipelines{spans: new(consumertest.TracesSink), logs: new(consumertest.LogsSink)}
+	var err error
+	m.tr, err = f.CreateTraces(context.Background(), set, cfg, m.spans)
+	require.NoError(t, err)
+	m.lg, err = f.CreateLogs(context.Background(), set, cfg, m.logs)
+	require.NoError(t, err)
+	startAll(t, m.tr, m.lg)
+	t.Cleanup(func() {
+		require.NoError(t, m.tr.Shutdown(context.Background()))
+		require.NoError(t, m.lg.Shutdown(context.Background()))
+	})
+	return m
+}
+
+// streamTrace is trace tr in two requests, as an SDK exports a run: the
+// LLM call, a tool with an HTTP span under it; then the failed tool and
+// the agent span (the root). The LLM span has token counts.
+func streamTrace(tr byte) (first, second ptrace.Traces) {
+	a := newBatch()
+	llm := a.llm(tr, 2, "book me a flight")
+	llm.Attributes().PutInt("gen_ai.usage.input_tokens", 40)
+	llm.Attributes().PutInt("gen_ai.usage.output_tokens", 90)
+	llm.Attributes().PutStr("gen_ai.response.id", "resp-1")
+	a.tool(tr, 3, "search_flights", false)
+	a.plain(tr, 5, 3)
+	b := newBatch()
+	b.tool(tr, 4, "book_hotel", true)
+	b.agent(tr)
+	return a.td, b.td
+}
+
+func protoOf(t *testing.T, td ptrace.Traces) []byte {
+	t.Helper()
+	b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	require.NoError(t, err)
+	return b
+}
+
+// In stream mode every span goes on in the call that brought it, as it
+// came; once the trace is complete, its results come as result spans and
+// records equal to what hold mode writes for the same trace; a span of the
+// trace that comes after goes on and brings no second result.
+func TestStreamModeForwardsAtOnceAndEmitsHoldModesResults(t *testing.T) {
+	hold := startMode(t, engine.ModeHold)
+	stream := startMode(t, engine.ModeStream)
+	ctx := context.Background()
+
+	// hold mode: the reference
+	h1, h2 := streamTrace(1)
+	require.NoError(t, hold.tr.ConsumeTraces(ctx, h1))
+	require.NoError(t, hold.tr.ConsumeTraces(ctx, h2))
+	require.Eventually(t, func() bool { return hold.spans.SpanCount() == 5 && hold.logs.LogRecordCount() == 2 },
+		10*time.Second, time.Millisecond)
+	held := spansOf(hold.spans, 1)
+
+	s1, s2 := streamTrace(1)
+	want1, want2 := protoOf(t, s1), protoOf(t, s2)
+	require.NoError(t, stream.tr.ConsumeTraces(ctx, s1))
+	require.Equal(t, 3, stream.spans.SpanCount(), "the first request's spans went on in the call")
+	require.NoError(t, stream.tr.ConsumeTraces(ctx, s2))
+	require.Equal(t, 5, stream.spans.SpanCount(), "the second request's spans went on in the call")
+	assert.Equal(t, want1, protoOf(t, stream.spans.AllTraces()[0]), "unchanged")
+	assert.Equal(t, want2, protoOf(t, stream.spans.AllTraces()[1]), "unchanged")
+
+	// the results: one result span per evaluated span (the agent span for
+	// tool_error, the LLM span for tokens), and the result records
+	require.Eventually(t, func() bool { return stream.spans.SpanCount() == 7 && stream.logs.LogRecordCount() == 2 },
+		10*time.Second, time.Millisecond)
+	results := map[byte]ptrace.Span{}
+	var resultRes []pcommon.Resource
+	for _, td := range stream.spans.AllTraces()[2:] {
+		adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+			parent := r.Span.ParentSpanID()
+			results[parent[7]] = r.Span
+			resultRes = append(resultRes, r.Resource())
+		})
+	}
+	require.Len(t, results, 2)
+	for _, res := range resultRes {
+		assert.Equal(t, "travel-app", res.Attributes().AsRaw()["service.name"])
+	}
+	for id, name := range map[byte]string{1: "invoke_agent travel_agent", 2: "chat gpt-4o"} {
+		rs, ok := results[id]
+		require.True(t, ok, "a result span under span %d", id)
+		assert.Equal(t, tid(1), rs.TraceID())
+		assert.Equal(t, name, strAttr(rs, annotator.AttrTargetSpanName))
+		assert.Equal(t, "true", strAttr(rs, adapter.AttrGenerated))
+		assert.Equal(t, "travel_agent", strAttr(rs, "gen_ai.agent.name"))
+		assert.Equal(t, evalAttrs(held[id]), evalAttrs(rs), "span %d: the eval.* attributes hold mode writes", id)
+		assert.Equal(t, resultEvents(held[id]), resultEvents(rs), "span %d: the result events hold mode writes", id)
+	}
+	assert.Equal(t, "failed", strAttr(results[1], "eval.tool_error.status"))
+	assert.Equal(t, "failed", strAttr(results[2], "eval.tokens.status"))
+	assert.Equal(t, recordsOf(hold.logs), recordsOf(stream.logs), "the result records hold mode emits")
+
+	// a span of the scored trace goes on, and the trace is not scored again
+	late := newBatch()
+	late.plain(1, 9, 1)
+	require.NoError(t, stream.tr.ConsumeTraces(ctx, late.td))
+	require.Equal(t, 8, stream.spans.SpanCount())
+	time.Sleep(200 * time.Millisecond) // 10 × wait: time for a second result, were there one
+	assert.Equal(t, 8, stream.spans.SpanCount())
+	assert.Equal(t, 2, stream.logs.LogRecordCount())
+}
+
+// evalAttrs is a span's eval.* attributes but the §3 inputs.
+func evalAttrs(s ptrace.Span) map[string]any {
+	out := map[string]any{}
+	for k, v := range s.Attributes().AsRaw() {
+		if strings.HasPrefix(k, annotator.AttrPrefix) && k != adapter.AttrGenerated && k != annotator.AttrTargetSpanName {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// resultEvents is a span's gen_ai.evaluation.result events' attributes.
+func resultEvents(s ptrace.Span) []map[string]any {
+	var out []map[string]any
+	for i := 0; i < s.Events().Len(); i++ {
+		if ev := s.Events().At(i); ev.Name() == annotator.EventName {
+			out = append(out, ev.Attributes().AsRaw())
+		}
+	}
+	return out
+}
+
+// recordsOf is every result record a sink got, without its time: its
+// resource, ids and attributes.
+func recordsOf(sink *consumertest.LogsSink) []map[string]any {
+	var out []map[string]any
+	for _, ld := range sink.AllLogs() {
+		adapter.ForEachLogRecord(ld, func(lr plog.LogRecord, rl plog.ResourceLogs, _ plog.ScopeLogs) {
+			out = append(out, map[string]any{"event": lr.EventName(), "trace": lr.TraceID(), "span": lr.SpanID(),
+				"resource": rl.Resource().Attributes().AsRaw(), "attributes": lr.Attributes().AsRaw()})
+		})
+	}
+	return out
+}
+
+// What stream mode keeps of a GenAI trace: its GenAI spans and root
+// whole, every other span by its ids alone; the HTTP spans' attributes
+// are not kept, and the trace costs less than half its OTLP size.
+func TestStreamModeKeepsOnlyWhatCasesRead(t *testing.T) {
+	b := newBatch()
+	agentTrace(b, 1, false)
+	for i := byte(10); i < 40; i++ {
+		s := b.plain(1, i, 3)
+		s.Attributes().PutStr("http.url", strings.Repeat("https://api.example/flights?q=paris&", 4))
+		s.Attributes().PutStr("http.response.body", strings.Repeat("x", 200))
+	}
+	b.plain(2, 1, 0) // another trace, not held
+	td := b.td
+	size := len(protoOf(t, td))
+	chunks := keepSpans(td, map[pcommon.TraceID]decision{tid(1): decHoldNew}, 0)
+	require.Len(t, chunks, 1)
+	c := chunks[0]
+	assert.Equal(t, 35, c.spans, "every span of the trace counts (max_trace_spans)")
+	assert.True(t, c.root)
+	require.NotNil(t, c.kept)
+	assert.Len(t, c.kept.stubs, 31, "the HTTP spans by their ids")
+
+	ht := &heldTrace{id: tid(1)}
+	ht.keep(c)
+	assert.Less(t, ht.keptBytes(), size/2, "kept %d bytes of a trace of %d", ht.keptBytes(), size)
+	require.NoError(t, ht.unpack())
+	names := map[string]int{}
+	var http ptrace.Span
+	for _, r := range ht.spanRefs(nil) {
+		names[r.Span.Name()]++
+		if r.Span.SpanID() == sid(20) {
+			http = r.Span
+		}
+	}
+	assert.Equal(t, map[string]int{"invoke_agent travel_agent": 1, "chat gpt-4o": 1, "execute_tool search_flights": 1,
+		"execute_tool book_hotel": 1, "": 31}, names)
+	assert.Equal(t, sid(3), http.ParentSpanID())
+	assert.Equal(t, 0, http.Attributes().Len(), "nothing of an HTTP span but its ids")
+}
+
+// A root span that is no GenAI span keeps its §3 attributes, name and
+// times, and nothing else.
+func TestStreamModeKeepsTheRootsExpectations(t *testing.T) {
+	b := newBatch()
+	b.span(1, 9, 0, "POST /chat", map[string]any{"http.request.method": "POST", adapter.AttrExpectedOutput: "done"})
+	b.llm(1, 2, "hi").SetParentSpanID(sid(9))
+	ht := &heldTrace{id: tid(1)}
+	for _, c := range keepSpans(b.td, map[pcommon.TraceID]decision{tid(1): decHoldNew}, 0) {
+		ht.keep(c)
+	}
+	require.NoError(t, ht.unpack())
+	var root ptrace.Span
+	for _, r := range ht.spanRefs(nil) {
+		if r.Span.SpanID() == sid(9) {
+			root = r.Span
+		}
+	}
+	assert.Equal(t, "POST /chat", root.Name())
+	assert.Equal(t, map[string]any{adapter.AttrExpectedOutput: "done"}, root.Attributes().AsRaw())
+}
+
+func TestStreamModeRejectsSampling(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Evaluators = toolErrorOnly()
+	cfg.Mode = engine.ModeStream
+	require.NoError(t, confmap.Validate(cfg))
+	cfg.Sampling.Passed = 0.1
+	err := confmap.Validate(cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sampling")
+	cfg.Sampling = engine.NewDefaultSamplingConfig()
+	cfg.Mode = "tail"
+	require.ErrorContains(t, confmap.Validate(cfg), `mode: "tail" must be hold or stream`)
+}
