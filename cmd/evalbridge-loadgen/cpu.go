@@ -37,7 +37,7 @@ type cpuOptions struct {
 	groupbytrace bool
 	// stream adds streamPipeline.
 	stream bool
-	out          io.Writer
+	out    io.Writer
 }
 
 // cpuPipelines are the two pipelines compared; the first is the reference.
