@@ -258,7 +258,7 @@ func newDatasetCase(spans []adapter.SpanRef, c *adapter.Case, results []evaluato
 	}
 	dc.Observed.Output = sess.Text(c.Output)
 	for _, r := range results {
-		dr := dataset.Result{Name: r.Name, Type: r.Type, Status: string(r.Status), Version: resultVersion(r), Reason: r.Reason}
+		dr := dataset.Result{Name: r.Name, Type: r.Type, Status: string(r.Status), Version: r.Version, Reason: r.Reason}
 		if r.Scored() {
 			s := r.Score
 			dr.Score = &s
@@ -268,9 +268,6 @@ func newDatasetCase(spans []adapter.SpanRef, c *adapter.Case, results []evaluato
 	dc.ID = dataset.CaseID(dc.Input, dc.Observed.ToolCalls)
 	return dc
 }
-
-// resultVersion is the evaluator version a result carries (§24).
-func resultVersion(evaluators.Result) string { return "" }
 
 // redactedArgs is a call's arguments with their strings redacted; the
 // raw text (redacted) under "_raw" when they were not a JSON object.

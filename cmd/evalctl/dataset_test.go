@@ -263,8 +263,8 @@ func TestDatasetAddCapturesEachFailureOnce(t *testing.T) {
 	statuses := map[string]string{}
 	for _, r := range c.Results {
 		statuses[r.Name] = r.Status
-		if r.Score == nil {
-			t.Errorf("result %s has no score", r.Name)
+		if r.Score == nil || !strings.HasPrefix(r.Version, "sha256:") {
+			t.Errorf("result %s has no score or no version (§24): %+v", r.Name, r)
 		}
 	}
 	if statuses["no_tool_errors"] != "failed" || statuses["refund_flow"] != "failed" {

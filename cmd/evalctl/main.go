@@ -35,6 +35,7 @@ Usage:
                [--tags K=V]... [--lookback 24h] [--limit N])
   evalctl validate --config FILE
   evalctl dataset (add | list | pin) DIR ...   (evalctl dataset -h)
+  evalctl review DIR [--listen 127.0.0.1:8899] [--name NAME]
 
 estimate reads the inputs as run does and reports the judge calls each
 evaluator would make (the deterministic evaluators run, so run_if, when and
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return validateCmd(ctx, args[1:], stderr, stdout)
 	case "dataset":
 		return datasetCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "review":
+		return reviewCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
