@@ -53,6 +53,10 @@ type Config struct {
 	// restored on start. evalctl reads and ignores it (it holds nothing
 	// across runs); nil: holding is in memory only.
 	Storage *component.ID `mapstructure:"storage"`
+	// StorageFailure is what the processor does when that store cannot
+	// be opened or read (docs/contract.md §22); it validates itself.
+	// evalctl reads and ignores it.
+	StorageFailure StorageFailure `mapstructure:"storage_failure"`
 	// Sessions bounds the conversations kept for `case: session`
 	// evaluators (docs/contract.md §14, docs/sessions.md). It validates
 	// itself (confmap.Validate walks into it).
@@ -124,6 +128,7 @@ func NewDefaultConfig() Config {
 
 		LateResults:      LateResultsSpan,
 		ResultLogRecords: true,
+		StorageFailure:   StorageFailureContinue,
 		Sessions:         sessions.NewDefaultConfig(),
 
 		MaxPendingJudgeTasks: DefaultMaxPendingJudgeTasks,

@@ -22,9 +22,29 @@ func Client(ctx context.Context, host component.Host, field string, id component
 	if !ok {
 		return nil, fmt.Errorf("%s: extension %q is not a storage extension", field, id)
 	}
-	client, err := se.GetClient(ctx, kind, self, name)
+	client, err := getClient(ctx, se, kind, self, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: extension %q: %w", field, id, err)
+		return nil, &OpenError{err: fmt.Errorf("%s: extension %q: %w", field, id, err)}
 	}
 	return client, nil
+}
+
+// OpenError is an extension's failure to give the client (for
+// file_storage: the file cannot be opened, e.g. it is corrupt), as opposed
+// to a configuration mistake (no such extension, not a storage extension).
+type OpenError struct{ err error }
+
+func (e *OpenError) Error() string { return e.err.Error() }
+func (e *OpenError) Unwrap() error { return e.err }
+
+// getClient is se.GetClient with a panic turned into an error: bbolt
+// panics on some corrupt files, and file_storage recovers only with
+// `recreate: true`.
+func getClient(ctx context.Context, se storage.Extension, kind component.Kind, self component.ID, name string) (c storage.Client, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("opening the store panicked (a corrupt file?): %v", r)
+		}
+	}()
+	return se.GetClient(ctx, kind, self, name)
 }

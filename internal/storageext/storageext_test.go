@@ -29,7 +29,8 @@ type notStore struct {
 type store struct {
 	component.StartFunc
 	component.ShutdownFunc
-	err error
+	err   error
+	panic any
 }
 
 type client struct {
@@ -40,6 +41,9 @@ type client struct {
 }
 
 func (s store) GetClient(_ context.Context, kind component.Kind, self component.ID, name string) (storage.Client, error) {
+	if s.panic != nil {
+		panic(s.panic)
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -51,14 +55,23 @@ func TestClient(t *testing.T) {
 	id := component.MustNewID("file_storage")
 	self := component.MustNewIDWithName("webhook", "alerts")
 
+	var openErr *storageext.OpenError
 	_, err := storageext.Client(ctx, componenttest.NewNopHost(), "sending_queue.storage", id, component.KindExporter, self, "monitors")
 	require.EqualError(t, err, "sending_queue.storage: extension \"file_storage\" is not configured (list it under `extensions:` and `service.extensions`)")
+	assert.False(t, errors.As(err, &openErr), "a configuration mistake is not a store that failed to open")
 
 	_, err = storageext.Client(ctx, host{id: notStore{}}, "storage", id, component.KindProcessor, self, "")
 	require.EqualError(t, err, `storage: extension "file_storage" is not a storage extension`)
+	assert.False(t, errors.As(err, &openErr))
 
 	_, err = storageext.Client(ctx, host{id: store{err: errors.New("disk full")}}, "storage", id, component.KindProcessor, self, "")
 	require.EqualError(t, err, `storage: extension "file_storage": disk full`)
+	assert.True(t, errors.As(err, &openErr))
+
+	// bbolt panics on some corrupt files; file_storage recovers only with recreate: true.
+	_, err = storageext.Client(ctx, host{id: store{panic: "freepages: failed to get all reachable pages"}}, "storage", id, component.KindProcessor, self, "")
+	require.EqualError(t, err, `storage: extension "file_storage": opening the store panicked (a corrupt file?): freepages: failed to get all reachable pages`)
+	assert.True(t, errors.As(err, &openErr))
 
 	c, err := storageext.Client(ctx, host{id: store{}}, "storage", id, component.KindExporter, self, "monitors")
 	require.NoError(t, err)

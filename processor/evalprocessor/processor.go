@@ -139,7 +139,7 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	if p.cfg.Storage != nil {
-		if p.store, err = openStore(ctx, host, *p.cfg.Storage, p.id, p.clk.now, p.logger, p.tel); err != nil {
+		if p.store, err = p.openDurable(ctx, host); err != nil {
 			return err
 		}
 	}
@@ -158,7 +158,7 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 	p.runCtx, p.cancel = context.WithCancel(context.Background())
 	var stored []storedTrace // what the store holds (durable_restore.go)
 	if p.store != nil {
-		if stored, err = p.store.scan(ctx); err != nil {
+		if stored, err = p.scanDurable(ctx); err != nil {
 			return errors.Join(err, eng.Shutdown(ctx), p.closeStore(ctx))
 		}
 	}

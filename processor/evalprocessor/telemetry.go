@@ -116,6 +116,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 			spansRedelivered:   tb.ProcessorEvalSpansRedelivered,
 			recordsRedelivered: tb.ProcessorEvalLogRecordsRedelivered,
 			storageErrors:      tb.ProcessorEvalStorageErrors,
+			storageUnavailable: tb.ProcessorEvalStorageUnavailable,
 			storageOpOpts:      map[string]metric.MeasurementOption{},
 		},
 		tracesHeld:         tb.ProcessorEvalTracesHeld,

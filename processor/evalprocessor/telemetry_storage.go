@@ -10,6 +10,7 @@ const (
 	metricSpansRedelivered   = "otelcol_processor_eval_spans_redelivered"
 	metricRecordsRedelivered = "otelcol_processor_eval_log_records_redelivered"
 	metricStorageErrors      = "otelcol_processor_eval_storage_errors"
+	metricStorageUnavailable = "otelcol_processor_eval_storage_unavailable"
 	attrOperation            = "operation"
 	storageOpWrite           = "write"
 	storageOpDelete          = "delete"
@@ -23,5 +24,6 @@ type storageTelemetry struct {
 	spansRedelivered   metric.Int64Counter
 	recordsRedelivered metric.Int64Counter
 	storageErrors      metric.Int64Counter
+	storageUnavailable metric.Int64Gauge
 	storageOpOpts      map[string]metric.MeasurementOption
 }

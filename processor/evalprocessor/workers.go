@@ -168,6 +168,10 @@ type scoring struct {
 	owner    uint8
 	finished bool // the engine called done
 	async    bool // scoring goes on in the engine's background (judges)
+	// refsFree: finish is past its last read of the run's span references,
+	// so the worker may take the list back for its next trace. finished
+	// alone is not enough: the engine's background may be inside finish.
+	refsFree bool
 }
 
 // claimScorer is the engine's annotate guard (ScoreOptions.Claim).
@@ -228,6 +232,12 @@ func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 		// watchdog: the duplicate check, the join of its log records
 		// (linear), adapting and evaluating.
 		r.refs, r.copies = uniqueSpanCopies(t.spanRefs(w.refs))
+		// The run owns the list from here: a trace that goes on waiting
+		// for its judge reads it when the judge answers, long after this
+		// worker has moved on (issue 34: the next trace refilled and
+		// cleared it under a judged trace's result records). It comes
+		// back below only once finish is done with it.
+		w.refs = nil
 		if len(r.copies) > 0 {
 			// The watchdog's copy must carry the results onto these too.
 			w.mu.Lock()
@@ -258,12 +268,12 @@ func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 	if !r.s.finished {
 		r.s.async = true // judge work goes on in the engine's background
 	}
-	async := r.s.async
+	async, refsFree := r.s.async, r.s.refsFree
 	r.s.mu.Unlock()
 	if async {
 		j.g.leave()
-	} else if cap(r.refs) <= maxKeptRefs {
-		// Finished here: nothing reads refs any more. The next trace
+	} else if refsFree && cap(r.refs) <= maxKeptRefs {
+		// Finished, and nothing reads refs any more. The next trace
 		// reuses the list (cleared, so it keeps no spans alive).
 		clear(r.refs)
 		w.refs = r.refs[:0]
@@ -327,6 +337,9 @@ func (r *scoreRun) finish(rep engine.Report) {
 		t.resultSpans = wp.resultSpans(rep, r.refs, r.opts.Origin, r.start)
 	}
 	copyResults(spanDups{scored: r.refs, copies: r.copies, origin: r.opts.Origin}, nil)
+	s.mu.Lock()
+	s.refsFree = true
+	s.mu.Unlock()
 	wp.release(t, g, reason)
 }
 

@@ -52,6 +52,7 @@ type TelemetryBuilder struct {
 	ProcessorEvalSpansRedelivered       metric.Int64Counter
 	ProcessorEvalSpansRefused           metric.Int64Counter
 	ProcessorEvalStorageErrors          metric.Int64Counter
+	ProcessorEvalStorageUnavailable     metric.Int64Gauge
 	ProcessorEvalTracesHeld             metric.Int64UpDownCounter
 	ProcessorEvalTracesOnNewPartition   metric.Int64Counter
 	ProcessorEvalTracesReleasedEarly    metric.Int64Counter
@@ -265,6 +266,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eval_storage_errors",
 		metric.WithDescription("Failed storage operations, by operation (write: the batch was refused with a retryable error; delete: released data stays in storage and is forwarded again after a restart; read: undecodable chunks deleted at restore)."),
 		metric.WithUnit("{error}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEvalStorageUnavailable, err = builder.meter.Int64Gauge(
+		"otelcol_processor_eval_storage_unavailable",
+		metric.WithDescription("1 while the store named by `storage` could not be opened or read at start (a corrupt file) and the processor runs without durable holding (`storage_failure: continue`); else 0."),
+		metric.WithUnit("1"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEvalTracesHeld, err = builder.meter.Int64UpDownCounter(
