@@ -56,7 +56,10 @@ type gateResult struct {
 
 // baselineEvaluator is what a gate reads of an earlier --summary json.
 type baselineEvaluator struct {
-	Name       string      `json:"name"`
+	Name string `json:"name"`
+	// Version is the evaluator's version in the baseline run ("" in a
+	// summary written before versions existed: then compared as before).
+	Version    string      `json:"evaluator_version"`
 	Passed     int         `json:"passed"`
 	Failed     int         `json:"failed"`
 	PassRate   *float64    `json:"pass_rate"`
@@ -138,8 +141,20 @@ func checkMinPassRate(e *evaluatorSummary, g minPassRate) gateResult {
 
 // checkBaseline fails when the pass rate dropped and the new interval lies
 // wholly below the baseline's: a drift inside the noise of either run passes.
-func checkBaseline(e *evaluatorSummary, base baselineEvaluator, inBase bool, path string) gateResult {
-	r := gateResult{Gate: "baseline", Evaluator: e.Name}
+// An evaluator whose version differs from the baseline's means something
+// else now (docs/contract.md §24): it is not comparable and fails, unless
+// allowVersionChange, when it is compared and the line says so.
+func checkBaseline(e *evaluatorSummary, base baselineEvaluator, inBase bool, path string, allowVersionChange bool) (r gateResult) {
+	r = gateResult{Gate: "baseline", Evaluator: e.Name}
+	changed := inBase && base.Version != "" && base.Version != e.Version
+	if changed && !allowVersionChange {
+		r.Message = fmt.Sprintf("%s: not comparable: version changed: %s -> %s (the evaluator means something else now; "+
+			"--allow-version-change compares anyway)", e.Name, base.Version, e.Version)
+		return r
+	}
+	if changed {
+		defer func() { r.Message += fmt.Sprintf(" (version changed: %s -> %s)", base.Version, e.Version) }()
+	}
 	now := rateText(e.PassRate, e.PassRateCI)
 	switch {
 	case !inBase:
@@ -169,6 +184,9 @@ type gateSet struct {
 	baseline     map[string]baselineEvaluator
 	// datasetDir is --dataset: its pinned cases are a gate (dataset_run.go).
 	datasetDir string
+	// allowVersionChange compares evaluators whose version changed since
+	// the baseline instead of failing their gate.
+	allowVersionChange bool
 }
 
 func (g *gateSet) active() bool {
@@ -197,7 +215,7 @@ func (g *gateSet) evaluate(s *summary) []gateResult {
 	if g.baselinePath != "" {
 		for _, e := range rows {
 			base, ok := g.baseline[e.Name]
-			out = append(out, checkBaseline(e, base, ok, g.baselinePath))
+			out = append(out, checkBaseline(e, base, ok, g.baselinePath, g.allowVersionChange))
 		}
 		// A renamed or removed evaluator escapes the comparison; say so.
 		var gone []string

@@ -28,12 +28,20 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	// Properties carry the evaluator's provenance (docs/contract.md §24):
+	// evaluator_version and evaluator_type.
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -64,6 +72,9 @@ func writeJUnit(w io.Writer, s *summary, traceURL string) error {
 	doc := junitSuites{Name: "evalctl"}
 	for _, name := range s.order {
 		suite := junitSuite{Name: name}
+		if e := s.byName[name]; e != nil {
+			suite.Properties = []junitProperty{{"evaluator_version", e.Version}, {"evaluator_type", e.EvaluatorType}}
+		}
 		for _, r := range byEval[name] {
 			tc := junitCase{ClassName: name, Name: fmt.Sprintf("%s trace=%s span=%s", r.SpanName, r.TraceID, r.SpanID)}
 			detail := func() string {

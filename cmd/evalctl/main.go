@@ -26,7 +26,8 @@ const usage = `evalctl scores LLM agent traces offline, as the evalbridge collec
 Usage:
   evalctl run --config FILE [--out FILE|-] [--summary text|json]
               [--min-pass-rate NAME=R]... [--baseline SUMMARY.json] [--dataset DIR]
-              [--junit FILE.xml] [--report FILE.html] [--trace-url TEMPLATE]
+              [--allow-version-change] [--junit FILE.xml] [--report FILE.html]
+              [--trace-url TEMPLATE]
               [--allow-unscored]
               (INPUT... | --jaeger URL [--service S] [--operation O]
                [--tags K=V]... [--lookback 24h] [--limit N])
@@ -49,8 +50,10 @@ what the collector's file exporter writes) or a Jaeger JSON export
 
 Gates: --min-pass-rate NAME=R fails when the 95% Wilson interval of NAME's
 pass rate lies wholly below R; --baseline fails when a pass rate dropped and
-its interval lies wholly below the baseline's. An evaluator with no scored
-case has no pass rate, and a gate on it fails.
+its interval lies wholly below the baseline's, and for an evaluator whose
+version differs from the baseline's ("not comparable") unless
+--allow-version-change. An evaluator with no scored case has no pass rate,
+and a gate on it fails.
 
 Exit status: without a gate option, 0 when nothing failed, 1 when any
 evaluation failed; with one, 0 when all gates hold, 1 when a gate failed.

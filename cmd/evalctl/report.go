@@ -38,6 +38,7 @@ type reportPage struct {
 
 type reportEvaluator struct {
 	Name, Type                 string
+	Version, EvaluatorType     string // provenance (docs/contract.md §24)
 	Cases, Passed, Failed      int
 	Skipped, Errors, Scored    int
 	FailingCases               int
@@ -114,7 +115,7 @@ func writeReport(w io.Writer, s *summary, gates []gateResult, traceURL string) e
 
 func reportEvaluatorOf(e *evaluatorSummary, failing int) reportEvaluator {
 	re := reportEvaluator{
-		Name: e.Name, Type: e.Type, Cases: e.Cases, Passed: e.Passed, Failed: e.Failed,
+		Name: e.Name, Type: e.Type, Version: e.Version, EvaluatorType: e.EvaluatorType, Cases: e.Cases, Passed: e.Passed, Failed: e.Failed,
 		Skipped: e.Skipped, Errors: e.Errors, Scored: len(e.scores), FailingCases: failing,
 		Rate: "—", RateCI: "no scored case", Mean: "—", MeanCI: "", worst: math.Inf(1),
 	}

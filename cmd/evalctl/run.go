@@ -130,6 +130,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Var(&gates.minPass, "min-pass-rate", "gate: NAME=R fails when the 95% interval of NAME's pass rate lies wholly below R (repeatable)")
 	fs.StringVar(&gates.baselinePath, "baseline", "", "gate: an earlier --summary json; fails when a pass rate dropped and the intervals do not overlap")
 	fs.StringVar(&gates.datasetDir, "dataset", "", "gate: score the traces tagged eval.dataset.case_id against the pinned cases of the dataset in `DIR`; fails unless every pinned case ran and passed")
+	fs.BoolVar(&gates.allowVersionChange, "allow-version-change", false, "with --baseline: compare an evaluator whose version changed since the baseline instead of failing its gate as not comparable")
 	junitPath := fs.String("junit", "", "write JUnit XML to FILE: one test case per (evaluator, case)")
 	reportPath := fs.String("report", "", "write a self-contained HTML report to FILE")
 	traceURL := fs.String("trace-url", "", "link template for traces in --report and --junit, with {trace_id} and {span_id} placeholders")

@@ -13,12 +13,17 @@ import (
 
 // evaluatorSummary counts one evaluator instance's results.
 type evaluatorSummary struct {
-	Name    string `json:"name"`
-	Type    string `json:"type"`
-	Cases   int    `json:"cases"`
-	Passed  int    `json:"passed"`
-	Failed  int    `json:"failed"`
-	Skipped int    `json:"skipped"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Version and EvaluatorType are the instance's provenance
+	// (docs/contract.md §24; evaluators.Instance.Version): the baseline
+	// gate compares versions, and calibrate and dataset read them.
+	Version       string `json:"evaluator_version"`
+	EvaluatorType string `json:"evaluator_type"`
+	Cases         int    `json:"cases"`
+	Passed        int    `json:"passed"`
+	Failed        int    `json:"failed"`
+	Skipped       int    `json:"skipped"`
 	// Errors counts `error` and `timeout` results, so that cases = passed +
 	// failed + skipped + errors (docs/contract.md §7); Timeouts is the part
 	// of Errors that timed out.
@@ -93,7 +98,8 @@ func newSummary(insts []*evaluators.Instance) *summary {
 	s := &summary{byName: map[string]*evaluatorSummary{}, cfgExpected: map[string][]adapter.ExpectedCall{}}
 	for _, in := range insts {
 		s.order = append(s.order, in.Name)
-		s.byName[in.Name] = &evaluatorSummary{Name: in.Name, Type: in.Type, judge: in.Judge}
+		s.byName[in.Name] = &evaluatorSummary{Name: in.Name, Type: in.Type, Version: in.Version,
+			EvaluatorType: in.EvaluatorType, judge: in.Judge}
 	}
 	return s
 }
@@ -226,6 +232,7 @@ func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 	if judges {
 		head += "JUDGE CALLS\tCOST\t"
 	}
+	head += "VERSION\t"
 	fmt.Fprintln(tw, head)
 	for _, e := range s.rows() {
 		cost := ""
@@ -246,8 +253,9 @@ func (s *summary) writeText(w io.Writer, gates []gateResult) error {
 		if e.PassRate != nil {
 			rate = fmt.Sprintf("%.3f", *e.PassRate)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
-			e.Name, e.Type, e.Cases, e.Passed, e.Failed, e.Skipped, e.Errors, mean, ciText(e.MeanScoreCI), rate, ciText(e.PassRateCI), cost)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s%s\t\n",
+			e.Name, e.Type, e.Cases, e.Passed, e.Failed, e.Skipped, e.Errors, mean, ciText(e.MeanScoreCI), rate, ciText(e.PassRateCI), cost,
+			e.Version)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
