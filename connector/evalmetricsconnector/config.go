@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"go.opentelemetry.io/collector/component"
 )
 
 // Config is the `connectors: evalmetrics:` block.
@@ -25,6 +27,9 @@ type Config struct {
 	// make the cumulative _sum useless until a restart; it is counted, not
 	// recorded.
 	MaxAbsScore float64 `mapstructure:"max_abs_score"`
+	// Agreement tunes the join of human labels with machine results
+	// (docs/contract.md §25); the join always runs.
+	Agreement AgreementConfig `mapstructure:"agreement"`
 
 	_ struct{}
 }
@@ -51,12 +56,100 @@ func createDefaultConfig() *Config {
 		MaxSeries:     DefaultMaxSeries,
 		FlushInterval: DefaultFlushInterval,
 		MaxAbsScore:   DefaultMaxAbsScore,
+		Agreement: AgreementConfig{
+			Labels: LabelMapping{
+				Pass: slices.Clone(DefaultPassLabels),
+				Fail: slices.Clone(DefaultFailLabels),
+			},
+			Window:     DefaultAgreementWindow,
+			MaxPending: DefaultMaxPending,
+		},
 	}
+}
+
+// AgreementConfig is `evalmetrics: agreement:` (§25).
+type AgreementConfig struct {
+	// Pairs lists which human evaluation labels which machine evaluation;
+	// empty: the same name on both sides.
+	Pairs []AgreementPair `mapstructure:"pairs"`
+	// Labels maps human score labels to pass and fail.
+	Labels LabelMapping `mapstructure:"labels"`
+	// Window is how long a result waits for its other side (and how long a
+	// label is remembered, so a resend is not counted twice).
+	Window time.Duration `mapstructure:"window"`
+	// MaxPending bounds the results remembered; beyond it the oldest is
+	// forgotten, and counted.
+	MaxPending int `mapstructure:"max_pending"`
+	// Storage is a storage extension where the waiting results are saved
+	// (at every flush and at shutdown) and restored from at start.
+	Storage *component.ID `mapstructure:"storage"`
+
+	_ struct{}
+}
+
+// AgreementPair names a human evaluation and the machine one it labels.
+type AgreementPair struct {
+	Human   string `mapstructure:"human"`
+	Machine string `mapstructure:"machine"`
+
+	_ struct{}
+}
+
+// LabelMapping is which human score labels mean pass and which fail.
+type LabelMapping struct {
+	Pass []string `mapstructure:"pass"`
+	Fail []string `mapstructure:"fail"`
+
+	_ struct{}
+}
+
+// Defaults of agreement (§25).
+var (
+	DefaultPassLabels = []string{"pass", "thumbs_up", "good"}
+	DefaultFailLabels = []string{"fail", "thumbs_down", "bad"}
+)
+
+const (
+	DefaultAgreementWindow = 168 * time.Hour
+	DefaultMaxPending      = 1000000
+)
+
+// Validate checks agreement's settings; errors start with their key.
+func (a *AgreementConfig) Validate() error {
+	var errs []error
+	seen := map[AgreementPair]bool{}
+	for i, p := range a.Pairs {
+		if p.Human == "" || p.Machine == "" {
+			errs = append(errs, fmt.Errorf("agreement: pairs[%d]: both human and machine are required", i))
+		}
+		if seen[p] {
+			errs = append(errs, fmt.Errorf("agreement: pairs[%d]: {human: %s, machine: %s} listed twice", i, p.Human, p.Machine))
+		}
+		seen[p] = true
+	}
+	if len(a.Labels.Pass) == 0 || len(a.Labels.Fail) == 0 {
+		errs = append(errs, errors.New("agreement: labels: both pass and fail need at least one label"))
+	}
+	for _, l := range a.Labels.Pass {
+		if slices.Contains(a.Labels.Fail, l) {
+			errs = append(errs, fmt.Errorf("agreement: labels: %q is both pass and fail", l))
+		}
+	}
+	if slices.Contains(a.Labels.Pass, "") || slices.Contains(a.Labels.Fail, "") {
+		errs = append(errs, errors.New("agreement: labels: empty label"))
+	}
+	if a.Window <= 0 {
+		errs = append(errs, fmt.Errorf("agreement: window: %v must be positive", a.Window))
+	}
+	if a.MaxPending < 1 {
+		errs = append(errs, fmt.Errorf("agreement: max_pending: %d must be at least 1", a.MaxPending))
+	}
+	return errors.Join(errs...)
 }
 
 // reserved are the attributes the connector writes itself: a dimension of
 // the same name would collide with them.
-var reserved = []string{attrEvalName, attrScoreLabel, attrErrorType, attrOverflow, attrEvalVersion, attrEvalType}
+var reserved = []string{attrEvalName, attrScoreLabel, attrErrorType, attrOverflow, attrEvalVersion, attrEvalType, attrMachineLabel, attrHumanLabel}
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
@@ -88,6 +181,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("flush_interval: %v must be positive", c.FlushInterval))
+	}
+	if err := c.Agreement.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if !(c.MaxAbsScore > 0) || math.IsInf(c.MaxAbsScore, 0) {
 		errs = append(errs, fmt.Errorf("max_abs_score: %v must be a positive finite number", c.MaxAbsScore))

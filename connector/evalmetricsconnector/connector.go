@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -41,8 +42,10 @@ const (
 	reasonNotFinite = "not_finite"
 	reasonTooLarge  = "too_large"
 
-	metricResults = "gen_ai.evaluation.results"
-	metricScore   = "gen_ai.evaluation.score"
+	metricResults  = "gen_ai.evaluation.results"
+	metricScore    = "gen_ai.evaluation.score"
+	metricPairs    = "eval.agreement.pairs"
+	metricRelabels = "eval.agreement.relabels"
 )
 
 // series is one label set of an emitted metric: its attributes, since
@@ -91,14 +94,21 @@ type evalMetrics struct {
 	tel       *metadata.TelemetryBuilder
 	newTicker func(time.Duration) (<-chan time.Time, func())
 	now       func() time.Time
+	id        component.ID
+	// storageName is the storage client's name: one per direction
+	// (logs, traces), which are two instances.
+	storageName string
 
 	mu       sync.Mutex
-	results  map[string]*counterSeries
+	results  counterSet
 	scores   map[string]*histSeries
-	resOver  *counterSeries // the overflow series, once the cap is reached
 	scoreOvr *histSeries
-	key      []byte // scratch for series keys, under mu
-	key2     []byte // scratch for a sibling's key, under mu
+	pairs    counterSet // eval.agreement.pairs
+	relabels counterSet // eval.agreement.relabels
+	join     *agreementJoin
+	store    storage.Client // agreement.storage, from Start to Shutdown
+	key      []byte         // scratch for series keys, under mu
+	key2     []byte         // scratch for a sibling's key, under mu
 
 	stop chan struct{}
 	done chan struct{}
@@ -118,8 +128,12 @@ func newConnector(set connector.Settings, cfg *Config, next consumer.Metrics,
 	}
 	return &evalMetrics{
 		cfg: cfg, next: next, logger: set.Logger, tel: tel, newTicker: newTicker, now: time.Now,
-		results: make(map[string]*counterSeries),
-		scores:  make(map[string]*histSeries),
+		id: set.ID, storageName: "agreement",
+		results:  newCounterSet(cfg.MaxSeries),
+		scores:   make(map[string]*histSeries),
+		pairs:    newCounterSet(cfg.MaxSeries),
+		relabels: newCounterSet(cfg.MaxSeries),
+		join:     newAgreementJoin(&cfg.Agreement),
 	}, nil
 }
 
@@ -127,8 +141,12 @@ func (c *evalMetrics) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// Start begins flushing every flush_interval.
-func (c *evalMetrics) Start(context.Context, component.Host) error {
+// Start restores the agreement join's waiting results (agreement.storage)
+// and begins flushing every flush_interval.
+func (c *evalMetrics) Start(ctx context.Context, host component.Host) error {
+	if err := c.startStorage(ctx, host); err != nil {
+		return err
+	}
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
 	tick, stopTick := c.newTicker(c.cfg.FlushInterval)
 	go func() {
@@ -154,7 +172,12 @@ func (c *evalMetrics) Shutdown(ctx context.Context) error {
 	close(c.stop)
 	<-c.done
 	c.stop = nil
-	c.flush(ctx, true)
+	c.flush(ctx, true) // and saves
+	if c.store != nil {
+		err := c.store.Close(ctx)
+		c.store = nil
+		return err
+	}
 	return nil
 }
 
@@ -199,6 +222,7 @@ type tallies struct {
 	invalid, over       int64
 	notFinite, tooLarge int64
 	firstRejected       float64 // for the log line
+	join                joinEvents
 }
 
 // tally counts, under the lock, the results walk gives, then the invalid,
@@ -209,6 +233,7 @@ func (c *evalMetrics) tally(ctx context.Context, walk func(recordFunc)) {
 	walk(func(attrs, res pcommon.Map, tid pcommon.TraceID, sid pcommon.SpanID, ts pcommon.Timestamp) {
 		c.record(&t, attrs, res, tid, sid, ts)
 	})
+	c.countJoin(&t.join, &t.over)
 	c.mu.Unlock()
 	c.count(ctx, &t)
 }
@@ -228,6 +253,20 @@ func (c *evalMetrics) count(ctx context.Context, t *tallies) {
 	if t.tooLarge > 0 {
 		c.tel.ConnectorEvalmetricsScoresRejected.Add(ctx, t.tooLarge, rejectedTooLarge)
 	}
+	if t.join.unknown > 0 {
+		c.tel.ConnectorEvalmetricsAgreementUnpaired.Add(ctx, t.join.unknown, unpairedUnknown)
+		c.logger.Debug("evalmetrics: agreement: human labels neither in agreement.labels nor a score.value of 1 or 0 make no pair",
+			zap.Int64("labels", t.join.unknown))
+	}
+	if t.join.expired > 0 {
+		c.tel.ConnectorEvalmetricsAgreementUnpaired.Add(ctx, t.join.expired, unpairedExpiredOpt)
+	}
+	if n := t.join.forgotten[0] + t.join.forgotten[1]; n > 0 {
+		c.tel.ConnectorEvalmetricsAgreementForgotten.Add(ctx, t.join.forgotten[0], forgottenMachine)
+		c.tel.ConnectorEvalmetricsAgreementForgotten.Add(ctx, t.join.forgotten[1], forgottenHuman)
+		c.logger.Warn("evalmetrics: agreement: max_pending results remembered; the oldest are forgotten (raise agreement.max_pending or shorten agreement.window)",
+			zap.Int64("results", n), zap.Int("max_pending", c.cfg.Agreement.MaxPending))
+	}
 	if n := t.notFinite + t.tooLarge; n > 0 {
 		c.logger.Warn("evalmetrics: scores not finite or beyond max_abs_score are not recorded in gen_ai.evaluation.score (the results are counted)",
 			zap.Int64("scores", n), zap.Float64("first", t.firstRejected), zap.Float64("max_abs_score", c.cfg.MaxAbsScore))
@@ -237,6 +276,11 @@ func (c *evalMetrics) count(ctx context.Context, t *tallies) {
 var (
 	rejectedNotFinite = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonNotFinite)))
 	rejectedTooLarge  = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonTooLarge)))
+
+	unpairedUnknown    = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", unpairedUnknownLabel)))
+	unpairedExpiredOpt = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", unpairedExpired)))
+	forgottenMachine   = metric.WithAttributeSet(attribute.NewSet(attribute.String("side", "machine")))
+	forgottenHuman     = metric.WithAttributeSet(attribute.NewSet(attribute.String("side", "human")))
 )
 
 func isResultRecord(lr plog.LogRecord) bool {
@@ -298,28 +342,17 @@ func (c *evalMetrics) record(t *tallies, attrs, res pcommon.Map, traceID pcommon
 	// gen_ai.evaluation.results
 	k = appendPart(k, label, hasLabel)
 	k = appendPart(k, errType, hasErr)
-	cs, ok := c.results[string(k)]
-	if !ok {
-		if len(c.results) >= c.cfg.MaxSeries {
-			if c.resOver == nil {
-				c.resOver = &counterSeries{series: series{attrs: overflowAttrs(), start: now}}
-			}
-			cs = c.resOver
-			t.over++
-		} else {
-			cs = &counterSeries{series: series{attrs: pcommon.NewMap(), start: now}}
-			c.putDims(cs.attrs, name, attrs, res)
-			if hasLabel {
-				cs.attrs.PutStr(attrScoreLabel, label)
-			}
-			if hasErr {
-				cs.attrs.PutStr(attrErrorType, errType)
-			}
-			c.results[string(k)] = cs
-			if hasLabel {
-				c.addSibling(k[:dimsEnd], cs, label, now)
-			}
+	cs, created := c.results.get(k, now, &t.over, func(m pcommon.Map) {
+		c.putDims(m, name, attrs, res)
+		if hasLabel {
+			m.PutStr(attrScoreLabel, label)
 		}
+		if hasErr {
+			m.PutStr(attrErrorType, errType)
+		}
+	})
+	if created && hasLabel {
+		c.addSibling(k[:dimsEnd], cs, label, now)
 	}
 	cs.count++
 
@@ -355,6 +388,10 @@ func (c *evalMetrics) record(t *tallies, attrs, res pcommon.Map, traceID pcommon
 		}
 	}
 	c.key = k
+
+	if !traceID.IsEmpty() {
+		c.joinResult(t, name, label, hasLabel && !hasErr, score, hasScore, attrs, res, traceID, spanID)
+	}
 }
 
 // provenance are the §24 attributes a result's series are cut by, in key
@@ -378,13 +415,10 @@ func (c *evalMetrics) addSibling(dims []byte, of *counterSeries, label string, n
 	k = appendPart(k, other, true)
 	k = appendPart(k, "", false)
 	c.key2 = k
-	if _, ok := c.results[string(k)]; ok || len(c.results) >= c.cfg.MaxSeries {
-		return
-	}
-	s := &counterSeries{series: series{attrs: pcommon.NewMap(), start: now}}
-	of.attrs.CopyTo(s.attrs)
-	s.attrs.PutStr(attrScoreLabel, other)
-	c.results[string(k)] = s
+	c.results.atZero(k, now, func(m pcommon.Map) {
+		of.attrs.CopyTo(m)
+		m.PutStr(attrScoreLabel, other)
+	})
 }
 
 // scoreOf reads gen_ai.evaluation.score.value, a double or an int.
@@ -468,6 +502,12 @@ func appendPart(k []byte, v string, present bool) []byte {
 // flush has emitted yet is emitted at 0, except by the last flush
 // (final), which emits every count.
 func (c *evalMetrics) flush(ctx context.Context, final bool) {
+	var t tallies
+	c.mu.Lock()
+	c.join.expire(c.now().UnixNano(), &t.join)
+	c.mu.Unlock()
+	c.count(ctx, &t)
+	defer c.save(ctx)
 	md := c.snapshot(final)
 	if md.DataPointCount() == 0 {
 		return
@@ -482,33 +522,19 @@ func (c *evalMetrics) snapshot(final bool) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.results) == 0 && c.resOver == nil {
+	if c.results.empty() && c.pairs.empty() && c.relabels.empty() {
 		return md
 	}
 	now := pcommon.NewTimestampFromTime(c.now())
 	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(scopeName)
 
-	sum := newMetric(sm, metricResults, "{result}",
-		"Evaluation results, by evaluator, label (pass/fail) or error type, and dimensions.").SetEmptySum()
-	sum.SetIsMonotonic(true)
-	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	dps := sum.DataPoints()
-	dps.EnsureCapacity(len(c.results) + 1)
-	emit := func(s *counterSeries) {
-		n := int64(s.count)
-		if !s.shown && !final {
-			n = 0
-		}
-		s.shown = true
-		appendPoint(dps.AppendEmpty, &s.series, now).SetIntValue(n)
-	}
-	for _, s := range c.results {
-		emit(s)
-	}
-	if c.resOver != nil {
-		emit(c.resOver)
-	}
+	c.results.emit(sm, metricResults, "{result}",
+		"Evaluation results, by evaluator, label (pass/fail) or error type, and dimensions.", now, final)
+	c.pairs.emit(sm, metricPairs, "{pair}",
+		"Human labels paired with the machine result of the same trace, span and evaluation, by the machine's and the human's label (§25).", now, final)
+	c.relabels.emit(sm, metricRelabels, "{label}",
+		"Human labels that changed an earlier, different label of the same trace, span and evaluation (§25).", now, final)
 
 	if len(c.scores) == 0 && c.scoreOvr == nil {
 		return md
@@ -551,6 +577,77 @@ func (c *evalMetrics) snapshot(final bool) pmetric.Metrics {
 		emitH(c.scoreOvr)
 	}
 	return md
+}
+
+// counterSet is the series of one emitted counter, at most max of them;
+// beyond, one overflow series counts for the rest.
+type counterSet struct {
+	max    int
+	series map[string]*counterSeries
+	over   *counterSeries
+}
+
+func newCounterSet(maxSeries int) counterSet {
+	return counterSet{max: maxSeries, series: make(map[string]*counterSeries)}
+}
+
+func (s *counterSet) empty() bool { return len(s.series) == 0 && s.over == nil }
+
+// get is the series of key, created (its attributes written by attrs) if
+// new and within max, else the overflow series (*over is incremented).
+func (s *counterSet) get(key []byte, now pcommon.Timestamp, over *int64, attrs func(pcommon.Map)) (cs *counterSeries, created bool) {
+	if cs, ok := s.series[string(key)]; ok {
+		return cs, false
+	}
+	if len(s.series) >= s.max {
+		if s.over == nil {
+			s.over = &counterSeries{series: series{attrs: overflowAttrs(), start: now}}
+		}
+		*over++
+		return s.over, false
+	}
+	cs = &counterSeries{series: series{attrs: pcommon.NewMap(), start: now}}
+	attrs(cs.attrs)
+	s.series[string(key)] = cs
+	return cs, true
+}
+
+// atZero creates the series of key at 0 when it is new and within max: a
+// series that only completes a set (a sibling) never overflows.
+func (s *counterSet) atZero(key []byte, now pcommon.Timestamp, attrs func(pcommon.Map)) {
+	if _, ok := s.series[string(key)]; ok || len(s.series) >= s.max {
+		return
+	}
+	cs := &counterSeries{series: series{attrs: pcommon.NewMap(), start: now}}
+	attrs(cs.attrs)
+	s.series[string(key)] = cs
+}
+
+// emit appends the counter with every series to sm; a series no flush has
+// emitted yet is emitted at 0 unless final.
+func (s *counterSet) emit(sm pmetric.ScopeMetrics, name, unit, description string, now pcommon.Timestamp, final bool) {
+	if s.empty() {
+		return
+	}
+	sum := newMetric(sm, name, unit, description).SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dps := sum.DataPoints()
+	dps.EnsureCapacity(len(s.series) + 1)
+	one := func(cs *counterSeries) {
+		n := int64(cs.count)
+		if !cs.shown && !final {
+			n = 0
+		}
+		cs.shown = true
+		appendPoint(dps.AppendEmpty, &cs.series, now).SetIntValue(n)
+	}
+	for _, cs := range s.series {
+		one(cs)
+	}
+	if s.over != nil {
+		one(s.over)
+	}
 }
 
 // newMetric appends a metric to sm.

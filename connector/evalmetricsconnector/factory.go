@@ -22,11 +22,19 @@ func NewFactory() connector.Factory {
 }
 
 func createLogsToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {
-	return newConnector(set, cfg.(*Config), next, realTicker)
+	c, err := newConnector(set, cfg.(*Config), next, realTicker)
+	if err == nil {
+		c.storageName = "agreement_logs"
+	}
+	return c, err
 }
 
 func createTracesToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
-	return newConnector(set, cfg.(*Config), next, realTicker)
+	c, err := newConnector(set, cfg.(*Config), next, realTicker)
+	if err == nil {
+		c.storageName = "agreement_traces"
+	}
+	return c, err
 }
 
 // realTicker ticks every d; tests inject their own ticks.

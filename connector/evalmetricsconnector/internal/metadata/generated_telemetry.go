@@ -18,11 +18,13 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 
 // TelemetryBuilder holds the instruments declared in connector/evalmetricsconnector/metadata.yaml.
 type TelemetryBuilder struct {
-	meter                               metric.Meter
-	registrations                       telemetrygen.Registrations
-	ConnectorEvalmetricsResultsInvalid  metric.Int64Counter
-	ConnectorEvalmetricsResultsOverflow metric.Int64Counter
-	ConnectorEvalmetricsScoresRejected  metric.Int64Counter
+	meter                                  metric.Meter
+	registrations                          telemetrygen.Registrations
+	ConnectorEvalmetricsAgreementForgotten metric.Int64Counter
+	ConnectorEvalmetricsAgreementUnpaired  metric.Int64Counter
+	ConnectorEvalmetricsResultsInvalid     metric.Int64Counter
+	ConnectorEvalmetricsResultsOverflow    metric.Int64Counter
+	ConnectorEvalmetricsScoresRejected     metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to the default builder.
@@ -39,6 +41,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	telemetrygen.Apply(&builder, options)
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ConnectorEvalmetricsAgreementForgotten, err = builder.meter.Int64Counter(
+		"otelcol_connector_evalmetrics_agreement_forgotten",
+		metric.WithDescription("Results forgotten by the agreement join because agreement.max_pending were remembered (the oldest go first); a counterpart arriving later makes no pair, a label resent later counts again."),
+		metric.WithUnit("{result}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorEvalmetricsAgreementUnpaired, err = builder.meter.Int64Counter(
+		"otelcol_connector_evalmetrics_agreement_unpaired",
+		metric.WithDescription("Human labels that make no agreement pair: their label is neither in agreement.labels nor a score.value of 1 or 0 (unknown_label), or no machine result came within agreement.window (expired)."),
+		metric.WithUnit("{label}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ConnectorEvalmetricsResultsInvalid, err = builder.meter.Int64Counter(
 		"otelcol_connector_evalmetrics_results_invalid",
 		metric.WithDescription("gen_ai.evaluation.result records and events without a gen_ai.evaluation.name string; not counted."),
