@@ -86,15 +86,7 @@ func TestEndToEndRedaction(t *testing.T) {
 	// The judge quotes a planted value back: its explanation must be
 	// masked before it is written.
 	judgeSrv := judgetest.New(t, judgetest.Always(`{"score": 0.1, "reason": "the agent read the card to `+planted["phone"]+` and mailed [REDACTED:email#1]"}`))
-	remote := &recorder{reply: `{"score": 0.2, "reason": "customer IBAN ` + planted["iban"] + ` seen"}`}
-	remoteSrv := httptest.NewServer(remote)
-	defer remoteSrv.Close()
-	hook := &recorder{}
-	hookSrv := httptest.NewServer(hook)
-	defer hookSrv.Close()
-	be := testkit.NewSink(t)
-	grpcAddr := freeAddr(t)
-	startCollector(t, testkit.Config(t, "testdata/redaction.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Judge": judgeSrv.Endpoint(), "Remote": remoteSrv.URL, "Webhook": hookSrv.URL}))
+	remote, hook, be, grpcAddr := startRedactionCollector(t, judgeSrv, `{"score": 0.2, "reason": "customer IBAN `+planted["iban"]+` seen"}`)
 
 	input := fmt.Sprintf("I am %s, call me on %s. Charge %s or wire from %s. My OpenAI key is %s, session token %s. Again: %s",
 		planted["email"], planted["phone"], planted["card"], planted["iban"], planted["key"], planted["jwt"], planted["email"])
@@ -161,24 +153,9 @@ func TestEndToEndRedaction(t *testing.T) {
 	assert.Contains(t, remote.all()[0], "[REDACTED:email#1]")
 
 	// What was written back, on every span the backend received.
-	written := 0
-	for _, s := range be.Spans() {
-		_, generated := s.Attributes().Get("eval.generated")
-		s.Attributes().Range(func(k string, v pcommon.Value) bool {
-			// every attribute of a span evalbridge made (evaluate_session),
-			// the results on the others
-			if generated || strings.HasPrefix(k, "eval.") {
-				written++
-				assert.Empty(t, leaks(v.AsString()), "%s on %s: %s", k, s.Name(), v.AsString())
-			}
-			return true
-		})
-		for i := 0; i < s.Events().Len(); i++ {
-			if v, ok := s.Events().At(i).Attributes().Get("gen_ai.evaluation.explanation"); ok {
-				assert.Empty(t, leaks(v.Str()), "explanation on %s: %s", s.Name(), v.Str())
-			}
-		}
-	}
+	written := writtenBack(be, func(where, value string) {
+		assert.Empty(t, leaks(value), "%s: %s", where, value)
+	})
 	assert.Greater(t, written, 10)
 	ag, _ := be.Span("invoke_agent concierge")
 	reason := func(name string) string { v, _ := ag.Attributes().Get("eval." + name + ".reason"); return v.Str() }
@@ -206,4 +183,46 @@ func TestEndToEndRedaction(t *testing.T) {
 	tl, _ := be.Span("execute_tool charge_card")
 	v, _ = tl.Attributes().Get("gen_ai.tool.call.arguments")
 	assert.Equal(t, args, v.Str())
+}
+
+// startRedactionCollector runs the distribution with
+// testdata/redaction.yaml: judgeSrv as the judge, a remote evaluator
+// answering remoteReply and a webhook receiver (both recording what they
+// are sent), and a backend.
+func startRedactionCollector(t *testing.T, judgeSrv *judgetest.Server, remoteReply string) (remote, hook *recorder, be *testkit.Sink, grpcAddr string) {
+	remote, hook = &recorder{reply: remoteReply}, &recorder{}
+	remoteSrv := httptest.NewServer(remote)
+	t.Cleanup(remoteSrv.Close)
+	hookSrv := httptest.NewServer(hook)
+	t.Cleanup(hookSrv.Close)
+	be = testkit.NewSink(t)
+	grpcAddr = freeAddr(t)
+	startCollector(t, testkit.Config(t, "testdata/redaction.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Judge": judgeSrv.Endpoint(), "Remote": remoteSrv.URL, "Webhook": hookSrv.URL}))
+	return remote, hook, be, grpcAddr
+}
+
+// writtenBack calls check with every text evalbridge wrote on the spans
+// the backend received: the eval.* attributes, every attribute of the
+// spans it made (evaluate_session), the attributes of span events (the
+// evaluation results' explanations). It returns how many.
+func writtenBack(be *testkit.Sink, check func(where, value string)) int {
+	n := 0
+	for _, s := range be.Spans() {
+		_, generated := s.Attributes().Get("eval.generated")
+		s.Attributes().Range(func(k string, v pcommon.Value) bool {
+			if generated || strings.HasPrefix(k, "eval.") {
+				n++
+				check(k+" on "+s.Name(), v.AsString())
+			}
+			return true
+		})
+		for i := 0; i < s.Events().Len(); i++ {
+			s.Events().At(i).Attributes().Range(func(k string, v pcommon.Value) bool {
+				n++
+				check("event "+k+" on "+s.Name(), v.AsString())
+				return true
+			})
+		}
+	}
+	return n
 }

@@ -417,7 +417,7 @@ func (e *Engine) finish(rep Report, all []scoredCase, claim func() bool, done fu
 	for k := range all {
 		sc := &all[k]
 		e.redactResults(sc.results)
-		annotator.AnnotateCase(sc.ref.Span, sc.results, now, annotator.CaseInfo{AgentName: sc.c.AgentName, Model: sc.c.Model})
+		annotator.AnnotateCase(sc.ref.Span, sc.results, now, e.redactInfo(annotator.CaseInfo{AgentName: sc.c.AgentName, Model: sc.c.Model}))
 		rep.Evaluations = append(rep.Evaluations, Evaluation{Case: sc.c, Results: sc.results})
 	}
 	done(rep)

@@ -316,7 +316,7 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	results := []evaluators.Result{r}
 	e.redactResults(results)
 	e.redactCopied(attrs, AttrTargetSpanName)
-	annotator.AnnotateCase(sp, results, pcommon.NewTimestampFromTime(now), t.target.info)
+	annotator.AnnotateCase(sp, results, pcommon.NewTimestampFromTime(now), e.redactInfo(t.target.info))
 	sink(td, t.target.origin)
 }
 

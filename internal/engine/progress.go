@@ -63,6 +63,11 @@ func (p *Progress) TakeOver() (out []Partial, ok bool) {
 			}
 			res[k] = r
 		}
+		// written back by the caller: masked like every result
+		// (docs/contract.md §20)
+		if p.e != nil {
+			p.e.redactResults(res)
+		}
 		out = append(out, Partial{Ref: sc.ref, Case: sc.c, Results: res})
 	}
 	if p.e == nil {

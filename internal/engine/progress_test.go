@@ -81,3 +81,33 @@ func TestTakeOverTooLate(t *testing.T) {
 		t.Error("took over a finished trace")
 	}
 }
+
+// What a take-over hands back is written on the spans by the caller, so
+// it is masked like every result written back (docs/contract.md §20): a
+// reason that quotes a card number and an e-mail address in the
+// spellings people type does not reach the spans.
+func TestTakeOverRedactsReasons(t *testing.T) {
+	e := newEngine(t, map[string]any{"evaluators": []any{
+		map[string]any{"type": "cel", "name": "echo", "expression": `{"score": 0.0, "reason": "Card:4111111111111111 mail bob%40example.com"}`},
+	}})
+	stuck := stuckEval{started: make(chan struct{}), release: make(chan struct{})}
+	e.instances = append(e.instances, instance{Instance: &evaluators.Instance{
+		Name: "hangs", Type: "hangs", Threshold: 0.5, Level: adapter.LevelAgent, SampleRate: 1, Evaluator: stuck,
+	}, sampleAll: true})
+	spans := loadTrace(t, "../../examples/traces/travel-agent-wrong-order.json")
+	prog := NewProgress()
+	done := make(chan Report, 1)
+	go e.ScoreTraceAsync(context.Background(), spans, ScoreOptions{Progress: prog}, func(r Report) { done <- r })
+	<-stuck.started
+	partial, ok := prog.TakeOver()
+	close(stuck.release)
+	<-done
+	if !ok || len(partial) != 1 {
+		t.Fatalf("TakeOver = %v, %v", partial, ok)
+	}
+	for _, r := range partial[0].Results {
+		if r.Name == "echo" && r.Reason != "Card:[REDACTED:credit_card#1] mail [REDACTED:email#1]" {
+			t.Errorf("reason %q", r.Reason)
+		}
+	}
+}

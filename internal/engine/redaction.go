@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/engine/internal/metadata"
 	"github.com/evalbridge/evalbridge/internal/judge"
@@ -121,4 +122,15 @@ func (e *Engine) redactCopied(attrs pcommon.Map, keys ...string) {
 			}
 		}
 	}
+}
+
+// redactInfo masks what the result events copy from the case (the agent
+// and model names): they are written back like a reason.
+func (e *Engine) redactInfo(info annotator.CaseInfo) annotator.CaseInfo {
+	if e.redactor == nil {
+		return info
+	}
+	s := e.redactor.NewSession()
+	info.AgentName, info.Model = s.Text(info.AgentName), s.Text(info.Model)
+	return info
 }

@@ -126,7 +126,7 @@ func (e *Engine) ScoreSessionAsync(ctx context.Context, sn *sessions.Snapshot, o
 		ref.Span.SetEndTimestamp(now)
 		e.redactResults(results)
 		e.redactCopied(ref.Span.Attributes(), sessions.AttrConversationID, sessions.AttrAgentName)
-		annotator.AnnotateCase(ref.Span, results, now, annotator.CaseInfo{AgentName: c.AgentName, Model: c.Model})
+		annotator.AnnotateCase(ref.Span, results, now, e.redactInfo(annotator.CaseInfo{AgentName: c.AgentName, Model: c.Model}))
 		done(SessionReport{Report: Report{Evaluations: []Evaluation{{Case: c, Results: results}}}, Traces: td, Ref: ref})
 	}
 	if len(tasks) == 0 {

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ type planted struct {
 
 // parseCorpusLine removes the «kind|value» markers and says where each
 // planted value is in the text that remains.
-func parseCorpusLine(t *testing.T, line string) (string, []planted) {
+func parseCorpusLine(t testing.TB, line string) (string, []planted) {
 	var b strings.Builder
 	var ps []planted
 	for {
@@ -57,28 +58,44 @@ func (t tally) recall() float64 {
 	return float64(t.tp) / float64(t.tp+t.fn)
 }
 
-// TestCorpusPrecisionRecall runs every built-in detector over the labelled
-// corpus (testdata/corpus.txt): a planted value counts as found (true
-// positive) when its detector replaces exactly it, or it plus surrounding
-// separators; every other replacement is a false positive of the detector
-// that made it, every planted value not found a false negative. Precision
-// and recall per detector must hold 0.95.
+// TestCorpusPrecisionRecall runs the default redactor over the labelled
+// corpora: a planted value counts as found (true positive) when its
+// detector replaces exactly it (as it reads decoded: bob%40example.com is
+// bob@example.com); every other value replaced is a false positive of the
+// detector that replaced it, every planted value not replaced a false
+// negative. corpus.txt is what the detectors were tuned on (floor 0.95);
+// corpus_holdout.txt (stage 1) and corpus_heldout.txt (stage 2, written
+// before the detectors were changed for it) were not tuned on: their
+// figures are reported with a lower floor. Every line that is JSON stays
+// JSON with the same structure.
 func TestCorpusPrecisionRecall(t *testing.T) {
 	tallies, lines := scoreCorpus(t, "testdata/corpus.txt")
 	require.GreaterOrEqual(t, lines, 400, "the corpus holds several hundred strings")
 	for _, name := range Builtins() {
 		tl := tallies[name]
 		require.GreaterOrEqual(t, tl.tp+tl.fn, 20, "%s: at least 20 planted values", name)
-		require.GreaterOrEqual(t, tl.precision(), 0.95, "%s precision", name)
-		require.GreaterOrEqual(t, tl.recall(), 0.95, "%s recall", name)
+		assert.GreaterOrEqual(t, tl.precision(), 0.95, "%s precision", name)
+		assert.GreaterOrEqual(t, tl.recall(), 0.95, "%s recall", name)
 	}
-	// The held-out strings were not used to tune the detectors: their
-	// figures are reported, with a lower floor (few strings each).
-	tallies, _ = scoreCorpus(t, "testdata/corpus_holdout.txt")
-	for _, name := range Builtins() {
-		tl := tallies[name]
-		require.GreaterOrEqual(t, tl.precision(), 0.8, "held out: %s precision", name)
-		require.GreaterOrEqual(t, tl.recall(), 0.8, "held out: %s recall", name)
+	for _, path := range []string{"testdata/corpus_holdout.txt", "testdata/corpus_heldout.txt"} {
+		tallies, _ = scoreCorpus(t, path)
+		for _, name := range Builtins() {
+			tl := tallies[name]
+			assert.GreaterOrEqual(t, tl.precision(), 0.8, "%s: %s precision", path, name)
+			assert.GreaterOrEqual(t, tl.recall(), 0.8, "%s: %s recall", path, name)
+		}
+	}
+}
+
+// decodedValue is a planted value as the detectors read it: its escapes
+// decoded at every depth.
+func decodedValue(v string) string {
+	for {
+		d := newView(v).text
+		if d == v {
+			return v
+		}
+		v = d
 	}
 }
 
@@ -88,7 +105,10 @@ func scoreCorpus(t *testing.T, path string) (map[string]*tally, int) {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
+	type replaced struct{ name, value string }
+	var got []replaced
 	r := defaultRedactor(t)
+	r.observe = func(name, value string) { got = append(got, replaced{name, value}) }
 
 	tallies := map[string]*tally{}
 	for _, b := range Builtins() {
@@ -107,28 +127,34 @@ func scoreCorpus(t *testing.T, path string) (map[string]*tally, int) {
 			negatives++
 		}
 		positives += len(ps)
+		for _, p := range ps {
+			checkLabel(t, p.kind, text[p.start:p.end])
+		}
+		got = got[:0]
+		out := r.Text(text)
+		if json.Valid([]byte(text)) {
+			assert.True(t, json.Valid([]byte(out)), "JSON stays JSON: %s -> %s", text, out)
+		}
 		found := make([]bool, len(ps))
-		for _, m := range r.find(text) {
-			name := r.dets[m.det].name
+		for _, g := range got {
 			hit := false
 			for k, p := range ps {
-				if p.kind == name && !found[k] && m.start <= p.start && m.end >= p.end &&
-					strings.Trim(text[m.start:p.start]+text[p.end:m.end], " ") == "" {
+				if p.kind == g.name && !found[k] && strings.Trim(g.value, " ") == decodedValue(text[p.start:p.end]) {
 					found[k], hit = true, true
 					break
 				}
 			}
 			if hit {
-				tallies[name].tp++
+				tallies[g.name].tp++
 			} else {
-				tallies[name].fp++
-				t.Logf("false positive %s: %q in %q", name, text[m.start:m.end], text)
+				tallies[g.name].fp++
+				t.Logf("false positive %s: %q in %q", g.name, g.value, text)
 			}
 		}
 		for k, p := range ps {
 			if !found[k] {
 				tallies[p.kind].fn++
-				t.Logf("missed %s: %q in %q", p.kind, text[p.start:p.end], text)
+				t.Logf("missed %s: %q in %q -> %q", p.kind, text[p.start:p.end], text, out)
 			}
 		}
 	}
@@ -145,12 +171,34 @@ func scoreCorpus(t *testing.T, path string) (map[string]*tally, int) {
 	return tallies, lines
 }
 
+// checkLabel: a planted card number passes the Luhn check and an IBAN its
+// mod-97 check (a label that does not would make a miss look right).
+func checkLabel(t *testing.T, kind, raw string) {
+	v := decodedValue(raw)
+	switch kind {
+	case CreditCard:
+		var ds []byte
+		for i := 0; i < len(v); i++ {
+			if isDigit(v[i]) {
+				ds = append(ds, v[i])
+			}
+		}
+		assert.True(t, luhn(ds) && cardPrefix(ds), "planted card %q", raw)
+	case IBAN:
+		compact := strings.NewReplacer(" ", "", "-", "").Replace(v)
+		_, ok := ibanAt(compact, 0)
+		assert.True(t, ok, "planted IBAN %q", raw)
+	}
+}
+
 // Real captures of instrumented agents (the interop suite's OTLP/JSON,
 // the examples) are full of ids, timestamps, token counts, versions and
 // model names, and hold no personal data: the only values found there are
 // the loopback addresses the instrumentations record as server.address.
 func TestRealCapturesHoldNoFalsePositive(t *testing.T) {
 	r := defaultRedactor(t)
+	var got []string
+	r.observe = func(name, value string) { got = append(got, name+" "+value) }
 	var files []string
 	for _, g := range []string{"../../examples/traces/*.json", "../../interop/testdata/*.json", "../../interop/testdata/logs/*.json"} {
 		m, err := filepath.Glob(g)
@@ -161,10 +209,11 @@ func TestRealCapturesHoldNoFalsePositive(t *testing.T) {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		text := string(b)
-		for _, m := range r.find(text) {
-			got := r.dets[m.det].name + " " + text[m.start:m.end]
-			assert.Equal(t, "ip_address 127.0.0.1", got, "in %s", f)
+		got = got[:0]
+		out := r.JSON(b)
+		assert.True(t, json.Valid(out), "%s stays JSON", f)
+		for _, g := range got {
+			assert.Equal(t, "ip_address 127.0.0.1", g, "in %s", f)
 		}
 	}
 }

@@ -1,130 +1,118 @@
 package redact
 
-import "strings"
+// A gate says, from one pass over a text's bytes, whether a built-in
+// detector can find anything in it: most texts (reasons, short fields)
+// hold nothing most detectors look for, and are then not read once per
+// detector.
+type gate func(st *textStats) bool
 
-// A gate says from a text's byte statistics whether a built-in's windows
-// can hold anything.
-type gate uint8
-
-const (
-	gateNone gate = iota // always open (patterns)
-	gateEmail
-	gatePhone
-	gateCard
-	gateIBAN
-	gateIP
-	gateSecret
-)
-
-// open is false only when the detector's windows would return none.
-func (g gate) open(st *textStats) bool {
-	switch g {
-	case gateEmail:
-		return st.at
-	case gatePhone:
-		return st.phoneRunDigits >= 7
-	case gateCard: // card runs are within phone runs (cardAlphabet ⊂ phoneAlphabet)
-		return st.phoneRunDigits >= 13
-	case gateIBAN:
-		return st.iban
-	case gateIP: // IPv4 runs are within phone runs (ipv4Alphabet ⊂ phoneAlphabet)
-		return st.v6RunColons >= 2 || (st.phoneRunDigits >= 4 && st.dots >= 3)
-	case gateSecret:
-		return st.secret
-	}
-	return true
-}
-
-// textStats is what one pass over a text's bytes tells the built-in
-// detectors' gates, so a text with nothing any of them could find (most
-// reasons) is not scanned once per detector.
+// textStats is what the pass tells the gates.
 type textStats struct {
-	at     bool // an '@'
-	iban   bool // an ibanWindows start
-	secret bool // one of secretMarkers
-	cut    bool // CutMarker
-	// v6RunColons is the most colons in one run of ipv6Alphabet bytes.
-	v6RunColons int
-	dots        int
-	// phoneRunDigits is the most digits in one run of phoneAlphabet bytes
-	// (card and IPv4 runs lie within such runs).
-	phoneRunDigits int
+	at, iban, secret, ipv4, ipv6 bool
+	// the most digits in one run of bytes a phone number (card number)
+	// is written with
+	phoneDigits, cardDigits int
 }
+
+var (
+	gateEmail  gate = func(st *textStats) bool { return st.at }
+	gatePhone  gate = func(st *textStats) bool { return st.phoneDigits >= 7 }
+	gateCard   gate = func(st *textStats) bool { return st.cardDigits >= 13 }
+	gateIBAN   gate = func(st *textStats) bool { return st.iban }
+	gateIP     gate = func(st *textStats) bool { return st.ipv4 || st.ipv6 }
+	gateSecret gate = func(st *textStats) bool { return st.secret }
+)
 
 // Byte classes of scan.
 const (
-	clDigit   = 1 << iota // 0-9
-	clPhone               // in phoneAlphabet
-	clV6                  // in ipv6Alphabet
-	clSpecial             // looked at closer: @ : . CutMarker[0], capitals, secret markers' first bytes
+	clDigit  = 1 << iota // 0-9
+	clPhone              // in a phone number: digits and " +().-/"
+	clCard               // in a card number: digits, " -"
+	clV4                 // digits and '.'
+	clV6                 // hex digits, ':' and '.'
+	clLetter             // A-Z a-z
 )
 
 var byteClass = func() (cl [256]uint8) {
 	for c := range 256 {
-		if phoneAlphabet[c] {
-			cl[c] |= clPhone
+		b := byte(c)
+		if isDigit(b) {
+			cl[c] |= clDigit | clPhone | clCard | clV4
 		}
-		if ipv6Alphabet[c] {
+		if isLetter(b) {
+			cl[c] |= clLetter
+		}
+		if ipv6Set[c] {
 			cl[c] |= clV6
 		}
-		if isDigit(byte(c)) {
-			cl[c] |= clDigit
-		}
-		if b := byte(c); b == '@' || b == ':' || b == '.' || b == CutMarker[0] || (b >= 'A' && b <= 'Z') || secretMarkersByFirst[c] != nil {
-			cl[c] |= clSpecial
-		}
 	}
+	for _, c := range " +().-/" {
+		cl[c] |= clPhone
+	}
+	for _, c := range " -" {
+		cl[c] |= clCard
+	}
+	cl['.'] |= clV4
 	return cl
+}()
+
+// secretSecond are the bytes that follow each first byte of a secret
+// shape (Be, ey, sk, AK, gh, xo, --, …).
+var secretSecond = func() (a [256][4]uint64) {
+	for _, p := range []string{"Be", "BE", "be", "bE", "ey", "sk", "pk", "rk", "AK", "AS", "AI", "gh", "gi", "gl", "xo", "--"} {
+		a[p[0]][p[1]>>6] |= 1 << (p[1] & 63)
+	}
+	return a
 }()
 
 func scan(text string) textStats {
 	var st textStats
-	run, colons := 0, 0
+	var phone, card, v4d, v4dots, v6 int
+	wordStart := true // the byte before is not a letter or digit
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		cl := byteClass[c]
-		if cl&clV6 == 0 {
-			colons = 0
-		}
 		if cl&clDigit != 0 {
-			run++
-			st.phoneRunDigits = max(st.phoneRunDigits, run)
+			phone++
+			card++
+			v4d++
+			st.phoneDigits = max(st.phoneDigits, phone)
+			st.cardDigits = max(st.cardDigits, card)
+			st.ipv4 = st.ipv4 || (v4dots >= 3 && v4d >= 4)
+			wordStart = false
 			continue
 		}
 		if cl&clPhone == 0 {
-			run = 0
+			phone = 0
 		}
-		if cl&clSpecial == 0 {
-			continue
+		if cl&clCard == 0 {
+			card = 0
 		}
-		switch {
-		case c == '@':
+		if cl&clV4 == 0 {
+			v4d, v4dots = 0, 0
+		} else if v4dots++; v4dots >= 3 && v4d >= 4 {
+			st.ipv4 = true
+		}
+		if cl&clV6 == 0 {
+			v6 = 0
+		} else if c == ':' {
+			if v6++; v6 >= 2 {
+				st.ipv6 = true
+			}
+		}
+		if c == '@' {
 			st.at = true
-		case c == ':':
-			colons++
-			st.v6RunColons = max(st.v6RunColons, colons)
-		case c == '.':
-			st.dots++
-		case c == CutMarker[0]:
-			st.cut = st.cut || strings.HasPrefix(text[i:], CutMarker)
-		case c >= 'A' && c <= 'Z' && !st.iban && i+15 <= len(text) && (i == 0 || !isAlnum(text[i-1])):
-			if d := text[i+1]; d >= 'A' && d <= 'Z' && isDigit(text[i+2]) && isDigit(text[i+3]) {
+		}
+		if wordStart && i+1 < len(text) && (cl&clLetter != 0 || c == '-') {
+			n := text[i+1]
+			if secretSecond[c][n>>6]&(1<<(n&63)) != 0 {
+				st.secret = true
+			}
+			if cl&clLetter != 0 && i+15 <= len(text) && isLetter(n) && isDigit(text[i+2]) && isDigit(text[i+3]) {
 				st.iban = true
 			}
 		}
-		if n := i + 1; !st.secret && n < len(text) && secretPairs[c][text[n]>>6]&(1<<(text[n]&63)) != 0 {
-			st.secret = hasMarker(text[i:])
-		}
+		wordStart = cl&clLetter == 0
 	}
 	return st
-}
-
-// hasMarker: s starts with one of secretMarkers.
-func hasMarker(s string) bool {
-	for _, m := range secretMarkersByFirst[s[0]] {
-		if strings.HasPrefix(s, m) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,10 +1,7 @@
 package redact
 
 import (
-	"bytes"
-	"encoding/json"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -24,6 +21,8 @@ type Redactor struct {
 	// placeholder holds, to skip the expression on most texts.
 	existing *regexp.Regexp
 	lit      string
+	// observe, when set (tests), is called with each value replaced.
+	observe func(detector, value string)
 }
 
 // New builds a redactor from a validated config; count, when not nil, is
@@ -49,7 +48,7 @@ func New(cfg Config, count func(detector string)) (*Redactor, error) {
 		}
 	}
 	for _, p := range cfg.Patterns {
-		r.dets = append(r.dets, detector{name: p.Name, re: regexp.MustCompile(p.Regex)})
+		r.dets = append(r.dets, patternDetector(p.Name, regexp.MustCompile(p.Regex)))
 	}
 	return r, nil
 }
@@ -90,78 +89,11 @@ func (r *Redactor) Text(s string) string {
 	if r == nil || s == "" {
 		return s
 	}
-	text, ms := r.matches(s)
-	if len(ms) == 0 {
-		return text
-	}
-	return r.NewSession().replace(text, ms)
+	return (&Session{r: r}).Text(s)
 }
 
 // JSON redacts one JSON document with a session of its own.
 func (r *Redactor) JSON(b []byte) []byte { return r.NewSession().JSON(b) }
-
-type match struct {
-	start, end int
-	det        int
-}
-
-// find returns the non-overlapping matches of every detector, earlier
-// detectors first where two claim the same characters, in text order.
-func (r *Redactor) find(text string) []match {
-	st := scan(text)
-	return r.findScanned(text, &st)
-}
-
-// findScanned is find with st = scan(text): detectors whose gate says
-// they can find nothing are skipped.
-func (r *Redactor) findScanned(text string, st *textStats) []match {
-	var out []match
-	for di := range r.dets {
-		d := &r.dets[di]
-		if !d.gate.open(st) {
-			continue
-		}
-		if d.windows == nil {
-			out = d.findIn(text, 0, len(text), di, out)
-			continue
-		}
-		for _, w := range d.windows(text) {
-			out = d.findIn(text, w[0], w[1], di, out)
-		}
-	}
-	return out
-}
-
-// findIn adds the detector's matches within text[ws:we] to out, where they
-// overlap none there already.
-func (d *detector) findIn(text string, ws, we, di int, out []match) []match {
-	for _, loc := range d.re.FindAllStringSubmatchIndex(text[ws:we], -1) {
-		s, e := ws+loc[0], ws+loc[1]
-		check := d.check
-		if d.group > 0 && loc[2*d.group] >= 0 {
-			s, e = ws+loc[2*d.group], ws+loc[2*d.group+1]
-			check = d.groupCheck
-		}
-		if s == e {
-			continue
-		}
-		if check != nil {
-			var ok bool
-			if s, e, ok = check(text, s, e); !ok {
-				continue
-			}
-		}
-		// insert unless it overlaps a match already taken
-		i := sort.Search(len(out), func(i int) bool { return out[i].end > s })
-		if i < len(out) && out[i].start < e {
-			continue
-		}
-		out = append(out, match{})
-		copy(out[i+1:], out[i:])
-		out[i] = match{start: s, end: e, det: di}
-	}
-	return out
-}
 
 // CutMarker is what evalbridge writes where it cut a field to
 // max_field_bytes ("…" then " [truncated: N more bytes]").
@@ -208,40 +140,123 @@ func tokenByte(c byte) bool {
 	return isAlnum(c) || c >= 0x80 || strings.IndexByte("@._%+-()/:=~", c) >= 0
 }
 
-// Text redacts s, numbering values within the session.
+// Text redacts text, numbering values within the session. A JSON
+// document in it, or the whole of it, keeps its structure (jsontext.go).
 func (s *Session) Text(text string) string {
 	if s == nil || text == "" {
 		return text
 	}
-	text, ms := s.r.matches(text)
-	if len(ms) == 0 {
-		return text
-	}
-	return s.replace(text, ms)
+	return s.text(text, "", 0)
 }
 
-// matches drops the partial values before cut markers, then finds the
-// values to replace in what remains.
-func (r *Redactor) matches(text string) (string, []match) {
-	st := scan(text)
-	if st.cut {
-		if cut := dropCutValues(text); cut != text {
-			text, st = cut, scan(cut)
+// maxDepth bounds the nesting of JSON in JSON strings that is decoded (each
+// level is a string inside the one before, so real nesting is shallow);
+// deeper strings are redacted as text, escapes decoded.
+const maxDepth = 32
+
+// text redacts text: the JSON documents in it as JSON, the rest as prose.
+// label is the JSON key text is the value of ("" for none).
+func (s *Session) text(text, label string, depth int) string {
+	if strings.Contains(text, CutMarker) {
+		text = dropCutValues(text)
+	}
+	if depth >= maxDepth || (strings.IndexByte(text, '{') < 0 && strings.IndexByte(text, '[') < 0 && strings.IndexByte(text, '"') < 0) {
+		return s.prose(text, label)
+	}
+	var b strings.Builder
+	var toks []jsonTok
+	last := 0
+	// The whole text may be one JSON string ("…"); otherwise documents
+	// start at { or [.
+	i := 0
+	if t := strings.TrimLeft(text, " \t\r\n"); strings.HasPrefix(t, `"`) {
+		i = len(text) - len(t)
+		if e, tk, ok := scanJSON(text, i, toks[:0]); ok && strings.TrimRight(text[e:], " \t\r\n") == "" {
+			b.WriteString(s.prose(text[:i], label))
+			s.jsonDocument(&b, text[i:e], shift(tk, i), depth)
+			b.WriteString(text[e:])
+			return b.String()
 		}
 	}
-	return text, r.findScanned(text, &st)
+	for i < len(text) {
+		k := strings.IndexAny(text[i:], "{[")
+		if k < 0 {
+			break
+		}
+		p := i + k
+		e, tk, ok := scanJSON(text, p, toks[:0])
+		toks = tk
+		if !ok {
+			i = e
+			continue
+		}
+		if b.Len() == 0 && last == 0 {
+			b.Grow(len(text))
+		}
+		b.WriteString(s.prose(text[last:p], labelIf(label, last == 0)))
+		s.jsonDocument(&b, text[p:e], shift(toks, p), depth)
+		last, i = e, e
+	}
+	if last == 0 {
+		return s.prose(text, label)
+	}
+	b.WriteString(s.prose(text[last:], ""))
+	return b.String()
 }
 
-// replace writes text with ms replaced by their placeholders.
-func (s *Session) replace(text string, ms []match) string {
+func labelIf(label string, ok bool) string {
+	if ok {
+		return label
+	}
+	return ""
+}
+
+// shift makes the tokens' offsets relative to the document at p.
+func shift(toks []jsonTok, p int) []jsonTok {
+	for k := range toks {
+		toks[k].start -= p
+		toks[k].end -= p
+	}
+	return toks
+}
+
+// maxPasses bounds the passes of prose: a value masked can let a
+// neighbour be found (an address glued to a card number is one once the
+// number is a placeholder), so prose looks again until nothing more is
+// found, which makes redaction idempotent.
+const maxPasses = 4
+
+// prose redacts text that is not JSON: escapes decoded (view.go), every
+// detector run on it, each value replaced whole in the original.
+func (s *Session) prose(text, label string) string {
+	for range maxPasses {
+		v := newView(text)
+		ms := s.r.find(v.text, label)
+		if len(ms) == 0 {
+			return text
+		}
+		text = s.replace(text, &v, ms)
+	}
+	return text
+}
+
+// replace writes text with ms (found in v) replaced by their placeholders.
+func (s *Session) replace(text string, v *view, ms []match) string {
 	s.seed(text)
 	var b strings.Builder
 	b.Grow(len(text))
 	last := 0
 	for _, m := range ms {
-		b.WriteString(text[last:m.start])
-		b.WriteString(s.placeholder(m.det, text[m.start:m.end]))
-		last = m.end
+		start, end := v.span(m.start, m.end)
+		if start < last || end <= start {
+			continue // never: detectors do not overlap, and a value is not empty
+		}
+		b.WriteString(text[last:start])
+		q := escapedNumberQuote(text, start, end)
+		b.WriteString(q)
+		b.WriteString(s.placeholder(m.det, v.text[m.start:m.end]))
+		b.WriteString(q)
+		last = end
 	}
 	b.WriteString(text[last:])
 	return b.String()
@@ -315,6 +330,9 @@ func (s *Session) placeholder(det int, value string) string {
 	if s.r.count != nil {
 		s.r.count(name)
 	}
+	if s.r.observe != nil {
+		s.r.observe(name, value)
+	}
 	key := name + "\x00" + normalise(name, value)
 	if p, ok := s.seen[key]; ok {
 		return p
@@ -355,73 +373,17 @@ func normalise(name, v string) string {
 	return v
 }
 
-// JSON redacts the strings of a JSON document (keys and values), leaving
-// its structure and layout as they are, so the result is valid JSON that
-// reads like the original. Replaced strings are re-encoded the way
-// encoding/json does (<, > and & escaped). Input that is not valid JSON
-// is redacted as text.
+// JSON redacts a JSON document (a remote body, a webhook payload): its
+// strings (keys too) are redacted and re-encoded, numbers that are card
+// or phone numbers become string placeholders, and everything else is left
+// byte for byte (jsontext.go). Input that is not valid JSON is redacted as
+// text. Nothing to replace: the same slice.
 func (s *Session) JSON(doc []byte) []byte {
 	if s == nil || len(doc) == 0 {
 		return doc
 	}
-	if !json.Valid(doc) {
-		return []byte(s.Text(string(doc)))
+	if red := s.Text(string(doc)); red != string(doc) {
+		return []byte(red)
 	}
-	var out []byte
-	last := 0
-	for i := 0; i < len(doc); i++ {
-		if c := doc[i]; c == '-' || isDigit(c) {
-			// A number: a card or phone number written as one is
-			// replaced by a string placeholder.
-			end := i + 1
-			for end < len(doc) && (isDigit(doc[end]) || strings.IndexByte(".eE+-", doc[end]) >= 0) {
-				end++
-			}
-			if num := string(doc[i:end]); end-i >= 7 {
-				if red := s.Text(num); red != num {
-					enc, _ := json.Marshal(red)
-					out = append(append(grow(out, doc), doc[last:i]...), enc...)
-					last = end
-				}
-			}
-			i = end - 1
-			continue
-		}
-		if doc[i] != '"' {
-			continue
-		}
-		end := i + 1
-		for end < len(doc) && doc[end] != '"' {
-			if doc[end] == '\\' {
-				end++
-			}
-			end++
-		}
-		end++ // past the closing quote
-		lit := doc[i:end]
-		var str string
-		if bytes.IndexByte(lit, '\\') < 0 {
-			str = string(lit[1 : len(lit)-1])
-		} else if err := json.Unmarshal(lit, &str); err != nil {
-			i = end - 1
-			continue
-		}
-		if red := s.Text(str); red != str {
-			enc, _ := json.Marshal(red)
-			out = append(append(grow(out, doc), doc[last:i]...), enc...)
-			last = end
-		}
-		i = end - 1
-	}
-	if out == nil {
-		return doc
-	}
-	return append(out, doc[last:]...)
-}
-
-func grow(out, doc []byte) []byte {
-	if out == nil {
-		return make([]byte, 0, len(doc)+64)
-	}
-	return out
+	return doc
 }
