@@ -15,6 +15,13 @@ import (
 // names come from the annotator that writes them (docs/contract.md §4).
 const attrService = "service.name"
 
+// The result event's names (docs/contract.md §4): the version of a result
+// is read from the event of its evaluator.
+const (
+	resultEventName = "gen_ai.evaluation.result"
+	attrEvalName    = "gen_ai.evaluation.name"
+)
+
 // agentNameKeys are read in order for Alert.AgentName.
 var agentNameKeys = []string{"gen_ai.agent.name", "agent.name", "traceloop.entity.name"}
 
@@ -36,16 +43,19 @@ type Payload struct {
 
 // Alert is one failed evaluation on one span.
 type Alert struct {
-	TraceID     string   `json:"trace_id"`
-	SpanID      string   `json:"span_id"`
-	SpanName    string   `json:"span_name"`
-	ServiceName string   `json:"service_name"`
-	AgentName   string   `json:"agent_name"`
-	Evaluator   string   `json:"evaluator"`
-	Score       *float64 `json:"score"`
-	Threshold   *float64 `json:"threshold"`
-	Status      string   `json:"status"`
-	Reason      string   `json:"reason"`
+	TraceID     string `json:"trace_id"`
+	SpanID      string `json:"span_id"`
+	SpanName    string `json:"span_name"`
+	ServiceName string `json:"service_name"`
+	AgentName   string `json:"agent_name"`
+	Evaluator   string `json:"evaluator"`
+	// EvaluatorVersion is the version of the evaluator that gave the
+	// result (docs/contract.md §24); "" when the result does not say.
+	EvaluatorVersion string   `json:"evaluator_version"`
+	Score            *float64 `json:"score"`
+	Threshold        *float64 `json:"threshold"`
+	Status           string   `json:"status"`
+	Reason           string   `json:"reason"`
 	// Time is the span's end time, RFC 3339 in UTC.
 	Time     string `json:"time"`
 	TraceURL string `json:"trace_url,omitempty"`
@@ -109,18 +119,19 @@ func appendSpanAlerts(out []Alert, span ptrace.Span, service string, allow map[s
 		}
 		seen[name] = true
 		a := Alert{
-			TraceID:     traceID,
-			SpanID:      spanID,
-			SpanName:    spanName,
-			ServiceName: service,
-			AgentName:   agent,
-			Evaluator:   name,
-			Score:       doubleAttr(attrs, annotator.ScoreKey(name)),
-			Threshold:   doubleAttr(attrs, annotator.ThresholdKey(name)),
-			Status:      strAttr(attrs, annotator.StatusKey(name)),
-			Reason:      strAttr(attrs, annotator.ReasonKey(name)),
-			Time:        ts,
-			TraceURL:    link,
+			TraceID:          traceID,
+			SpanID:           spanID,
+			SpanName:         spanName,
+			ServiceName:      service,
+			AgentName:        agent,
+			Evaluator:        name,
+			EvaluatorVersion: resultVersion(span, name),
+			Score:            doubleAttr(attrs, annotator.ScoreKey(name)),
+			Threshold:        doubleAttr(attrs, annotator.ThresholdKey(name)),
+			Status:           strAttr(attrs, annotator.StatusKey(name)),
+			Reason:           strAttr(attrs, annotator.ReasonKey(name)),
+			Time:             ts,
+			TraceURL:         link,
 		}
 		if a.Status == "" {
 			a.Status = "failed"

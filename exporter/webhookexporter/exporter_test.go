@@ -50,7 +50,7 @@ func TestJSONPayload(t *testing.T) {
 	alerts := raw["alerts"].([]any)
 	require.Len(t, alerts, 1)
 	assert.ElementsMatch(t, []string{"trace_id", "span_id", "span_name", "service_name", "agent_name", "evaluator",
-		"score", "threshold", "status", "reason", "time", "trace_url"}, keys(alerts[0].(map[string]any)))
+		"evaluator_version", "score", "threshold", "status", "reason", "time", "trace_url"}, keys(alerts[0].(map[string]any)))
 
 	p := rec.payload(t, 0)
 	assert.Equal(t, 0, p.Suppressed)

@@ -26,14 +26,17 @@ const maxSamples = 5
 // MonitorNotification is one monitor's change of state (or renotify) for
 // one group, an element of Payload.Monitors.
 type MonitorNotification struct {
-	Monitor   string            `json:"monitor"`
-	State     string            `json:"state"`
-	Evaluator string            `json:"evaluator"`
-	Group     map[string]string `json:"group"`
-	Window    string            `json:"window"`
-	Cases     int               `json:"cases"`
-	Failed    int               `json:"failed"`
-	PassRate  float64           `json:"pass_rate"`
+	Monitor   string `json:"monitor"`
+	State     string `json:"state"`
+	Evaluator string `json:"evaluator"`
+	// EvaluatorVersion is the version of the results in the window
+	// (docs/contract.md §24): a window holds one version.
+	EvaluatorVersion string            `json:"evaluator_version"`
+	Group            map[string]string `json:"group"`
+	Window           string            `json:"window"`
+	Cases            int               `json:"cases"`
+	Failed           int               `json:"failed"`
+	PassRate         float64           `json:"pass_rate"`
 	// MeanScore is null when no case in the window carried a score.
 	MeanScore *float64 `json:"mean_score"`
 	Threshold float64  `json:"threshold"`
@@ -82,7 +85,10 @@ type groupStatus struct {
 // bucketed window and a ring of maxSamples samples.
 type group struct {
 	values []string
-	win    slidingWindow
+	// version is the evaluator version of the results in win: a result of
+	// another version starts a new window (docs/contract.md §24).
+	version string
+	win     slidingWindow
 	groupStatus
 	gen        uint64 // bumped by every change of groupStatus
 	samples    [maxSamples]sample
@@ -184,6 +190,7 @@ func (m *monitor) observeSpan(span ptrace.Span, res pcommon.Map, now time.Time) 
 	if g == nil {
 		return
 	}
+	m.useVersion(g, resultVersion(span, m.cfg.Evaluator))
 	var score float64
 	hasScore := false
 	if v, ok := attrs.Get(m.scoreKey); ok {
@@ -204,6 +211,46 @@ func (m *monitor) observeSpan(span ptrace.Span, res pcommon.Map, now time.Time) 
 		g.touched = true
 		m.touched = append(m.touched, g)
 	}
+}
+
+// useVersion makes v the version of g's window: the first result of a new
+// version starts a new window (its cases and samples are of the old one);
+// the group's state (firing or not) carries over, and the new window's
+// verdict changes it once it holds min_cases.
+func (m *monitor) useVersion(g *group, v string) {
+	if v == g.version {
+		return
+	}
+	if g.last != 0 {
+		g.win = slidingWindow{}
+		g.samples = [maxSamples]sample{}
+		g.nextSample = 0
+		m.logger.Info("Monitor starts a new window: the evaluator's version changed",
+			zap.String("monitor", m.cfg.Name), zap.Strings("group", g.values),
+			zap.String("from", g.version), zap.String("to", v))
+	}
+	g.version = v
+}
+
+// resultVersion is the evaluator version on the span's
+// gen_ai.evaluation.result event for the evaluator name; "" when none says.
+func resultVersion(span ptrace.Span, name string) string {
+	evs := span.Events()
+	for i := 0; i < evs.Len(); i++ {
+		ev := evs.At(i)
+		if ev.Name() != resultEventName {
+			continue
+		}
+		a := ev.Attributes()
+		if n, ok := a.Get(attrEvalName); !ok || n.AsString() != name {
+			continue
+		}
+		if v, ok := a.Get(annotator.AttrEvaluatorVersion); ok {
+			return v.AsString()
+		}
+		return ""
+	}
+	return ""
 }
 
 // lookup finds or creates the span's group; nil when max_groups are
@@ -426,20 +473,21 @@ func (p *pending) undo() {
 
 func (m *monitor) notification(g *group, state string, tot windowTotals, now time.Time) MonitorNotification {
 	n := MonitorNotification{
-		Monitor:        m.cfg.Name,
-		State:          state,
-		Evaluator:      m.cfg.Evaluator,
-		Group:          make(map[string]string, len(g.values)),
-		Window:         m.windowStr,
-		Cases:          tot.cases,
-		Failed:         tot.failed,
-		PassRate:       tot.passRate(),
-		MeanScore:      tot.meanScore(),
-		Threshold:      m.threshold,
-		Figure:         m.figure,
-		Since:          g.since.UTC().Format(time.RFC3339Nano),
-		Time:           now.UTC().Format(time.RFC3339Nano),
-		SampleTraceIDs: []string{},
+		Monitor:          m.cfg.Name,
+		State:            state,
+		Evaluator:        m.cfg.Evaluator,
+		EvaluatorVersion: g.version,
+		Group:            make(map[string]string, len(g.values)),
+		Window:           m.windowStr,
+		Cases:            tot.cases,
+		Failed:           tot.failed,
+		PassRate:         tot.passRate(),
+		MeanScore:        tot.meanScore(),
+		Threshold:        m.threshold,
+		Figure:           m.figure,
+		Since:            g.since.UTC().Format(time.RFC3339Nano),
+		Time:             now.UTC().Format(time.RFC3339Nano),
+		SampleTraceIDs:   []string{},
 	}
 	for i, k := range m.cfg.GroupBy {
 		n.Group[k] = g.values[i]

@@ -43,6 +43,7 @@ type savedMonitor struct {
 
 type savedGroup struct {
 	Values   []string      `json:"values"`
+	Version  string        `json:"version,omitempty"`
 	Firing   bool          `json:"firing"`
 	Since    time.Time     `json:"since"`
 	LastSent time.Time     `json:"last_sent"`
@@ -78,7 +79,7 @@ func (m *monitor) save(now time.Time) savedMonitor {
 		Groups: make([]savedGroup, 0, len(m.groups))}
 	cur := epochOf(now, m.width)
 	for _, g := range m.groups {
-		sg := savedGroup{Values: g.values, Firing: g.firing, Since: g.since, LastSent: g.lastSent, Last: g.last}
+		sg := savedGroup{Values: g.values, Version: g.version, Firing: g.firing, Since: g.since, LastSent: g.lastSent, Last: g.last}
 		for i := range g.win.buckets {
 			b := &g.win.buckets[i]
 			if b.cases == 0 || b.epoch > cur || b.epoch <= cur-windowBuckets {
@@ -110,7 +111,7 @@ func (m *monitor) restore(s *savedMonitor) int {
 		if _, ok := m.groups[key]; ok {
 			continue
 		}
-		g := &group{values: sg.Values, last: sg.Last}
+		g := &group{values: sg.Values, version: sg.Version, last: sg.Last}
 		g.firing, g.since, g.lastSent = sg.Firing, sg.Since, sg.LastSent
 		for _, b := range sg.Buckets {
 			g.win.buckets[uint64(b.Epoch)%windowBuckets] = bucket{epoch: b.Epoch, cases: b.Cases, failed: b.Failed,

@@ -65,7 +65,7 @@ func TestMonitorNotificationPayload(t *testing.T) {
 	assert.Len(t, raw, 1, "only `monitors`")
 	require.Len(t, raw["monitors"], 1)
 	n := raw["monitors"][0]
-	assert.ElementsMatch(t, []string{"monitor", "state", "evaluator", "group", "window", "cases", "failed", "pass_rate",
+	assert.ElementsMatch(t, []string{"monitor", "state", "evaluator", "evaluator_version", "group", "window", "cases", "failed", "pass_rate",
 		"mean_score", "threshold", "since", "time", "sample_trace_ids", "sample_trace_urls"}, keys(n))
 	assert.Equal(t, "flow_rate", n["monitor"])
 	assert.Equal(t, "firing", n["state"])

@@ -1,0 +1,51 @@
+package webhookexporter
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func versioned(r evaluatorsResult, v string) evaluatorsResult {
+	r.Version, r.EvaluatorType = v, "deterministic"
+	return r
+}
+
+// TestMonitorWindowHoldsOneVersion: the first result of a new version
+// starts a new window for its group, so old failures do not count against
+// the new evaluator, and the notification names the version.
+func TestMonitorWindowHoldsOneVersion(t *testing.T) {
+	r := newMonitorRig(t, DefaultMaxGroups, "", passRateMonitor())
+	notes := r.observe(caseTraces("travel_agent", repeat(4, versioned(fail, "v1"))...))
+	require.Len(t, notes, 1)
+	assert.Equal(t, StateFiring, notes[0].State)
+	assert.Equal(t, "v1", notes[0].EvaluatorVersion)
+
+	// v2's first results: a new window. 3 passes and 1 failure of v2 =
+	// 0.75, resolved; counted with v1's four failures it would be 3/8.
+	r.clock.Advance(time.Second)
+	assert.Empty(t, r.observe(caseTraces("travel_agent", repeat(3, versioned(pass, "v2"))...)), "below min_cases in the new window")
+	notes = r.observe(caseTraces("travel_agent", versioned(fail, "v2")))
+	require.Len(t, notes, 1)
+	assert.Equal(t, StateResolved, notes[0].State)
+	assert.Equal(t, 4, notes[0].Cases)
+	assert.Equal(t, 1, notes[0].Failed)
+	assert.Equal(t, "v2", notes[0].EvaluatorVersion)
+	assert.Len(t, notes[0].SampleTraceIDs, 1, "only v2's failure is a sample")
+
+	// Another group keeps its own version and window.
+	notes = r.observe(caseTraces("hotel_agent", repeat(4, versioned(fail, "v1"))...))
+	require.Len(t, notes, 1)
+	assert.Equal(t, "v1", notes[0].EvaluatorVersion)
+	assert.Equal(t, 4, notes[0].Cases)
+}
+
+// TestAlertCarriesVersion: a §9 alert names the version of the result.
+func TestAlertCarriesVersion(t *testing.T) {
+	alerts := extractAlerts(agentTraces(versioned(failed("booking_flow", 0.2, 1, "wrong"), "sha256:0123456789ab"),
+		versioned(passed("tool_error", 1, 1), "v9")), nil, "")
+	require.Len(t, alerts, 1)
+	assert.Equal(t, "sha256:0123456789ab", alerts[0].EvaluatorVersion)
+}
