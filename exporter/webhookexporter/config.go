@@ -60,6 +60,9 @@ type Config struct {
 	// (docs/redaction.md); the default runs every built-in detector, and
 	// `detectors: []` turns them off. It validates itself.
 	Redaction redact.Config `mapstructure:"redaction"`
+	// Labels maps the score labels of result log records to pass and fail
+	// (logs.go); it validates itself.
+	Labels LabelsConfig `mapstructure:"labels"`
 
 	// inline lets the push run in the caller (no queue): the package's
 	// tests of the push function only. A user cannot set it.
@@ -104,8 +107,8 @@ func (cfg *Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, n := range cfg.Evaluators {
-		if !evaluatorNameRE.MatchString(n) {
-			errs = append(errs, fmt.Errorf("evaluators: %q is not a valid evaluator name ([a-z0-9_]+)", n))
+		if !validEvaluationName(n) {
+			errs = append(errs, fmt.Errorf("evaluators: %q is not a valid evaluator name (an evaluation name: no spaces)", n))
 		}
 		if seen[n] {
 			errs = append(errs, fmt.Errorf("evaluators: %q listed twice", n))

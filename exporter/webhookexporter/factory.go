@@ -23,7 +23,8 @@ const tracesStability = component.StabilityLevelAlpha
 // NewFactory returns the factory of the `webhook` exporter.
 func NewFactory() exporter.Factory {
 	return exporter.NewFactory(Type, createDefaultConfig,
-		exporter.WithTraces(createTraces, tracesStability))
+		exporter.WithTraces(createTraces, tracesStability),
+		exporter.WithLogs(createLogs, tracesStability))
 }
 
 func createDefaultConfig() component.Config {
@@ -37,6 +38,7 @@ func createDefaultConfig() component.Config {
 		PerTraceAlerts: true,
 		MaxGroups:      DefaultMaxGroups,
 		Redaction:      redact.NewDefaultConfig(),
+		Labels:         NewDefaultLabels(),
 	}
 }
 

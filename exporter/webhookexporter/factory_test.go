@@ -54,8 +54,15 @@ func TestLifecycle(t *testing.T) {
 	t.Run("unsupported signals", func(t *testing.T) {
 		_, err := f.CreateMetrics(context.Background(), exportertest.NewNopSettings(Type), cfg)
 		require.Error(t, err)
-		_, err = f.CreateLogs(context.Background(), exportertest.NewNopSettings(Type), cfg)
-		require.Error(t, err)
+	})
+	t.Run("logs: start and shutdown, with monitors", func(t *testing.T) {
+		mcfg := *cfg
+		mcfg.Monitors = []MonitorConfig{passRateMonitor()}
+		exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(Type), &mcfg)
+		require.NoError(t, err)
+		assert.False(t, exp.Capabilities().MutatesData)
+		require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+		require.NoError(t, exp.Shutdown(context.Background()))
 	})
 	t.Run("bad template fails create", func(t *testing.T) {
 		bad := f.CreateDefaultConfig().(*Config)

@@ -53,8 +53,8 @@ func (m *MonitorConfig) Validate() error {
 	if !evaluatorNameRE.MatchString(m.Name) {
 		errs = append(errs, fmt.Errorf("name %q must match [a-z0-9_]+", m.Name))
 	}
-	if !evaluatorNameRE.MatchString(m.Evaluator) {
-		errs = append(errs, fmt.Errorf("evaluator %q must be an evaluator instance name ([a-z0-9_]+)", m.Evaluator))
+	if !validEvaluationName(m.Evaluator) {
+		errs = append(errs, fmt.Errorf("evaluator %q must be an evaluation name (an evaluator instance's, or any producer's): not empty, no spaces", m.Evaluator))
 	}
 	seen := map[string]bool{}
 	for _, k := range m.GroupBy {

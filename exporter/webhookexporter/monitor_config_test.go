@@ -47,7 +47,7 @@ func TestValidateMonitors(t *testing.T) {
 	require.NoError(t, valid().Validate())
 	for want, mutate := range map[string]func(c *Config){
 		`name "Bad-Name" must match`:                 func(c *Config) { c.Monitors[0].Name = "Bad-Name" },
-		`evaluator "" must be an evaluator`:          func(c *Config) { c.Monitors[0].Evaluator = "" },
+		`evaluator "" must be an evaluation name`:    func(c *Config) { c.Monitors[0].Evaluator = "" },
 		`group_by: "a" listed twice`:                 func(c *Config) { c.Monitors[0].GroupBy = []string{"a", "a"} },
 		"group_by: empty attribute name":             func(c *Config) { c.Monitors[0].GroupBy = []string{""} },
 		"window must be at least 1s, got 0s":         func(c *Config) { c.Monitors[0].Window = 0 },

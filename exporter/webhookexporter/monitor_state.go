@@ -135,11 +135,14 @@ type monitorStore struct {
 
 // openMonitorStore gets a storage client when the sending queue is
 // persistent; nil when it is not.
-func openMonitorStore(ctx context.Context, host component.Host, cfg *Config, id component.ID, logger *zap.Logger) (*monitorStore, error) {
+func openMonitorStore(ctx context.Context, host component.Host, cfg *Config, id component.ID, name string, logger *zap.Logger) (*monitorStore, error) {
+	if name == "" {
+		name = storageName
+	}
 	if !cfg.QueueConfig.HasValue() || cfg.QueueConfig.Get().StorageID == nil {
 		return nil, nil
 	}
-	client, err := storageext.Client(ctx, host, "sending_queue.storage", *cfg.QueueConfig.Get().StorageID, component.KindExporter, id, storageName)
+	client, err := storageext.Client(ctx, host, "sending_queue.storage", *cfg.QueueConfig.Get().StorageID, component.KindExporter, id, name)
 	if err != nil {
 		return nil, err
 	}

@@ -165,6 +165,9 @@ type tracesExporter struct {
 	newTicker       func(time.Duration) (<-chan time.Time, func())
 	id              component.ID
 	store           *monitorStore // nil without a persistent queue
+	// storeName names the monitors' storage client ("" is storageName; a
+	// logs instance of the same id has its own).
+	storeName string
 
 	stop chan struct{}
 	done chan struct{}
@@ -182,7 +185,7 @@ func (t *tracesExporter) Start(ctx context.Context, host component.Host) error {
 	if t.mons == nil {
 		return nil
 	}
-	store, err := openMonitorStore(ctx, host, t.e.cfg, t.id, t.logger)
+	store, err := openMonitorStore(ctx, host, t.e.cfg, t.id, t.storeName, t.logger)
 	if err != nil {
 		return errors.Join(err, t.Traces.Shutdown(ctx))
 	}
