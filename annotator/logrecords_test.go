@@ -86,3 +86,34 @@ func TestResultsCarryAgentAndModel(t *testing.T) {
 		t.Error("agent name without a case")
 	}
 }
+
+// Every result record and event carries its evaluator's version and type
+// (docs/contract.md §24), an error's record too.
+func TestResultsCarryProvenance(t *testing.T) {
+	results := []evaluators.Result{
+		{Name: "flow", Status: evaluators.StatusFailed, Score: 0, Threshold: 1, Version: "v3", EvaluatorType: "deterministic"},
+		{Name: "judge", Status: evaluators.StatusError, Reason: "bad reply", Version: "sha256:0123456789ab", EvaluatorType: "llm_judge"},
+	}
+	ls := plog.NewLogRecordSlice()
+	AppendResultRecords(ls, Target{}, results, 1)
+	span := ptrace.NewSpan()
+	Annotate(span, results, 1)
+	if ls.Len() != 2 || span.Events().Len() != 1 {
+		t.Fatalf("%d records, %d events", ls.Len(), span.Events().Len())
+	}
+	for i, r := range results {
+		a := ls.At(i).Attributes()
+		v, _ := a.Get(AttrEvaluatorVersion)
+		ty, _ := a.Get(AttrEvaluatorType)
+		if v.Str() != r.Version || ty.Str() != r.EvaluatorType {
+			t.Errorf("record %d: version %q type %q", i, v.Str(), ty.Str())
+		}
+	}
+	a := span.Events().At(0).Attributes()
+	if v, _ := a.Get(AttrEvaluatorVersion); v.Str() != "v3" {
+		t.Errorf("event version %q", v.Str())
+	}
+	if ty, _ := a.Get(AttrEvaluatorType); ty.Str() != "deterministic" {
+		t.Errorf("event type %q", ty.Str())
+	}
+}
