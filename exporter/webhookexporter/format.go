@@ -162,6 +162,9 @@ func slackAlerts(p Payload) slackMessage {
 		if a.ServiceName != "" {
 			fields = append(fields, slackText{Type: "mrkdwn", Text: "*Service*\n" + slackEscape(a.ServiceName)})
 		}
+		if a.EvaluatorVersion != "" {
+			fields = append(fields, slackText{Type: "mrkdwn", Text: "*Version*\n" + slackEscape(a.EvaluatorVersion)})
+		}
 		msg.Blocks = append(msg.Blocks, slackBlock{Type: "section", Fields: fields})
 		if a.Reason != "" {
 			msg.Blocks = append(msg.Blocks, slackBlock{Type: "context",

@@ -49,3 +49,10 @@ func TestAlertCarriesVersion(t *testing.T) {
 	require.Len(t, alerts, 1)
 	assert.Equal(t, "sha256:0123456789ab", alerts[0].EvaluatorVersion)
 }
+
+// TestSlackAlertShowsVersion: the Slack message names the version too.
+func TestSlackAlertShowsVersion(t *testing.T) {
+	body, err := slackEncoder{}.encode(Payload{Alerts: []Alert{{Evaluator: "booking_flow", EvaluatorVersion: "v3", TraceID: "t"}}})
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `*Version*\nv3`)
+}
