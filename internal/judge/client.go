@@ -178,20 +178,20 @@ func (c *Client) Complete(ctx context.Context, msgs []Message) (string, error) {
 		return v, nil
 	}
 
-	est, estCost, err := c.reserve(ctx, msgs)
+	booked, bookedCost, err := c.reserve(ctx, msgs)
 	if err != nil {
 		return "", err
 	}
 
 	var usage usage
-	content, _, err := c.do(ctx, hc, body, est, &usage)
+	content, _, err := c.do(ctx, hc, body, estimateTokens(msgs, c.cfg.MaxTokens), &usage)
 	if err != nil {
-		c.refund(est, estCost)
+		c.refund(booked, bookedCost)
 		c.warn.Warn("judge request failed; the evaluation is reported as error or timeout and the spans go on",
 			zap.String("error", err.Error()))
 		return "", err
 	}
-	c.account(ctx, msgs, content, usage, est, estCost)
+	c.account(ctx, msgs, content, usage, booked, bookedCost)
 	if _, perr := ExtractJSON(content); perr == nil {
 		c.cache.put(key, content)
 	} else {
@@ -370,8 +370,9 @@ const excerptBytes = 120
 // query. It must run on the whole text, before any clipping.
 func (c *Client) redact(s string) string { return c.secrets.Redact(s) }
 
-// estimateTokens is a conservative guess (4 bytes a token, plus the reply's
-// limit) used to book the budget and the token rate before the reply says.
+// estimateTokens is a guess (4 bytes a token, plus the reply's limit) the
+// token rate (tokens_per_minute) paces by before the reply says; budgets
+// book a bound instead (reserve).
 func estimateTokens(msgs []Message, maxTokens int) int64 {
 	n := int64(0)
 	for _, m := range msgs {
