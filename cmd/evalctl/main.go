@@ -34,6 +34,9 @@ Usage:
   evalctl estimate --config FILE [--summary text|json]
               (INPUT... | --jaeger URL [--service S] [--operation O]
                [--tags K=V]... [--lookback 24h] [--limit N])
+  evalctl calibrate --config FILE --labels LABELS... [--min-kappa 0.6]
+              [--summary text|json] [--report FILE.html] [--trace-url TEMPLATE]
+              (INPUT... | --jaeger URL ...)
   evalctl validate --config FILE
   evalctl dataset (add | list | pin) DIR ...   (evalctl dataset -h)
   evalctl review DIR [--listen 127.0.0.1:8899] [--name NAME]
@@ -42,6 +45,15 @@ estimate reads the inputs as run does and reports the judge calls each
 evaluator would make (the deterministic evaluators run, so run_if, when and
 sample_rate apply), their input tokens, an upper bound of their output
 tokens and, for judges with a price, the cost; no judge is called.
+
+calibrate scores the inputs as run does and compares each evaluator with
+human labels of the same spans (JSON Lines {"trace_id", "span_id", "name",
+"label"}, or OTLP/JSON logs of human gen_ai.evaluation.result records):
+pairs, accuracy, Cohen's kappa with its 95% bootstrap interval, the share
+of human failures caught and of human passes passed, the confusion matrix,
+and the threshold that maximises kappa. An evaluator is fit to gate when
+kappa's lower bound is at least --min-kappa; exit 1 when one with labels
+is not.
 
 INPUT is OTLP/JSON (one export request per document, or JSON Lines of them:
 what the collector's file exporter writes) or a Jaeger JSON export
@@ -72,6 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "estimate":
 		return estimateCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "calibrate":
+		return calibrateCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "validate":
 		return validateCmd(ctx, args[1:], stderr, stdout)
 	case "dataset":

@@ -34,6 +34,8 @@ type reportPage struct {
 	Gates       []gateResult
 	GatesFailed int
 	Dataset     *datasetSummary
+	// Calibration is evalctl calibrate's section (calibrate_report.go); nil for run.
+	Calibration *reportCalibration
 }
 
 type reportEvaluator struct {
@@ -87,6 +89,10 @@ type trajectoryRow struct {
 }
 
 func writeReport(w io.Writer, s *summary, gates []gateResult, traceURL string) error {
+	return reportTmpl.Execute(w, reportPageOf(s, gates, traceURL))
+}
+
+func reportPageOf(s *summary, gates []gateResult, traceURL string) reportPage {
 	page := reportPage{Evaluations: len(s.results), Failed: len(s.failures), Gated: gates != nil, Gates: gates, GatesFailed: gatesFailed(gates)}
 	page.Dataset = s.dataset
 	failing := map[string]int{}
@@ -110,7 +116,7 @@ func writeReport(w io.Writer, s *summary, gates []gateResult, traceURL string) e
 		return a.worst < b.worst
 	})
 	sort.SliceStable(page.Cases, func(i, j int) bool { return page.Cases[i].score < page.Cases[j].score })
-	return reportTmpl.Execute(w, page)
+	return page
 }
 
 func reportEvaluatorOf(e *evaluatorSummary, failing int) reportEvaluator {

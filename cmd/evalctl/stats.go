@@ -2,7 +2,6 @@ package main
 
 import (
 	"hash/fnv"
-	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -49,9 +48,7 @@ func bootstrapMeanCI(name string, xs []float64) (lo, hi float64, ok bool) {
 	if n == 1 {
 		return xs[0], xs[0], true
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(name))
-	rng := rand.New(rand.NewPCG(0x6576616c62726467, h.Sum64())) // "evalbrdg"
+	rng := seededRand(name)
 	means := make([]float64, bootstrapResamples)
 	un := uint64(n)
 	for b := range means {
@@ -65,17 +62,15 @@ func bootstrapMeanCI(name string, xs []float64) (lo, hi float64, ok bool) {
 		means[b] = sum / float64(n)
 	}
 	slices.Sort(means)
-	return quantile(means, 0.025), quantile(means, 0.975), true
+	return stats.Quantile(means, 0.025), stats.Quantile(means, 0.975), true
 }
 
-// quantile of sorted xs with linear interpolation between order statistics
-// (the R-7 / NumPy default definition).
-func quantile(sorted []float64, q float64) float64 {
-	pos := q * float64(len(sorted)-1)
-	i := int(math.Floor(pos))
-	if i >= len(sorted)-1 {
-		return sorted[len(sorted)-1]
-	}
-	frac := pos - float64(i)
-	return sorted[i] + frac*(sorted[i+1]-sorted[i])
+// seededRand is the generator of an evaluator's bootstrap: seeded from its
+// name, so the same input gives the same interval on every run and
+// machine (a gate must not flip on a re-run), while two evaluators do not
+// share one resampling sequence.
+func seededRand(name string) *rand.Rand {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	return rand.New(rand.NewPCG(0x6576616c62726467, h.Sum64())) // "evalbrdg"
 }

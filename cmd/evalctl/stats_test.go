@@ -100,15 +100,6 @@ func TestBootstrapMeanCI(t *testing.T) {
 	}
 }
 
-func TestQuantile(t *testing.T) {
-	s := []float64{1, 2, 3, 4, 5}
-	for q, want := range map[float64]float64{0: 1, 0.5: 3, 1: 5, 0.25: 2, 0.1: 1.4} {
-		if got := quantile(s, q); math.Abs(got-want) > 1e-12 {
-			t.Errorf("quantile(%v) = %v, want %v", q, got, want)
-		}
-	}
-}
-
 // The bootstrap's cost against scoring: the examples scored with the plain
 // summary, and with the gates, JUnit and the report on top.
 func BenchmarkRunExamples(b *testing.B) {

@@ -64,6 +64,7 @@ type caseResult struct {
 	Evaluator string
 	TraceID   string
 	SpanID    string
+	Level     adapter.Level // the case's level (calibrate finds a trace's agent case by it)
 	SpanName  string
 	Status    evaluators.Status
 	Score     float64
@@ -149,7 +150,7 @@ func (s *summary) add(rep engine.Report) {
 				e.passed = append(e.passed, r.Status == evaluators.StatusPassed)
 			}
 			cr := caseResult{
-				Evaluator: r.Name, TraceID: ev.Case.TraceID.String(), SpanID: ev.Case.SpanID.String(),
+				Evaluator: r.Name, TraceID: ev.Case.TraceID.String(), SpanID: ev.Case.SpanID.String(), Level: ev.Case.Level,
 				SpanName: ev.Case.SpanName, Status: r.Status, Score: r.Score, Threshold: r.Threshold, Reason: r.Reason,
 			}
 			if r.Status != evaluators.StatusPassed && r.Status != evaluators.StatusSkipped {
