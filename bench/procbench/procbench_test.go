@@ -169,8 +169,71 @@ func agentTemplate() ptrace.SpanSlice {
 	return spans
 }
 
-// makeBatch is a batch of 100 traces made from tmpl, trace ids from seq.
+// agentTemplateHTTP is agentTemplate as production instrumentation sends
+// it (the shape of the outside acceptance benchmark's traces): two HTTP
+// client spans under each tool call, and larger attribute sets, on the GenAI
+// spans (request parameters, response metadata, server address: 14 more)
+// and on the HTTP spans (12 each). 18 spans a trace.
+func agentTemplateHTTP() ptrace.SpanSlice {
+	spans := agentTemplate()
+	extra := map[string]any{
+		"gen_ai.system": "openai", "gen_ai.provider.name": "openai", "gen_ai.request.temperature": 0.2,
+		"gen_ai.request.top_p": 0.9, "gen_ai.request.max_tokens": 1024, "gen_ai.response.model": "gpt-4o-2024-08-06",
+		"gen_ai.response.id": "chatcmpl-9x8y7z", "gen_ai.response.finish_reasons": []any{"stop"},
+		"server.address": "api.openai.com", "server.port": 443, "thread.id": 7, "thread.name": "worker-7",
+		"code.function": "run_agent", "code.namespace": "travel.agent",
+	}
+	tools := 0
+	for i := 0; i < spans.Len(); i++ {
+		sp := spans.At(i)
+		if _, ok := sp.Attributes().Get("gen_ai.operation.name"); !ok {
+			continue
+		}
+		for k, v := range extra {
+			if _, ok := sp.Attributes().Get(k); !ok {
+				if err := sp.Attributes().PutEmpty(k).FromRaw(v); err != nil {
+					panic(err)
+				}
+			}
+		}
+		if op, _ := sp.Attributes().Get("gen_ai.operation.name"); op.Str() == "execute_tool" {
+			tools++
+		}
+	}
+	// HTTP client spans under each tool span (ids 5-8)
+	next := byte(11)
+	for tool := byte(5); tool < byte(5+tools); tool++ {
+		for k := 0; k < 2; k++ {
+			sp := spans.AppendEmpty()
+			sp.SetName("GET")
+			sp.SetKind(ptrace.SpanKindClient)
+			sp.SetSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, 1, next})
+			sp.SetParentSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, 1, tool})
+			t0 := int64(1_700_000_000_000_000_000) + int64(next)*10_000_000
+			sp.SetStartTimestamp(pcommon.Timestamp(t0))
+			sp.SetEndTimestamp(pcommon.Timestamp(t0 + 3_000_000))
+			if err := sp.Attributes().FromRaw(map[string]any{
+				"http.request.method": "GET", "http.response.status_code": 200, "url.full": "https://api.example.com/v2/flights/search?from=BER&to=CDG&date=2026-12-01",
+				"url.scheme": "https", "server.address": "api.example.com", "server.port": 443, "network.protocol.version": "1.1",
+				"http.request.header.content-type": []any{"application/json"}, "http.response.body.size": 18234,
+				"user_agent.original": "python-httpx/0.27.0", "network.peer.address": "93.184.216.34", "http.resend_count": 0,
+			}); err != nil {
+				panic(err)
+			}
+			next++
+		}
+	}
+	return spans
+}
+
+// makeBatch is a batch of about spansPerBatch spans: whole traces made
+// from tmpl, trace ids from seq.
 func makeBatch(tmpl ptrace.SpanSlice, seq *uint64) ptrace.Traces {
+	return makeTraces(tmpl, seq, spansPerBatch/tmpl.Len())
+}
+
+// makeTraces is a batch of n traces made from tmpl.
+func makeTraces(tmpl ptrace.SpanSlice, seq *uint64, n int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "travel-app")
@@ -178,8 +241,8 @@ func makeBatch(tmpl ptrace.SpanSlice, seq *uint64) ptrace.Traces {
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName("bench")
 	spans := ss.Spans()
-	spans.EnsureCapacity(spansPerBatch)
-	for t := 0; t < spansPerBatch/spansPerTrace; t++ {
+	spans.EnsureCapacity(n * tmpl.Len())
+	for t := 0; t < n; t++ {
 		*seq++
 		var id pcommon.TraceID
 		id[0] = 0xe1
@@ -298,6 +361,91 @@ func cpuTime() time.Duration {
 func BenchmarkCompare(b *testing.B) {
 	b.Run("eval", func(b *testing.B) { run(b, newEval) })
 	b.Run("groupbytrace", func(b *testing.B) { run(b, newGroupByTrace) })
+}
+
+// BenchmarkCompareHTTP is BenchmarkCompare on agentTemplateHTTP's traces:
+// HTTP spans under the tools, larger attribute sets.
+func BenchmarkCompareHTTP(b *testing.B) {
+	tmpl := agentTemplateHTTP()
+	next := func(seq *uint64) ptrace.Traces { return makeBatch(tmpl, seq) }
+	b.Run("eval", func(b *testing.B) { runOn(b, newEval, 1, next) })
+	b.Run("groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
+}
+
+// BenchmarkCompareHTTPPerTrace is BenchmarkCompareHTTP with one trace per
+// request, as an SDK's exporter sends a short agent run: the cost of each
+// call counts, not only of each span.
+func BenchmarkCompareHTTPPerTrace(b *testing.B) {
+	tmpl := agentTemplateHTTP()
+	next := func(seq *uint64) ptrace.Traces { return makeTraces(tmpl, seq, 1) }
+	b.Run("eval", func(b *testing.B) { runOn(b, newEval, 1, next) })
+	b.Run("groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
+}
+
+// BenchmarkStream is the eval processor in mode: stream (docs/contract.md
+// §26) against hold mode and groupbytrace, on both templates. Stream mode's
+// time runs until its Shutdown has returned, so every trace's results are
+// out too (not only the spans, which go on at once). Run it on the working
+// tree alone (compare.sh's earlier stages have no stream mode):
+//
+//	go test -run '^$' -bench Stream -benchtime 200x ./bench/procbench
+func BenchmarkStream(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		tmpl ptrace.SpanSlice
+	}{{"agent", agentTemplate()}, {"http", agentTemplateHTTP()}} {
+		next := func(seq *uint64) ptrace.Traces { return makeBatch(tc.tmpl, seq) }
+		b.Run(tc.name+"/stream", func(b *testing.B) { runOnUntilShutdown(b, newStreamEval, next) })
+		b.Run(tc.name+"/hold", func(b *testing.B) { runOn(b, newEval, 1, next) })
+		b.Run(tc.name+"/groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
+	}
+}
+
+func newStreamEval(tb testing.TB, next consumer.Traces) processor.Traces {
+	f := evalprocessor.NewFactory()
+	cfg := f.CreateDefaultConfig()
+	opts := map[string]any{"mode": "stream"}
+	for k, v := range evalOptions {
+		opts[k] = v
+	}
+	require.NoError(tb, confmap.NewFromStringMap(opts).Unmarshal(cfg))
+	require.NoError(tb, confmap.Validate(cfg))
+	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, next)
+	require.NoError(tb, err)
+	return p
+}
+
+// runOnUntilShutdown is runOn for stream mode: the clock stops once every
+// span has reached the sink and Shutdown (which scores what is still
+// kept) has returned; each trace brought at least one result span.
+func runOnUntilShutdown(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, next func(seq *uint64) ptrace.Traces) {
+	sink := &countSink{}
+	p := newProc(b, sink)
+	var seq uint64
+	batches := make([]ptrace.Traces, b.N)
+	total := 0
+	for i := range batches {
+		batches[i] = next(&seq)
+		total += batches[i].SpanCount()
+	}
+	require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	start := time.Now()
+	for i := range batches {
+		require.NoError(b, p.ConsumeTraces(context.Background(), batches[i]))
+		batches[i] = ptrace.Traces{}
+	}
+	sink.waitFor(int64(total))
+	require.NoError(b, p.Shutdown(context.Background()))
+	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "spans/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(total), "cpu-µs/span")
+	require.GreaterOrEqual(b, sink.spans.Load(), int64(total)+int64(seq), "every trace's result spans")
 }
 
 // BenchmarkCompareConcurrent is BenchmarkCompare with four goroutines

@@ -79,6 +79,12 @@ func (p *evalProcessor) resultSpans(rep engine.Report, refs []adapter.SpanRef, o
 	}
 	startTS, endTS := pcommon.NewTimestampFromTime(start), pcommon.NewTimestampFromTime(time.Now())
 	var out []routedTraces
+	// per entry of out, the resource its last result span went under
+	type resultScope struct {
+		src ptrace.ResourceSpans
+		ss  ptrace.ScopeSpans
+	}
+	var scopes []resultScope
 	type target struct {
 		id    pcommon.SpanID
 		names []string
@@ -116,11 +122,19 @@ func (p *evalProcessor) resultSpans(rep engine.Report, refs []adapter.SpanRef, o
 			out = append(out, routedTraces{route: rt, data: ptrace.NewTraces()})
 		}
 		o := &out[k]
-		rs := o.data.ResourceSpans().AppendEmpty()
-		ref.Resource().CopyTo(rs.Resource())
-		ss := rs.ScopeSpans().AppendEmpty()
-		ss.Scope().SetName(scopeName)
-		sp := ss.Spans().AppendEmpty()
+		if k >= len(scopes) {
+			scopes = append(scopes, resultScope{})
+		}
+		sc := &scopes[k]
+		if sc.src != ref.ResourceSpans {
+			// evaluated spans under one resource share one copy of it
+			rs := o.data.ResourceSpans().AppendEmpty()
+			ref.Resource().CopyTo(rs.Resource())
+			sc.ss = rs.ScopeSpans().AppendEmpty()
+			sc.ss.Scope().SetName(scopeName)
+			sc.src = ref.ResourceSpans
+		}
+		sp := sc.ss.Spans().AppendEmpty()
 		sp.SetTraceID(ref.Span.TraceID())
 		sp.SetSpanID(engine.NewSpanID())
 		sp.SetParentSpanID(tg.id)
