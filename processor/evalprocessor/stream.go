@@ -50,7 +50,9 @@ func consumeStream[B pdata, I any](ctx context.Context, p *evalProcessor, in *in
 		return err
 	}
 	if len(chunks) > 0 {
-		p.in <- ingestMsg{chunks: chunks, at: p.clk.now()}
+		at := p.clk.now()
+		packAll(chunks)
+		p.in <- ingestMsg{chunks: chunks, at: at}
 	}
 	p.lifeMu.RUnlock()
 	add(ctx, in.late, r.late)

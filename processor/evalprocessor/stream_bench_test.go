@@ -76,7 +76,9 @@ func benchKept(b *testing.B, tds []ptrace.Traces) {
 			dec := map[pcommon.TraceID]decision{}
 			adapter.ForEachSpan(td, func(r adapter.SpanRef) { dec[r.Span.TraceID()] = decHoldNew })
 			byTrace := map[pcommon.TraceID]*heldTrace{}
-			for _, c := range keepSpans(td, dec, 0) {
+			chunks := keepSpans(td, dec, 0)
+			packAll(chunks)
+			for _, c := range chunks {
 				t := byTrace[c.id]
 				if t == nil {
 					t = &heldTrace{id: c.id}

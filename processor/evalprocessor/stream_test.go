@@ -200,6 +200,7 @@ func TestStreamModeKeepsOnlyWhatCasesRead(t *testing.T) {
 	chunks := keepSpans(td, map[pcommon.TraceID]decision{tid(1): decHoldNew}, 0)
 	require.Len(t, chunks, 1)
 	c := chunks[0]
+	packAll(chunks)
 	assert.Equal(t, 35, c.spans, "every span of the trace counts (max_trace_spans)")
 	assert.True(t, c.root)
 	require.NotNil(t, c.kept)
@@ -230,7 +231,9 @@ func TestStreamModeKeepsTheRootsExpectations(t *testing.T) {
 	b.span(1, 9, 0, "POST /chat", map[string]any{"http.request.method": "POST", adapter.AttrExpectedOutput: "done"})
 	b.llm(1, 2, "hi").SetParentSpanID(sid(9))
 	ht := &heldTrace{id: tid(1)}
-	for _, c := range keepSpans(b.td, map[pcommon.TraceID]decision{tid(1): decHoldNew}, 0) {
+	chunks := keepSpans(b.td, map[pcommon.TraceID]decision{tid(1): decHoldNew}, 0)
+	packAll(chunks)
+	for _, c := range chunks {
 		ht.keep(c)
 	}
 	require.NoError(t, ht.unpack())

@@ -31,6 +31,19 @@ type keptPart struct {
 	isLogs bool
 	// n is the spans (all of them) or GenAI records it stands for.
 	n int
+	// pack, until packed is set, compresses the copies taken from the
+	// request: the consume call runs it after the request has gone on, so
+	// compressing adds nothing to the request's latency.
+	pack func() []byte
+}
+
+// packAll sets packed on every chunk's part from its copies.
+func packAll(chunks []*chunk) {
+	for _, c := range chunks {
+		if k := c.kept; k != nil && k.pack != nil {
+			k.packed, k.pack = k.pack(), nil
+		}
+	}
 }
 
 // spanStub is a span no case reads, kept for the parent chain.
@@ -79,8 +92,8 @@ func (k *spanKeeper) scopeOf(r adapter.SpanRef) ptrace.ScopeSpans {
 }
 
 // keepSpans extracts from td what stream mode keeps of the spans of the
-// traces dec holds: one chunk per trace, in order of first appearance.
-// td is only read (it has gone on, or goes on, as it is).
+// traces dec holds: one chunk per trace, in order of first appearance,
+// to be packed (packAll) once td has gone on. td is only read.
 func keepSpans(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) []*chunk {
 	var order []*spanKeeper
 	byID := make(map[pcommon.TraceID]*spanKeeper, len(dec))
@@ -117,8 +130,8 @@ func keepSpans(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) []*
 	chunks := make([]*chunk, len(order))
 	for i, k := range order {
 		part := &keptPart{route: rt, stubs: k.stubs, n: k.c.spans}
-		if k.td.ResourceSpans().Len() > 0 {
-			part.packed = packTraces(k.td)
+		if td := k.td; td.ResourceSpans().Len() > 0 {
+			part.pack = func() []byte { return packTraces(td) }
 		}
 		k.c.kept = part
 		chunks[i] = k.c
@@ -183,7 +196,8 @@ func keepLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) []*chunk
 	})
 	chunks := make([]*chunk, len(order))
 	for i, k := range order {
-		k.c.kept = &keptPart{route: rt, packed: packLogs(k.ld), isLogs: true, n: k.c.count}
+		ld := k.ld
+		k.c.kept = &keptPart{route: rt, pack: func() []byte { return packLogs(ld) }, isLogs: true, n: k.c.count}
 		chunks[i] = k.c
 	}
 	return chunks
@@ -295,17 +309,34 @@ func (t *heldTrace) unpack() error {
 }
 
 func unpackTraces(b []byte) (ptrace.Traces, error) {
-	raw, err := s2.Decode(nil, b)
-	if err != nil {
-		return ptrace.Traces{}, err
-	}
-	return tracesUnmarshaler.UnmarshalTraces(raw)
+	return decompressed(b, tracesUnmarshaler.UnmarshalTraces)
 }
 
 func unpackLogs(b []byte) (plog.Logs, error) {
-	raw, err := s2.Decode(nil, b)
+	return decompressed(b, logsUnmarshaler.UnmarshalLogs)
+}
+
+// decompressed decodes b into a pooled buffer and unmarshals it (pdata
+// copies every string and byte slice out of what it unmarshals, so the
+// buffer is reused).
+func decompressed[D any](b []byte, unmarshal func([]byte) (D, error)) (D, error) {
+	var zero D
+	n, err := s2.DecodedLen(b)
 	if err != nil {
-		return plog.Logs{}, err
+		return zero, err
 	}
-	return logsUnmarshaler.UnmarshalLogs(raw)
+	bp := packBuf.Get().(*[]byte)
+	if cap(*bp) < n {
+		*bp = make([]byte, n)
+	}
+	raw, err := s2.Decode((*bp)[:cap(*bp)], b)
+	if err != nil {
+		packBuf.Put(bp)
+		return zero, err
+	}
+	d, err := unmarshal(raw)
+	if cap(*bp) <= 1<<20 {
+		packBuf.Put(bp)
+	}
+	return d, err
 }
