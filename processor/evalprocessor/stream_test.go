@@ -260,3 +260,44 @@ func TestStreamModeRejectsSampling(t *testing.T) {
 	cfg.Mode = "tail"
 	require.ErrorContains(t, confmap.Validate(cfg), `mode: "tail" must be hold or stream`)
 }
+
+// Sessions in stream mode: each turn's trace is scored from what was kept,
+// its turn recorded, and the conversation scored once idle, on an
+// evaluate_session span linked to each turn's agent span.
+func TestStreamModeScoresSessions(t *testing.T) {
+	h := newSessionHarness(t, func(c *Config) { c.Mode = engine.ModeStream })
+	for _, tr := range []byte{1, 2} {
+		b := newBatch()
+		b.agent(tr).Attributes().PutStr("gen_ai.conversation.id", "conv-a")
+		b.llm(tr, 2, "question")
+		b.tool(tr, 3, "search_flights", tr == 2)
+		h.consume(b.td)
+		require.Len(t, spansIn(h.sink, tr), 3, "went on in the call")
+		h.clk.advance(2 * time.Second)
+		// the trace's result span: tool_error on the agent span
+		require.Eventually(t, func() bool { return len(spansIn(h.sink, tr)) == 4 }, 5*time.Second, time.Millisecond)
+	}
+	h.idleTick(2 * time.Minute)
+	h.waitSessionSpans(1)
+	s := sessionSpans(h.sink)[0]
+	require.Equal(t, 2, s.Links().Len())
+	for i, tr := range []byte{1, 2} {
+		assert.Equal(t, tid(tr), s.Links().At(i).TraceID())
+		assert.Equal(t, sid(1), s.Links().At(i).SpanID(), "the turn's agent span")
+	}
+	assert.Equal(t, "2", strAttr(s, "eval.session.turns"))
+	assert.Equal(t, "failed", strAttr(s, "eval.session_errors.status"))
+}
+
+// spansIn is every span the sink got of trace tr.
+func spansIn(sink *consumertest.TracesSink, tr byte) []ptrace.Span {
+	var out []ptrace.Span
+	for _, td := range sink.AllTraces() {
+		adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+			if r.Span.TraceID() == tid(tr) {
+				out = append(out, r.Span)
+			}
+		})
+	}
+	return out
+}
