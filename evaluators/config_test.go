@@ -17,7 +17,7 @@ func TestConfigValidation(t *testing.T) {
 		{"unknown type", Config{Type: "tool_magic"}, []string{`"tool_magic"`, "unknown type"}},
 		{"unknown option", Config{Type: "tool_trajectory", Name: "booking_flow", Options: obj("modes", "strict")}, []string{`"booking_flow"`, "`modes`", "known options"}},
 		// A misspelt common key lands in the type's options: the message lists the common keys too.
-		{"misspelt threshold", Config{Type: "tool_trajectory", Options: obj("treshold", 0.8)}, []string{"`treshold`", "known options:", "also takes: case, judge", ", threshold"}},
+		{"misspelt threshold", Config{Type: "tool_trajectory", Options: obj("treshold", 0.8)}, []string{"`treshold`", "known options:", "also takes: case, examples, judge", ", threshold"}},
 		{"bad mode", Config{Type: "tool_trajectory", Options: obj("mode", "sideways")}, []string{`"tool_trajectory"`, "`mode`", "sideways"}},
 		{"bad correctness mode", Config{Type: "tool_correctness", Options: obj("mode", "names")}, []string{"`mode`"}},
 		{"bad argument mode", Config{Type: "tool_trajectory", Options: obj("arguments", obj("mode", "loose"))}, []string{"`arguments.mode`"}},

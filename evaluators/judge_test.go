@@ -115,13 +115,13 @@ func TestJudgeAgentOptionsPerType(t *testing.T) {
 		err  string
 	}{
 		{"task_completion", obj("tasks", []any{"book"}, "constraints", "cheap"), ""},
-		{"task_completion", obj("max_calls", 3), "unknown option `max_calls` (known options: constraints, tasks; every evaluator also takes: case, judge"},
+		{"task_completion", obj("max_calls", 3), "unknown option `max_calls` (known options: constraints, tasks; every evaluator also takes: case, examples, judge"},
 		{"tool_argument_accuracy", obj("max_calls", 3), ""},
 		{"tool_argument_accuracy", obj("max_calls", -1), "must be positive"},
 		{"agent_memory", obj("context", []any{"a fact"}), ""},
 		{"agent_memory", obj("goal", "x"), "unknown option `goal`"},
 		{"conversation_completeness", obj("goal", "a booking"), ""},
-		{"knowledge_retention", obj("goal", "x"), "unknown option `goal` (this type has no options of its own; every evaluator takes: case, judge"},
+		{"knowledge_retention", obj("goal", "x"), "unknown option `goal` (this type has no options of its own; every evaluator takes: case, examples, judge"},
 		{"plan_quality", obj("tasks", []any{"x"}), "(this type has no options of its own;"},
 	} {
 		err := (&Config{Type: tc.typ, Judge: "default", Options: tc.opts}).Validate()
