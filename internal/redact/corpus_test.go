@@ -217,3 +217,40 @@ func TestRealCapturesHoldNoFalsePositive(t *testing.T) {
 		}
 	}
 }
+
+// The commands docs/redaction.md gives for this package name benchmarks,
+// fuzz targets and tests that exist.
+func TestDocsCommandsNameWhatExists(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/redaction.md")
+	require.NoError(t, err)
+	var src strings.Builder
+	files, err := filepath.Glob("*_test.go")
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		src.Write(b)
+	}
+	named := 0
+	for _, line := range strings.Split(string(doc), "\n") {
+		if !strings.Contains(line, "go test ./internal/redact") {
+			continue
+		}
+		for _, flag := range []struct{ flag, prefix string }{{"-bench ", "Benchmark"}, {"-fuzz ", "Fuzz"}, {"-run ", "Test"}} {
+			i := strings.Index(line, flag.flag)
+			if i < 0 {
+				continue
+			}
+			arg := strings.Fields(line[i+len(flag.flag):])[0]
+			arg = strings.Trim(strings.TrimRight(arg, "`,"), "'")
+			if arg == "^$" {
+				continue
+			}
+			for _, name := range strings.Split(arg, "|") {
+				named++
+				assert.Regexp(t, `func `+flag.prefix+`\w*`+strings.TrimPrefix(name, flag.prefix), src.String(), "docs name %s%s", flag.flag, name)
+			}
+		}
+	}
+	require.GreaterOrEqual(t, named, 4, "the docs give the benchmark, fuzz and corpus commands")
+}
