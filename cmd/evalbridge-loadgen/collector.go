@@ -181,19 +181,7 @@ func (c *collector) sample() {
 }
 
 // vmHWM is the process's peak resident set in KiB, 0 when unknown.
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func vmHWM(pid int) int64 { return procStatus(pid, "VmHWM:") }
 
 // goroutines reads the count from the pprof extension's goroutine profile.
 func (c *collector) goroutines() int {

@@ -9,6 +9,7 @@
 //	evalbridge-loadgen run   [flags]   one load against a collector you run
 //	evalbridge-loadgen suite [flags]   the reliability suite: builds and runs the collector itself
 //	evalbridge-loadgen cpu   [flags]   the collector's CPU per span with and without the eval processor
+//	evalbridge-loadgen soak  [flags]   the example pipeline for a long time: nothing may grow
 //
 // It talks to loopback, or to the addresses you give it, nothing else.
 package main
@@ -31,6 +32,8 @@ const usage = `usage:
   evalbridge-loadgen run   [flags]   send a load to a running collector; report from the capture sink
   evalbridge-loadgen suite [flags]   build otelcol-evalbridge, run the reliability scenarios against it
   evalbridge-loadgen cpu   [flags]   build otelcol-evalbridge, compare its CPU per span with [batch] and [eval, batch]
+  evalbridge-loadgen soak  [flags]   build otelcol-evalbridge, run the example pipeline for -duration, check RSS,
+                                     goroutines, open files and the bounded maps stay flat
 
 Run "evalbridge-loadgen run -h" or "evalbridge-loadgen suite -h" for the flags.
 `
@@ -56,6 +59,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = suiteCmd(ctx, args[1:], stdout, stderr)
 	case "cpu":
 		err = cpuCmd(ctx, args[1:], stdout, stderr)
+	case "soak":
+		err = soakCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
