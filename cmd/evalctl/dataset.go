@@ -65,14 +65,15 @@ func datasetCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case "pin":
 		return datasetPinCmd(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		// One page with every subcommand's flags.
-		fmt.Fprintf(stdout, "Usage of evalctl dataset:\n%s", datasetUsage)
+		// One page with every subcommand's flags, on stderr as the
+		// flag package prints a subcommand's -h.
+		fmt.Fprintf(stderr, "Usage of evalctl dataset:\n%s", datasetUsage)
 		for _, fs := range []*flag.FlagSet{newDatasetAddFlags().fs, newDatasetListFlags().fs, newDatasetPinFlags().fs} {
-			fmt.Fprintf(stdout, "\nFlags of %s:\n", fs.Name())
-			fs.SetOutput(stdout)
+			fmt.Fprintf(stderr, "\nFlags of %s:\n", fs.Name())
+			fs.SetOutput(stderr)
 			fs.PrintDefaults()
 		}
-		return exitOK
+		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "evalctl dataset: unknown subcommand %q\n\n%s", args[0], datasetUsage)
 		return exitUsage
@@ -426,7 +427,11 @@ func datasetListCmd(args []string, stdout, stderr io.Writer) int {
 		if r.Pinned {
 			pinned = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, pinned, orDash(r.Service), orDash(r.StartTime), orNone(r.Failed),
+		start := r.StartTime
+		if t, err := time.Parse(time.RFC3339Nano, start); err == nil {
+			start = t.UTC().Format("2006-01-02 15:04:05") // the file keeps the nanoseconds
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, pinned, orDash(r.Service), orDash(start), orNone(r.Failed),
 			textutil.Ellipsis(orNone(r.ToolCalls), 48), textutil.Ellipsis(strings.Join(strings.Fields(r.Input), " "), 60))
 	}
 	if err := tw.Flush(); err != nil {

@@ -191,7 +191,7 @@ func main() {
 		what = "replays of the cases in " + *datasetDir
 	}
 	if *fixed {
-		what += " of the fixed agent"
+		what += " (the fixed agent)"
 	}
 
 	ctx := context.Background()
