@@ -89,3 +89,27 @@ func TestExamplesValidation(t *testing.T) {
 		t.Errorf("examples without a judge: %v", err)
 	}
 }
+
+// BenchmarkBuildVersion: what computing versions adds to building
+// instances (once per start), against the same configs with `version:`
+// given, which skips the hash: a judge type (options compared, prompts
+// recorded on the probe cases), cel and a deterministic type.
+func BenchmarkBuildVersion(b *testing.B) {
+	cfgs := func(version string) []Config {
+		return []Config{
+			{Type: "task_completion", Name: "done", Judge: "j", Version: version, Options: map[string]any{"tasks": []any{"book"}}},
+			{Type: "cel", Name: "rule", Version: version, Options: map[string]any{"expression": "size(case.tool_calls) > 0", "cost_limit": 1000}},
+			{Type: "tool_trajectory", Name: "flow", Version: version, Options: map[string]any{"mode": "strict"}},
+		}
+	}
+	for _, bc := range []struct{ name, version string }{{"explicit", "v1"}, {"computed", ""}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := cfgs(bc.version)
+			for b.Loop() {
+				if _, err := Build(c, Deps{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
