@@ -30,10 +30,10 @@ Usage:
               [--trace-url TEMPLATE]
               [--allow-unscored]
               (INPUT... | --jaeger URL [--service S] [--operation O]
-               [--tags K=V]... [--lookback 24h] [--limit N])
+               [--tags K=V]... [--lookback 24h] [--limit N] [--max-answer-bytes B])
   evalctl estimate --config FILE [--summary text|json]
               (INPUT... | --jaeger URL [--service S] [--operation O]
-               [--tags K=V]... [--lookback 24h] [--limit N])
+               [--tags K=V]... [--lookback 24h] [--limit N] [--max-answer-bytes B])
   evalctl calibrate --config FILE --labels LABELS... [--min-kappa 0.6]
               [--summary text|json] [--report FILE.html] [--trace-url TEMPLATE]
               (INPUT... | --jaeger URL ...)
