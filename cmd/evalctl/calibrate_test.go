@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -397,13 +396,5 @@ func TestCalibrateReportRendersInChromium(t *testing.T) {
 	// The rest of the report is there too.
 	if !strings.Contains(dom, `data-ready=`) {
 		t.Error("the page script did not run")
-	}
-	// EVALCTL_WRITE_SCREENSHOT=1 writes the calibration section's picture for docs/agreement.md.
-	if os.Getenv("EVALCTL_WRITE_SCREENSHOT") == "1" {
-		png, err := filepath.Abs("../../docs/calibration.png")
-		if err != nil {
-			t.Fatal(err)
-		}
-		runChromium(t, bin, "--hide-scrollbars", "--window-size=1280,900", "--screenshot="+png, "file://"+p)
 	}
 }
