@@ -54,6 +54,14 @@ func cardsInRun(text string, groups []span, out []span) []span {
 	// A run glued to letters (DE44 5001 0517 …, an IBAN's digits) is
 	// part of a code: a card only from its start.
 	glued := isLetter(before(text, runStart))
+	if glued {
+		// a hex literal or an identifier (0x4111…, a1b2…): not a card
+		for k := runStart - 1; k >= 0 && runStart-k <= 32 && isAlnum(text[k]); k-- {
+			if isDigit(text[k]) {
+				return out
+			}
+		}
+	}
 	var ds [19]byte
 	for a := 0; a < len(groups) && !(glued && a > 0); {
 		best := -1

@@ -72,7 +72,7 @@ func spansOf(ms []match) []span {
 // ipv4At reads d.d.d.d at text[i] (a digit, not after one).
 func ipv4At(text string, i int) (int, bool) {
 	b := before(text, i)
-	if b == '.' || isLetter(b) || versionBefore(text, i) {
+	if b == '.' || isLetter(b) || (b == '-' && isAlnum(before(text, i-1))) || versionBefore(text, i) {
 		return 0, false
 	}
 	j := i
