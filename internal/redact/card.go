@@ -54,13 +54,8 @@ func cardsInRun(text string, groups []span, out []span) []span {
 	// A run glued to letters (DE44 5001 0517 …, an IBAN's digits) is
 	// part of a code: a card only from its start.
 	glued := isLetter(before(text, runStart))
-	if glued {
-		// a hex literal or an identifier (0x4111…, a1b2…): not a card
-		for k := runStart - 1; k >= 0 && runStart-k <= 32 && isAlnum(text[k]); k-- {
-			if isDigit(text[k]) {
-				return out
-			}
-		}
+	if p := runStart - 2; p >= 0 && text[p] == '0' && (text[p+1] == 'x' || text[p+1] == 'X') && !isAlnum(before(text, p)) {
+		return out // a hex literal: 0x4111…
 	}
 	var ds [19]byte
 	for a := 0; a < len(groups) && !(glued && a > 0); {
@@ -166,8 +161,10 @@ func luhn(ds []byte) bool {
 }
 
 // groupedCodeBefore: the digits at i continue a code written in groups
-// whose first group mixes letters and digits (an IBAN: DE44 5001 0517 …;
-// a tracking number): they are part of it, not a number of their own.
+// whose first group is a word of letters then digits (an IBAN: DE44 5001
+// 0517 …; a tracking number): they are part of it, not a number of their
+// own. (A word that starts with a digit may end a value masked before it:
+// deciding on it would make a second redaction find more.)
 func groupedCodeBefore(text string, i int) bool {
 	b := before(text, i)
 	if b != ' ' && b != '-' {
@@ -178,7 +175,7 @@ func groupedCodeBefore(text string, i int) bool {
 	for k > 0 && j-k < 8 && isAlnum(text[k-1]) {
 		k--
 	}
-	if k == j || isAlnum(before(text, k)) {
+	if k == j || isAlnum(before(text, k)) || !isLetter(text[k]) {
 		return false
 	}
 	var letter, digit bool
