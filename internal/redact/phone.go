@@ -207,8 +207,10 @@ func phoneBoundaries(text string, s, e int, labelled bool) bool {
 		if b == ' ' && isDigit(before(text, s-1)) {
 			return false // one more group before: a longer number
 		}
-	} else if isDigit(b) || (text[s] == '+' && isAlnum(b)) {
-		return false // 1e+10
+	} else if text[s] == '+' && isLetter(b) {
+		return false // 1e+10 (a digit before a + may end a value masked before it)
+	} else if text[s] != '+' && isDigit(b) {
+		return false
 	}
 	a := after(text, e)
 	if isAlnum(a) || a == '_' || a == '%' || a == '@' {
