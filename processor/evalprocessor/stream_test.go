@@ -301,3 +301,28 @@ func spansIn(sink *consumertest.TracesSink, tr byte) []ptrace.Span {
 	}
 	return out
 }
+
+// An evaluator that outruns the deadline in stream mode: the watchdog
+// takes the trace over; its spans went on long before, nothing more goes
+// out for it (no result finished), and the worker is free for the next.
+func TestStreamModeEvaluatorIgnoringDeadline(t *testing.T) {
+	s := newStuckScorer(t)
+	h := newHarnessWith(t, func(c *Config) { c.Timeout = 10 * time.Millisecond; c.Mode = engine.ModeStream }, nil, nil, func(p *evalProcessor) {
+		s.install(p)
+		p.pool.grace = 0
+	})
+	for tr := byte(1); tr <= 2; tr++ {
+		b := newBatch()
+		agentTrace(b, tr, false)
+		h.consume(b.td)
+		require.Equal(t, 5*int(tr), h.sink.SpanCount(), "went on in the call")
+		h.clk.advance(time.Second)
+		<-s.started
+		require.Eventually(t, func() bool { return h.counter(metricTracesHeld) == 0 }, 10*time.Second, time.Millisecond)
+	}
+	assert.Equal(t, int64(10), h.counter(metricSpansUnscored, "reason", "timeout"))
+	s.unblock <- struct{}{}
+	s.unblock <- struct{}{}
+	s.exited.Wait()
+	assert.Equal(t, 10, h.sink.SpanCount(), "no result span from the late scorer")
+}

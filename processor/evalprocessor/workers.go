@@ -412,6 +412,15 @@ func (wp *workerPool) takeOverOverdue(now time.Time) {
 		// The stuck evaluator may still read the trace's spans and log
 		// records: what goes on is a copy, and the originals stay with it.
 		cp := j.t.copyForTakeOver(partial, dups, wp.resultLogs)
+		if wp.resultSpans != nil && len(partial) > 0 {
+			// Stream mode: the partial results as result spans, from the
+			// copies they were written onto.
+			rep := engine.Report{Evaluations: make([]engine.Evaluation, len(partial))}
+			for i := range partial {
+				rep.Evaluations[i] = engine.Evaluation{Case: partial[i].Case, Results: partial[i].Results}
+			}
+			cp.resultSpans = wp.resultSpans(rep, cp.spanRefs(nil), cp.origin(), time.Now())
+		}
 		for i := range partial {
 			for k := range partial[i].Results {
 				wp.tel.evaluation(context.Background(), &partial[i].Results[k])
