@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -220,4 +222,66 @@ func readJSONL(t *testing.T, path string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// The labels the page writes are what `evalctl calibrate --labels` reads
+// (§25): labelled through the page's own form (with its token), they pair
+// with the machine results of re-scoring the production traces.
+func TestReviewLabelsFeedCalibrate(t *testing.T) {
+	dir, cfg, prod := datasetSetup(t)
+	ds := filepath.Join(dir, "ds")
+	_, got := addJSON(t, ds, "--config", cfg, prod)
+	base := startReview(t, ds)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(base + "/?case=" + got.AddedIDs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	m := regexp.MustCompile(`name="token" value="([0-9a-f]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no token in the page:\n%s", page)
+	}
+	for i, id := range got.AddedIDs {
+		// People agree with the machine on the refund (fail) and not on
+		// the wrong order (refund_flow failed; they say pass).
+		label, name := "fail", "refund_flow"
+		if i == 1 {
+			label = "pass"
+		}
+		resp, err := client.PostForm(base+"/label", url.Values{"token": {string(m[1])}, "case": {id}, "name": {name}, "label": {label}, "critique": {"checked by hand"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("POST /label: %d", resp.StatusCode)
+		}
+	}
+	_, out, stderr := runEvalctl(t, "", "calibrate", "--config", cfg, "--labels", filepath.Join(ds, dataset.LabelsFile), "--summary", "json", prod)
+	var cal struct {
+		Labels     int `json:"labels"`
+		Evaluators []struct {
+			Name      string                    `json:"name"`
+			Pairs     int                       `json:"pairs"`
+			Confusion map[string]map[string]int `json:"confusion"`
+		} `json:"evaluators"`
+	}
+	if err := json.Unmarshal([]byte(out), &cal); err != nil {
+		t.Fatalf("calibrate --summary json: %v\n%s\n%s", err, out, stderr)
+	}
+	found := false
+	for _, e := range cal.Evaluators {
+		if e.Name == "refund_flow" {
+			found = true
+			if e.Pairs != 2 || e.Confusion["fail"]["fail"] != 1 || e.Confusion["fail"]["pass"] != 1 {
+				t.Errorf("refund_flow: %d pairs, confusion %v; want 2 pairs, machine fail / human fail 1 and human pass 1", e.Pairs, e.Confusion)
+			}
+		}
+	}
+	if cal.Labels != 2 || !found {
+		t.Errorf("calibrate read %d labels (want 2), refund_flow found %v:\n%s", cal.Labels, found, out)
+	}
 }
