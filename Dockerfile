@@ -36,6 +36,6 @@ COPY --from=build /out/otelcol-evalbridge /otelcol-evalbridge
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY deploy/image/config.yaml /etc/otelcol-evalbridge/config.yaml
 USER 10001
-EXPOSE 4317 4318 8889 13133
+EXPOSE 4317 4318 8888 8889 13133
 ENTRYPOINT ["/otelcol-evalbridge"]
 CMD ["--config=/etc/otelcol-evalbridge/config.yaml"]

@@ -59,17 +59,27 @@ go test -count=1 -run 'TestImageConfig' ./cmd/otelcol-evalbridge/
 step "helm $HELM_VERSION"
 install_tool helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 helm="$tools/helm"
-# A copy with the prometheus/ link resolved. Without rule files in deploy/prometheus
-# the PrometheusRule is rendered from a fixture, so that its template is still checked.
-cp -rL deploy/helm/evalbridge "$tmp/chart"
-if ! ls deploy/prometheus/*.y*ml >/dev/null 2>&1; then
-  echo "no rule files in deploy/prometheus: the PrometheusRule is rendered from a fixture"
-  printf 'groups:\n  - name: fixture\n    rules:\n      - record: evalbridge:fixture\n        expr: vector(1)\n' >"$tmp/chart/prometheus/fixture.yaml"
+# The chart as it is in the tree: no link inside it (helm warns about one, and
+# packages what it points to), its rules/ a copy of deploy/prometheus/rules.yaml
+# (go test ./deploy/prometheus checks the copy).
+if find deploy/helm/evalbridge -type l | grep -q .; then
+  echo "deploy-check: a symbolic link inside the chart: $(find deploy/helm/evalbridge -type l)"; exit 1
 fi
+cp -r deploy/helm/evalbridge "$tmp/chart"
 rendered="$tmp/rendered"
 mkdir -p "$rendered"
 "$helm" lint --strict "$tmp/chart"
 "$helm" template evalbridge "$tmp/chart" >"$rendered/defaults.yaml"
+# A gateway that runs eval on several pods splits traces unless each trace
+# comes from one client: the chart refuses it, naming the tier-1/tier-2 pair.
+for set in replicaCount=2 autoscaling.enabled=true; do
+  if out=$("$helm" template evalbridge "$tmp/chart" --set "$set" 2>&1); then
+    echo "deploy-check: the chart rendered a gateway running eval with $set"; exit 1
+  fi
+  grep -q 'tier-1/tier-2' <<<"$out" || { echo "deploy-check: the refusal does not name the tier-1/tier-2 pair: $out"; exit 1; }
+  echo "refused ($set): $(grep -o 'a gateway that runs eval on [^:]*' <<<"$out")"
+  "$helm" template evalbridge "$tmp/chart" --set "$set" --set traceAffinity=perClient >/dev/null
+done
 for f in deploy/helm/evalbridge/examples/*.yaml; do
   name=$(basename "$f" .yaml)
   "$helm" lint --strict "$tmp/chart" -f "$f"
@@ -80,13 +90,19 @@ done
 for f in "$rendered"/*.yaml; do
   echo "rendered $(basename "$f"): $(grep '^kind:' "$f" | awk '{print $2}' | paste -sd' ')"
 done
-"$helm" package "$tmp/chart" --version "$version" --app-version "$version" -d "$tmp" >/dev/null
+"$helm" package deploy/helm/evalbridge --version "$version" --app-version "$version" -d "$tmp" >"$tmp/package.log" 2>&1 ||
+  { cat "$tmp/package.log"; exit 1; }
+if grep -i 'warn\|symlink' "$tmp/package.log"; then echo "deploy-check: helm package warned"; exit 1; fi
 tar -xzOf "$tmp/evalbridge-$version.tgz" evalbridge/Chart.yaml | grep -E "^(version|appVersion): $version\$" | wc -l | grep -qx 2 ||
   { echo "deploy-check: the packaged chart does not carry version $version"; exit 1; }
-echo "chart packaged: evalbridge-$version.tgz"
+if tar -tzf "$tmp/evalbridge-$version.tgz" | grep -v -E '^evalbridge/(Chart.yaml|values.yaml|README.md|\.helmignore|templates/[^/]+\.(yaml|tpl|txt)|rules/rules.yaml)$'; then
+  echo "deploy-check: the packaged chart carries files that are not the chart's"; exit 1
+fi
+echo "chart packaged: evalbridge-$version.tgz: $(tar -tzf "$tmp/evalbridge-$version.tgz" | paste -sd' ')"
 
 step "strict decoding into k8s.io/api types; Operator resources; upstream chart values"
-EVALBRIDGE_RENDERED_DIR="$rendered" go test -tags deploycheck -count=1 -v ./internal/deploycheck/ | grep -v '^=== RUN'
+EVALBRIDGE_RENDERED_DIR="$rendered" go test -tags deploycheck -count=1 -v -run 'TestRenderedChart|TestOperatorResources|TestUpstreamChartValues' \
+  ./internal/deploycheck/ | grep -v '^=== RUN'
 
 step "every collector config validates against the distribution"
 CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$version" -o "$tmp/otelcol-evalbridge" ./cmd/otelcol-evalbridge
@@ -95,6 +111,14 @@ for c in "$rendered"/*.config.yaml; do
     "$tmp/otelcol-evalbridge" validate --config="$c"
   echo "valid: $(basename "$c")"
 done
+
+step "every rendered deployment runs, is scraped, and answers the dashboard"
+# Each config runs under the built binary with a fake backend, a fake judge and
+# an in-process Kafka; the example agent's runs go through; every dashboard
+# query is evaluated on the scrapes (its series count per deployment is printed).
+EVALBRIDGE_RENDERED_DIR="$rendered" EVALBRIDGE_BINARY="$tmp/otelcol-evalbridge" \
+  go test -tags deploycheck -count=1 -v -timeout 20m -run 'TestRenderedDeploymentsAnswerTheDashboard' ./internal/deploycheck/ |
+  grep -v '^=== RUN'
 
 # --- 3. GoReleaser snapshot, packages --------------------------------------------------
 step "goreleaser $GORELEASER_VERSION, cyclonedx-gomod $CYCLONEDX_GOMOD_VERSION"
@@ -138,7 +162,7 @@ done
 for p in usr/bin/otelcol-evalbridge lib/systemd/system/otelcol-evalbridge.service etc/otelcol-evalbridge/config.yaml; do
   [[ -f "$tmp/deb/$p" ]] || { echo "deploy-check: the deb lacks /$p"; exit 1; }
 done
-cmp "$tmp/deb/etc/otelcol-evalbridge/config.yaml" cmd/otelcol-evalbridge/default-config.yaml
+cmp "$tmp/deb/etc/otelcol-evalbridge/config.yaml" deploy/packaging/config.yaml
 grep -q '^ExecStart=/usr/bin/otelcol-evalbridge \$OTELCOL_OPTIONS$' "$tmp/deb/lib/systemd/system/otelcol-evalbridge.service"
 grep -q '^User=otelcol-evalbridge$' "$tmp/deb/lib/systemd/system/otelcol-evalbridge.service"
 if command -v systemd-analyze >/dev/null 2>&1; then
@@ -147,9 +171,9 @@ fi
 "$tmp/deb/usr/bin/otelcol-evalbridge" --version
 "$tmp/deb/usr/bin/otelcol-evalbridge" validate --config="$tmp/deb/etc/otelcol-evalbridge/config.yaml"
 
-if ! command -v rpm2cpio >/dev/null 2>&1 || ! command -v cpio >/dev/null 2>&1; then
+if ! command -v rpm2cpio >/dev/null 2>&1 || ! command -v cpio >/dev/null 2>&1 || ! command -v rpm >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq && $sudo apt-get install -y -qq rpm2cpio cpio >/dev/null
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq rpm2cpio cpio rpm >/dev/null
 fi
 echo "rpm $(basename "$rpm"):"
 # Debian's rpm2cpio exits 1 after writing a complete archive: cpio checks the stream.
@@ -160,5 +184,8 @@ for p in usr/bin/otelcol-evalbridge lib/systemd/system/otelcol-evalbridge.servic
 done
 cmp "$tmp/rpm/lib/systemd/system/otelcol-evalbridge.service" deploy/packaging/otelcol-evalbridge.service
 "$tmp/rpm/usr/bin/otelcol-evalbridge" --version
+
+step "package scripts: install, upgrade (enabled and running; disabled and stopped), remove; dpkg into a scratch root"
+deploy/packaging/scripts_test.sh "$deb" "$rpm"
 
 step "ok"

@@ -160,7 +160,7 @@ func TestImage(t *testing.T) {
 		!slices.Equal(c.Cmd, []string{"--config=/etc/otelcol-evalbridge/config.yaml"}) {
 		t.Errorf("config: os %q user %q entrypoint %q cmd %q", cf.OS, c.User, c.Entrypoint, c.Cmd)
 	}
-	if got := slices.Sorted(maps.Keys(c.ExposedPorts)); !slices.Equal(got, []string{"13133/tcp", "4317/tcp", "4318/tcp", "8889/tcp"}) {
+	if got := slices.Sorted(maps.Keys(c.ExposedPorts)); !slices.Equal(got, []string{"13133/tcp", "4317/tcp", "4318/tcp", "8888/tcp", "8889/tcp"}) {
 		t.Errorf("exposed ports = %q", got)
 	}
 	if wantVersion != "" && c.Labels["org.opencontainers.image.version"] != wantVersion {
@@ -243,19 +243,21 @@ func runImageCommand(t *testing.T, bin, root string, imageCmd []string, cfg []by
 	if err := yaml.Unmarshal(cfg, &conf); err != nil {
 		t.Fatal(err)
 	}
-	var overrides []string
-	healthAddr := ""
-	walkEndpoints(conf, nil, func(path []string, endpoint string) {
-		addr := testkit.FreeAddr(t)
-		overrides = append(overrides, strings.Join(path, "::")+": "+addr)
-		if slices.Equal(path, []string{"extensions", "health_check", "endpoint"}) {
-			healthAddr = addr
-		}
-	})
-	if healthAddr == "" {
-		t.Fatal("the image's config has no extensions::health_check::endpoint on 0.0.0.0")
+	moved := testkit.MoveListeners(t, conf)
+	healthAddr := moved.Addr("extensions::health_check::endpoint")
+	if healthAddr == "" || moved.Moved["extensions::health_check::endpoint"][0] != "0.0.0.0:13133" {
+		t.Fatal("the image's config has no extensions::health_check::endpoint on 0.0.0.0:13133")
 	}
-	for _, o := range overrides {
+	// The collector's own telemetry is for Prometheus outside the pod too.
+	if moved.TelemetryWas != "0.0.0.0:8888" {
+		t.Errorf("the image's config has its telemetry reader on %q, want 0.0.0.0:8888", moved.TelemetryWas)
+	}
+	for key, m := range moved.Moved {
+		if !strings.HasPrefix(m[0], "0.0.0.0:") {
+			t.Errorf("%s: %s, want 0.0.0.0 (a container listens for the pod's traffic)", key, m[0])
+		}
+	}
+	for _, o := range moved.Overrides {
 		args = append(args, "--config=yaml:"+o)
 	}
 	t.Logf("starting %s %q", bin, args)
@@ -306,22 +308,6 @@ func runImageCommand(t *testing.T, bin, root string, imageCmd []string, cfg []by
 			t.Fatalf("health_check on %s did not answer 200 within 60s (last error %v)", healthAddr, err)
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-}
-
-// walkEndpoints calls fn for every `endpoint` on 0.0.0.0 in the config.
-func walkEndpoints(v any, path []string, fn func([]string, string)) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return
-	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		p := append(slices.Clone(path), k)
-		if s, ok := m[k].(string); ok && k == "endpoint" && strings.HasPrefix(s, "0.0.0.0:") {
-			fn(p, s)
-			continue
-		}
-		walkEndpoints(m[k], p, fn)
 	}
 }
 

@@ -10,7 +10,7 @@
 //	/etc/ssl/certs/ca-certificates.crt         CA certificates
 //	/etc/otelcol-evalbridge/config.yaml        the default config (CMD --config)
 //
-// run as user 10001, ports 4317, 4318, 8889 and 13133, with the OCI labels
+// run as user 10001, ports 4317, 4318, 8888, 8889 and 13133, with the OCI labels
 // of the Dockerfile.
 package main
 
@@ -48,7 +48,7 @@ const (
 var (
 	entrypoint   = []string{binaryPath}
 	cmd          = []string{"--config=" + configPath}
-	exposedPorts = []string{"4317/tcp", "4318/tcp", "8889/tcp", "13133/tcp"}
+	exposedPorts = []string{"4317/tcp", "4318/tcp", "8888/tcp", "8889/tcp", "13133/tcp"}
 )
 
 type options struct {

@@ -251,3 +251,21 @@ func TestServerConfig(t *testing.T) {
 		t.Errorf("the scrape targets are not the collector's ports:\n%s", s)
 	}
 }
+
+// The chart's PrometheusRule is rendered from its rules/ copy of
+// rules.yaml (a link would make helm warn and package this directory's Go
+// files): the copy is the file. `cp deploy/prometheus/rules.yaml
+// deploy/helm/evalbridge/rules/rules.yaml` after a change.
+func TestChartCarriesTheRules(t *testing.T) {
+	want, err := os.ReadFile("rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../helm/evalbridge/rules/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Error("deploy/helm/evalbridge/rules/rules.yaml differs from deploy/prometheus/rules.yaml: cp deploy/prometheus/rules.yaml deploy/helm/evalbridge/rules/rules.yaml")
+	}
+}

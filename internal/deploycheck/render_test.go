@@ -61,8 +61,13 @@ type openTelemetryCollector struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
-		Mode                 string                         `json:"mode"`
-		Replicas             *int32                         `json:"replicas,omitempty"`
+		Mode          string `json:"mode"`
+		Replicas      *int32 `json:"replicas,omitempty"`
+		Observability struct {
+			Metrics struct {
+				EnableMetrics bool `json:"enableMetrics,omitempty"`
+			} `json:"metrics"`
+		} `json:"observability"`
 		Image                string                         `json:"image"`
 		Args                 map[string]string              `json:"args,omitempty"`
 		Env                  []corev1.EnvVar                `json:"env,omitempty"`
@@ -164,6 +169,8 @@ func TestRenderedChart(t *testing.T) {
 			var sts *appsv1.StatefulSet
 			var dep *appsv1.Deployment
 			var config string
+			var services []*corev1.Service
+			var monitor *serviceMonitor
 			for _, o := range objs {
 				kinds = append(kinds, kind(o))
 				switch o := o.(type) {
@@ -173,6 +180,10 @@ func TestRenderedChart(t *testing.T) {
 					dep = o
 				case *corev1.ConfigMap:
 					config = o.Data["config.yaml"]
+				case *corev1.Service:
+					services = append(services, o)
+				case *serviceMonitor:
+					monitor = o
 				}
 			}
 			t.Logf("%s: %s", name, strings.Join(kinds, ", "))
@@ -192,6 +203,7 @@ func TestRenderedChart(t *testing.T) {
 				t.Fatalf("want one Deployment or one StatefulSet, got kinds %v", kinds)
 			}
 			c := pod.Spec.Containers[0]
+			checkMetricsExposed(t, name, config, c, services, monitor)
 			if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Port.String() != "health" {
 				t.Error("no readiness probe on the health port (health_check)")
 			}
@@ -254,6 +266,9 @@ func checkTier2(t *testing.T, sts *appsv1.StatefulSet, config string) {
 		t.Errorf("eval storage = %v", cfg.Processors["eval"]["storage"])
 	}
 	for id, e := range cfg.Exporters {
+		if id == "prometheus" {
+			continue // served on scrape: nothing queued
+		}
 		q, _ := e["sending_queue"].(map[string]any)
 		if q["storage"] == nil {
 			t.Errorf("exporter %s has no persistent queue (sending_queue.storage)", id)
@@ -278,6 +293,19 @@ func TestOperatorResources(t *testing.T) {
 				continue
 			}
 			modes[c.Spec.Mode] = true
+			raw, err := yaml.Marshal(c.Spec.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runsEval(string(raw)) {
+				if !c.Spec.Observability.Metrics.EnableMetrics {
+					t.Errorf("%s: runs eval without spec.observability.metrics.enableMetrics (no ServiceMonitor)", f)
+				}
+				if c.Spec.Mode == "deployment" && (c.Spec.Replicas == nil || *c.Spec.Replicas > 1) {
+					t.Errorf("%s: a deployment that runs eval on several replicas splits traces (no trace affinity behind the Operator's Service)", f)
+				}
+			}
+			checkShippedConfig(t, filepath.Base(f), string(raw), "0.0.0.0")
 			if !strings.Contains(c.Spec.Image, "otelcol-evalbridge") {
 				t.Errorf("%s: spec.image %q is not the otelcol-evalbridge image", f, c.Spec.Image)
 			}
@@ -320,7 +348,148 @@ func TestUpstreamChartValues(t *testing.T) {
 	if v.Mode == "" || !strings.HasSuffix(v.Image.Repository, "/otelcol-evalbridge") || v.Command.Name != "otelcol-evalbridge" {
 		t.Errorf("mode %q, image.repository %q, command.name %q", v.Mode, v.Image.Repository, v.Command.Name)
 	}
-	writeRendered(t, dir, "upstream-chart.config.yaml", dropNulls(v.Config))
+	config := dropNulls(v.Config)
+	writeRendered(t, dir, "upstream-chart.config.yaml", config)
+	raw, err = yaml.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShippedConfig(t, "upstream-values.yaml", string(raw), "${env:MY_POD_IP}")
+}
+
+// shippedConfig is what contract §22 asks of a shipped collector config.
+type shippedConfig struct {
+	Extensions map[string]map[string]any `json:"extensions"`
+	Connectors map[string]any            `json:"connectors"`
+	Exporters  map[string]map[string]any `json:"exporters"`
+	Service    struct {
+		Telemetry struct {
+			Metrics struct {
+				Readers []struct {
+					Pull struct {
+						Exporter struct {
+							Prometheus struct {
+								Host string `json:"host"`
+								Port int    `json:"port"`
+							} `json:"prometheus"`
+						} `json:"exporter"`
+					} `json:"pull"`
+				} `json:"readers"`
+			} `json:"metrics"`
+		} `json:"telemetry"`
+		Pipelines map[string]struct {
+			Receivers  []string `json:"receivers"`
+			Processors []string `json:"processors"`
+			Exporters  []string `json:"exporters"`
+		} `json:"pipelines"`
+	} `json:"service"`
+}
+
+func runsEval(config string) bool {
+	var c shippedConfig
+	if err := yaml.Unmarshal([]byte(config), &c); err != nil {
+		return false
+	}
+	for _, p := range c.Service.Pipelines {
+		for _, id := range p.Processors {
+			if id == "eval" || strings.HasPrefix(id, "eval/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkShippedConfig: the collector's own telemetry on host:8888; with
+// eval, evalmetrics fed by a pipeline with eval into the prometheus
+// exporter on host:8889; no debug exporter printing span content; every
+// file_storage with recreate: true.
+func checkShippedConfig(t *testing.T, name, config, host string) {
+	t.Helper()
+	var c shippedConfig
+	if err := yaml.Unmarshal([]byte(config), &c); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	telemetry := ""
+	for _, r := range c.Service.Telemetry.Metrics.Readers {
+		p := r.Pull.Exporter.Prometheus
+		telemetry = fmt.Sprintf("%s:%d", p.Host, p.Port)
+	}
+	if telemetry != host+":8888" {
+		t.Errorf("%s: the collector's telemetry reader is on %q, want %s:8888", name, telemetry, host)
+	}
+	if runsEval(config) {
+		if ep := c.Exporters["prometheus"]["endpoint"]; ep != host+":8889" {
+			t.Errorf("%s: runs eval; the prometheus exporter's endpoint is %v, want %s:8889", name, ep, host)
+		}
+		fed, read := false, false
+		for _, p := range c.Service.Pipelines {
+			withEval := slices.ContainsFunc(p.Processors, func(id string) bool { return id == "eval" || strings.HasPrefix(id, "eval/") })
+			fed = fed || (withEval && slices.Contains(p.Exporters, "evalmetrics"))
+			read = read || (slices.Contains(p.Receivers, "evalmetrics") && slices.Contains(p.Exporters, "prometheus"))
+		}
+		if !fed || !read {
+			t.Errorf("%s: runs eval but evalmetrics is not fed by a pipeline with eval (%v) and read into prometheus (%v)", name, fed, read)
+		}
+	}
+	for id, e := range c.Exporters {
+		if strings.HasPrefix(id, "debug") {
+			if v, _ := e["verbosity"].(string); v != "" && v != "basic" {
+				t.Errorf("%s: exporter %s at verbosity %s prints span content", name, id, v)
+			}
+		}
+	}
+	for id, e := range c.Extensions {
+		if strings.HasPrefix(id, "file_storage") && e["recreate"] != true {
+			t.Errorf("%s: %s without recreate: true (a corrupt file would keep the collector from starting)", name, id)
+		}
+	}
+}
+
+// checkMetricsExposed: the container, the Service and the ServiceMonitor
+// cover the telemetry port (8888) always, and the metrics port (8889: the
+// evaluation metrics) exactly when the pods run eval (the image's own
+// config, with no ConfigMap, does).
+func checkMetricsExposed(t *testing.T, name, config string, c corev1.Container, services []*corev1.Service, monitor *serviceMonitor) {
+	t.Helper()
+	eval := config == "" || runsEval(config)
+	if config != "" {
+		checkShippedConfig(t, name, config, "0.0.0.0")
+	}
+	want := map[string]int32{"telemetry": 8888}
+	if eval {
+		want["metrics"] = 8889
+	}
+	container := map[string]int32{}
+	for _, p := range c.Ports {
+		container[p.Name] = p.ContainerPort
+	}
+	service := map[string]int32{}
+	for _, s := range services {
+		if s.Spec.ClusterIP == "None" {
+			continue // the tier 2 headless Service, for pod names
+		}
+		for _, p := range s.Spec.Ports {
+			service[p.Name] = p.Port
+		}
+	}
+	endpoints := map[string]bool{}
+	if monitor != nil {
+		for _, e := range monitor.Spec.Endpoints {
+			endpoints[e.Port] = true
+		}
+	}
+	for _, port := range []string{"metrics", "telemetry"} {
+		if want[port] != container[port] || want[port] != service[port] {
+			t.Errorf("%s: port %s: container %d, Service %d, want %d (runs eval: %v)", name, port, container[port], service[port], want[port], eval)
+		}
+		if monitor != nil && endpoints[port] != (want[port] != 0) {
+			t.Errorf("%s: ServiceMonitor endpoint %s: %v, want %v", name, port, endpoints[port], want[port] != 0)
+		}
+	}
+	if eval && monitor == nil && name != "defaults" {
+		t.Errorf("%s: runs eval without a ServiceMonitor (serviceMonitor.enabled)", name)
+	}
 }
 
 // renderedDir is $EVALBRIDGE_RENDERED_DIR, where .ci/deploy-check.sh puts

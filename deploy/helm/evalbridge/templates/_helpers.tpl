@@ -44,6 +44,12 @@ app.kubernetes.io/part-of: evalbridge
 {{- if not (has .Values.mode (list "gateway" "tier2")) }}
 {{- fail (printf "mode must be gateway or tier2, not %q" .Values.mode) }}
 {{- end }}
+{{- if not (has .Values.traceAffinity (list "" "perClient")) }}
+{{- fail (printf "traceAffinity must be empty or perClient, not %q" .Values.traceAffinity) }}
+{{- end }}
+{{- if and (eq .Values.mode "gateway") (include "evalbridge.runsEval" .) (or (gt (int .Values.replicaCount) 1) .Values.autoscaling.enabled) (ne .Values.traceAffinity "perClient") }}
+{{- fail (printf "a gateway that runs eval on %s splits traces: spans of one trace sent by two clients land on two pods, each scoring part of the trace. If every trace's spans come from one client (one agent process exporting its own spans), set traceAffinity: perClient. Otherwise run the tier-1/tier-2 pair: examples/tier1-kafka.yaml (OTLP in, Kafka partitioned by trace id) in front of examples/tier2-statefulset.yaml (a consumer group that scores); docs/production.md, \"One collector per trace\"." (ternary "an autoscaler" (printf "%d replicas" (int .Values.replicaCount)) .Values.autoscaling.enabled)) }}
+{{- end }}
 {{- if and (eq .Values.mode "tier2") .Values.autoscaling.enabled }}
 {{- fail "autoscaling is for mode gateway: a tier2 StatefulSet is scaled with replicaCount (each pod keeps its partitions and its volume)" }}
 {{- end }}
@@ -61,12 +67,15 @@ exporters' queues on the same volume; no batch processor after eval.
 extensions:
   health_check:
     endpoint: 0.0.0.0:{{ .Values.ports.health }}
+  # recreate: a corrupt file is moved aside and a new one created, so the pod starts (contract §22).
   file_storage/queue:
     directory: {{ $dir }}/queue
     create_directory: true
+    recreate: true
   file_storage/eval:
     directory: {{ $dir }}/eval
     create_directory: true
+    recreate: true
   copartition_balancer:
     collector_id: ${env:EVALBRIDGE_COLLECTOR_ID}
 receivers:
@@ -103,7 +112,12 @@ processors:
     spike_limit_percentage: 20
   eval:
     {{- toYaml (merge (dict "storage" "file_storage/eval") (deepCopy .Values.tier2.eval)) | nindent 4 }}
+connectors:
+  evalmetrics: {}
 exporters:
+  prometheus:
+    endpoint: 0.0.0.0:{{ .Values.ports.metrics }}
+    enable_open_metrics: true
   otlp_http:
     endpoint: {{ .Values.tier2.backend.endpoint }}
     sending_queue:
@@ -117,6 +131,14 @@ exporters:
       max_elapsed_time: 0
 service:
   extensions: [health_check, file_storage/queue, file_storage/eval, copartition_balancer]
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 0.0.0.0
+                port: {{ .Values.ports.telemetry }}
   pipelines:
     traces:
       receivers: [kafka/traces]
@@ -125,7 +147,39 @@ service:
     logs:
       receivers: [kafka/logs]
       processors: [memory_limiter, eval]
-      exporters: [otlp_http]
+      exporters: [otlp_http, evalmetrics]
+    metrics:
+      receivers: [evalmetrics]
+      exporters: [prometheus]
+{{- end }}
+
+{{/*
+"true" when the pods' config runs eval in a pipeline (the image's default
+config does), else empty: the metrics port (the prometheus exporter of the
+evaluation metrics) is exposed only then.
+*/}}
+{{- define "evalbridge.runsEval" -}}
+{{- $config := include "evalbridge.config" . -}}
+{{- if not $config }}true
+{{- else }}
+{{- $found := false }}
+{{- range $_, $p := (((fromYaml $config).service | default dict).pipelines | default dict) }}
+{{- range ($p.processors | default list) }}
+{{- if or (eq . "eval") (hasPrefix "eval/" .) }}{{ $found = true }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if $found }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* The container's and the Service's ports: every port of .Values.ports, but metrics when the config runs no eval. */}}
+{{- define "evalbridge.ports" -}}
+{{- $runsEval := include "evalbridge.runsEval" . -}}
+{{- $out := dict }}
+{{- range $name, $port := .Values.ports }}
+{{- if or (ne $name "metrics") $runsEval }}{{ $_ := set $out $name $port }}{{ end }}
+{{- end }}
+{{- toYaml $out }}
 {{- end }}
 
 {{/* The configuration the pods run, as a map; empty: the image's own. */}}
@@ -192,7 +246,7 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       ports:
-        {{- range $name, $port := .Values.ports }}
+        {{- range $name, $port := fromYaml (include "evalbridge.ports" .) }}
         - name: {{ $name }}
           containerPort: {{ $port }}
           protocol: TCP
