@@ -23,14 +23,14 @@ func TestSoakGrowth(t *testing.T) {
 	if p := soakGrowth(samples(flat), 5*time.Minute); len(p) != 0 {
 		t.Errorf("flat series: %v", p)
 	}
-	// RSS leaking 2 MiB a minute from 100 MiB.
+	// Anonymous memory leaking 2 MiB a minute from 100 MiB.
 	leak := func(i, k int) float64 {
-		if soakSeries[k].name == "rss_mib" {
+		if soakSeries[k].name == "rss_anon_mib" {
 			return 100 + 2*float64(i)
 		}
 		return flat(i, k)
 	}
-	if p := soakGrowth(samples(leak), 5*time.Minute); len(p) != 1 || !strings.Contains(p[0], "rss_mib grew") {
+	if p := soakGrowth(samples(leak), 5*time.Minute); len(p) != 1 || !strings.Contains(p[0], "rss_anon_mib grew") {
 		t.Errorf("leaking RSS: %v", p)
 	}
 	// Goroutines never read after the warm-up.

@@ -206,6 +206,7 @@ func (p *evalProcessor) Shutdown(ctx context.Context) error {
 	<-p.loopDone
 	p.pool.stop()
 	p.sess.shutdown(ctx)
+	p.tel.tb.Shutdown() // unregisters the observable instruments' callbacks
 	// Traces still waiting for a judge are forwarded by the engine (with
 	// what finished) before its Shutdown returns.
 	err := p.eng.Shutdown(ctx)

@@ -28,6 +28,7 @@ import (
 
 const (
 	metricSessionsScored      = "otelcol_processor_eval_sessions_scored"
+	metricSessionsHeld        = "otelcol_processor_eval_sessions_held"
 	metricSessionTurns        = "otelcol_processor_eval_session_turns"
 	metricSessionTurnsDropped = "otelcol_processor_eval_session_turns_dropped"
 	metricSessionsUnscored    = "otelcol_processor_eval_sessions_unscored"
@@ -119,6 +120,16 @@ func (p *evalProcessor) startSessions(ctx context.Context) error {
 	s.wake = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.ended = make(chan struct{})
+	// The store's size, for the soak and for operators: it rises to the
+	// live conversations (up to max_sessions), not with the turns scored.
+	store := s.store
+	if err := p.tel.tb.RegisterProcessorEvalSessionsHeldCallback(func(_ context.Context, o metric.Int64Observer) error {
+		n, _ := store.Len()
+		o.Observe(int64(n))
+		return nil
+	}); err != nil {
+		return err
+	}
 	p.eng.SetTurnOriginSink(s.recordTurn)
 	go s.run(s.newTicker(p.cfg.Sessions.TickInterval()))
 	return nil

@@ -240,6 +240,8 @@ func TestSessionsOverflowAndShutdown(t *testing.T) {
 	assert.Equal(t, "1", strAttr(sessionSpans(h.sink)[0], "eval.session.turns"))
 	assert.Equal(t, "1", strAttr(sessionSpans(h.sink)[0], "eval.session.turns_dropped"))
 	assert.Equal(t, int64(1), h.counter(metricSessionsScored, attrReason, reasonOverflow))
+	held, ok := h.gauge(metricSessionsHeld)
+	assert.True(t, ok && held == 2, "%s = %d (recorded: %v), want max_sessions 2", metricSessionsHeld, held, ok)
 
 	// Shutdown scores the sessions with unscored turns.
 	h.shutdown(context.Background())

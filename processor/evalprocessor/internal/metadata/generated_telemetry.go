@@ -42,6 +42,7 @@ type TelemetryBuilder struct {
 	ProcessorEvalScore                  metric.Float64Histogram
 	ProcessorEvalSessionTurns           metric.Int64Counter
 	ProcessorEvalSessionTurnsDropped    metric.Int64Counter
+	ProcessorEvalSessionsHeld           metric.Int64ObservableGauge
 	ProcessorEvalSessionsScored         metric.Int64Counter
 	ProcessorEvalSessionsUnscored       metric.Int64Counter
 	ProcessorEvalSpansDropped           metric.Int64Counter
@@ -62,6 +63,11 @@ type TelemetryBuilder struct {
 
 // TelemetryBuilderOption applies changes to the default builder.
 type TelemetryBuilderOption = telemetrygen.Option[TelemetryBuilder]
+
+// RegisterProcessorEvalSessionsHeldCallback sets a callback for the observable ProcessorEvalSessionsHeld; Shutdown unregisters it.
+func (builder *TelemetryBuilder) RegisterProcessorEvalSessionsHeldCallback(cb metric.Int64Callback) error {
+	return builder.registrations.Int64(builder.meter, builder.ProcessorEvalSessionsHeld, cb)
+}
 
 // Shutdown unregisters the callbacks of observable instruments.
 func (builder *TelemetryBuilder) Shutdown() {
@@ -206,6 +212,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eval_session_turns_dropped",
 		metric.WithDescription("Turn records dropped unscored, by reason: shutdown (no time left to score their session), max_turns (older turns of a long session), backlog (their session was evicted beyond max_sessions while max_sessions evicted sessions already waited). Spans are never dropped."),
 		metric.WithUnit("{turn}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEvalSessionsHeld, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_eval_sessions_held",
+		metric.WithDescription("Sessions (conversations) the store holds, scored or not: at most sessions.max_sessions, each with its last sessions.max_turns turns."),
+		metric.WithUnit("{session}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEvalSessionsScored, err = builder.meter.Int64Counter(
