@@ -83,7 +83,7 @@ func TestLoadConfig(t *testing.T) {
 			Sessions:             sessions.NewDefaultConfig(),
 			MaxPendingJudgeTasks: engine.DefaultMaxPendingJudgeTasks,
 			Sampling:             engine.SamplingConfig{Failed: 1, Passed: 0.1, Unscored: 0.5},
-			MaxHold:              time.Minute, MaxTraceSpans: 5000, Mode: engine.ModeHold,
+			MaxHold:              time.Minute, MaxTraceSpans: 5000, Mode: engine.ModeHold, StorageFailure: engine.StorageFailureContinue,
 			ReleaseRetry: func() configretry.BackOffConfig {
 				r := engine.NewDefaultReleaseRetry()
 				r.InitialInterval, r.MaxElapsedTime = 2*time.Second, time.Minute
