@@ -37,6 +37,7 @@ Usage:
   evalctl dataset list DIR [--json] [--pinned | --unpinned] [--failed NAME] [--service S]
   evalctl dataset pin DIR ID (--tool-calls JSON [--output TEXT] | --output TEXT
               | --from FILE --trace-id T)
+  evalctl dataset history DIR ID [--json]
 
 add scores the inputs as run does and writes each agent case that --where
 selects (CEL over results and case, as run_if reads them; default: any
@@ -44,6 +45,9 @@ result failed) to DIR/cases/<id>.json, its input and what the agent did
 redacted with the config's redaction; DIR/dataset.json is the manifest.
 The id hashes the redacted input and the tool calls' names and arguments,
 so the same failure twice is one case (a duplicate).
+
+history prints a case's outcomes recorded by run --dataset --record, with
+each result's evaluator version.
 
 pin sets the case's expectation (§3 shapes); --from takes the tool calls
 of a good run (trace T in FILE). An unknown id, invalid JSON or an
@@ -64,11 +68,14 @@ func datasetCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return datasetListCmd(args[1:], stdout, stderr)
 	case "pin":
 		return datasetPinCmd(args[1:], stdout, stderr)
+	case "history":
+		return datasetHistoryCmd(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		// One page with every subcommand's flags, on stderr as the
 		// flag package prints a subcommand's -h.
 		fmt.Fprintf(stderr, "Usage of evalctl dataset:\n%s", datasetUsage)
-		for _, fs := range []*flag.FlagSet{newDatasetAddFlags().fs, newDatasetListFlags().fs, newDatasetPinFlags().fs} {
+		hist, _ := newDatasetHistoryFlags()
+		for _, fs := range []*flag.FlagSet{newDatasetAddFlags().fs, newDatasetListFlags().fs, newDatasetPinFlags().fs, hist} {
 			fmt.Fprintf(stderr, "\nFlags of %s:\n", fs.Name())
 			fs.SetOutput(stderr)
 			fs.PrintDefaults()
@@ -574,4 +581,58 @@ func toolCallsOfRun(file, traceID string) ([]byte, error) {
 		return json.Marshal(calls)
 	}
 	return nil, errors.New("--from " + file + ": no trace " + traceID)
+}
+
+func newDatasetHistoryFlags() (*flag.FlagSet, *bool) {
+	fs := flag.NewFlagSet("evalctl dataset history", flag.ContinueOnError)
+	return fs, fs.Bool("json", false, "print the entries as JSON lines, as history.jsonl holds them")
+}
+
+// datasetHistoryCmd prints one case's recorded outcomes, oldest first.
+func datasetHistoryCmd(args []string, stdout, stderr io.Writer) int {
+	fs, asJSON := newDatasetHistoryFlags()
+	fs.SetOutput(stderr)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(stderr, "evalctl dataset history: usage: evalctl dataset history DIR ID [--json]")
+		return exitUsage
+	}
+	ds, err := dataset.Open(pos[0], false)
+	if err == nil && ds.Get(pos[1]) == nil {
+		err = fmt.Errorf("dataset %s has no case %q", pos[0], pos[1])
+	}
+	var entries []dataset.HistoryEntry
+	if err == nil {
+		entries, err = dataset.History(pos[0], pos[1])
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "evalctl dataset history: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, e := range entries {
+			_ = enc.Encode(e)
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tSTATUS\tRESULTS (name@version status score)")
+	for _, e := range entries {
+		var parts []string
+		for _, r := range e.Results {
+			score := "-"
+			if r.Score != nil {
+				score = fmt.Sprintf("%.3g", *r.Score)
+			}
+			parts = append(parts, fmt.Sprintf("%s@%s %s %s", r.Name, orDash(r.Version), r.Status, score))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Time, e.Status, strings.Join(parts, "; "))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(stdout, "%d run(s) recorded for case %s\n", len(entries), pos[1])
+	return exitOK
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -35,6 +36,7 @@ type datasetOutcome struct {
 	traces   []string
 	failures []string // "<evaluator>: <reason>" of what did not pass
 	scored   int
+	results  []dataset.Result // every agent-case result, for --record
 }
 
 // datasetCaseVerdict is one pinned case's line in the summary.
@@ -157,6 +159,12 @@ func (r *datasetRun) observe(spans []adapter.SpanRef, rep engine.Report) {
 			continue
 		}
 		for _, res := range ev.Results {
+			dr := dataset.Result{Name: res.Name, Type: res.Type, Status: string(res.Status), Version: res.Version}
+			if res.Scored() {
+				s := res.Score
+				dr.Score = &s
+			}
+			o.results = append(o.results, dr)
 			switch res.Status {
 			case evaluators.StatusPassed:
 				o.scored++
@@ -202,6 +210,20 @@ func (r *datasetRun) summary() *datasetSummary {
 		d.Cases = append(d.Cases, v)
 	}
 	return d
+}
+
+// record appends each pinned case's outcome, with its results and their
+// evaluator versions, to the dataset's history (--record).
+func (r *datasetRun) record(d *datasetSummary, now time.Time) error {
+	var entries []dataset.HistoryEntry
+	for _, c := range d.Cases {
+		e := dataset.HistoryEntry{Time: now.UTC().Format(time.RFC3339), CaseID: c.ID, Status: c.Status, TraceIDs: c.TraceIDs, Results: []dataset.Result{}}
+		if o := r.outcome[c.ID]; o != nil {
+			e.Results = append(e.Results, o.results...)
+		}
+		entries = append(entries, e)
+	}
+	return dataset.AppendHistory(r.dir, entries)
 }
 
 // writeText lists the pinned cases that did not pass.

@@ -531,3 +531,46 @@ func TestRunDatasetGate(t *testing.T) {
 		t.Errorf("both fixed: exit %d, %+v\n%s", code, d, stderr)
 	}
 }
+
+// run --dataset --record appends each pinned case's outcome, with its
+// results' evaluator versions, to DIR/history.jsonl; `dataset history`
+// reads a case's runs back, oldest first, a not-run one included.
+func TestRunDatasetRecordsHistory(t *testing.T) {
+	dir, cfg, prod := datasetSetup(t)
+	ds := filepath.Join(dir, "ds")
+	_, got := addJSON(t, ds, "--config", cfg, prod)
+	refund, wrong := got.AddedIDs[0], got.AddedIDs[1]
+	for _, id := range got.AddedIDs {
+		if code, _, stderr := runEvalctl(t, "", "dataset", "pin", ds, id, "--tool-calls", `["lookup_order", "refund"]`); code != exitOK {
+			t.Fatal(stderr)
+		}
+	}
+	fixed := dsRun{trace: 0x21, prompt: refundPrompt, answer: "Refunded.", attrs: map[string]any{dataset.AttrCaseID: refund},
+		calls: []dsCall{{name: "lookup_order", args: `{"order": 42}`}, {name: "refund", args: `{"order": 42}`}}}
+	replay := writeTraces(t, dir, "replay.jsonl", dsTraces(t, fixed))
+	for range 2 {
+		if code, _, stderr := runEvalctl(t, "", "run", "--config", cfg, "--dataset", ds, "--record", replay); code != exitFailed {
+			t.Fatalf("exit %d (the wrong-order case is not run)\n%s", code, stderr)
+		}
+	}
+	code, out, stderr := runEvalctl(t, "", "dataset", "history", ds, refund, "--json")
+	var entries []dataset.HistoryEntry
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e dataset.HistoryEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%v: %q\n%s", err, line, stderr)
+		}
+		entries = append(entries, e)
+	}
+	if code != exitOK || len(entries) != 2 || entries[0].Status != "passed" || len(entries[0].Results) != 2 ||
+		!strings.HasPrefix(entries[0].Results[0].Version, "sha256:") || entries[0].TraceIDs[0] != "da7a0000000000000000000000000021" {
+		t.Fatalf("history of %s: exit %d, %+v", refund, code, entries)
+	}
+	_, text, _ := runEvalctl(t, "", "dataset", "history", ds, wrong)
+	if !strings.Contains(text, "not_run") || !strings.Contains(text, "2 run(s) recorded") {
+		t.Errorf("history of the case not run:\n%s", text)
+	}
+	if code, _, _ := runEvalctl(t, "", "dataset", "history", ds, "0000000000000000"); code != exitUsage {
+		t.Errorf("history of an unknown case: exit %d, want 2", code)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -129,6 +130,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	var gates gateSet
 	fs.Var(&gates.minPass, "min-pass-rate", "gate: NAME=R fails when the 95% interval of NAME's pass rate lies wholly below R (repeatable)")
 	fs.StringVar(&gates.baselinePath, "baseline", "", "gate: an earlier --summary json; fails when a pass rate dropped and the intervals do not overlap")
+	record := fs.Bool("record", false, "with --dataset: append each pinned case's outcome and results (with evaluator versions) to DIR/history.jsonl")
 	fs.StringVar(&gates.datasetDir, "dataset", "", "gate: score the traces tagged eval.dataset.case_id against the pinned cases of the dataset in `DIR`; fails unless every pinned case ran and passed")
 	fs.BoolVar(&gates.allowVersionChange, "allow-version-change", false, "with --baseline: compare an evaluator whose version changed since the baseline instead of failing its gate as not comparable")
 	junitPath := fs.String("junit", "", "write JUnit XML to FILE: one test case per (evaluator, case)")
@@ -181,6 +183,12 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	docs = scoreInputs(ctx, eng, cfg, docs, traces, sum, stderr)
 	if replays != nil {
 		sum.dataset = replays.summary()
+		if *record {
+			if err := replays.record(sum.dataset, time.Now()); err != nil {
+				fmt.Fprintf(stderr, "evalctl run: --record: %v\n", err)
+				return exitUsage
+			}
+		}
 	}
 	sum.setSpend(eng.JudgeSpend())
 
