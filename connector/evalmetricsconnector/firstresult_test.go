@@ -128,8 +128,8 @@ func TestIncreaseCountsFirstResults(t *testing.T) {
 	scrapes := 0
 	scrape := func() {
 		for _, s := range testkit.Scrape(t, "http://"+addr+"/metrics").Samples {
-			if s.Name != name {
-				continue
+			if s.Name != name || s.Labels["gen_ai_evaluation_evaluator_type"] == evaluatorTypeHuman {
+				continue // the human label's own series is not the canary's
 			}
 			k := fmt.Sprintf("%s{gen_ai_evaluation_name=%q,gen_ai_evaluation_score_label=%q}", name,
 				s.Labels["gen_ai_evaluation_name"], s.Labels["gen_ai_evaluation_score_label"])
@@ -152,9 +152,14 @@ func TestIncreaseCountsFirstResults(t *testing.T) {
 	flushThenScrape() // 15s
 	flushThenScrape() // 30s
 	flushThenScrape() // 45s
-	require.NoError(t, c.ConsumeLogs(ctx, resultLogs("1", result{name: "canary", label: "fail", score: f(0), trace: 3})))
-	flushThenScrape()         // 60s
-	flushThenScrape()         // 75s
+	require.NoError(t, c.ConsumeLogs(ctx, resultLogs("1", result{name: "canary", label: "fail", score: f(0), trace: 3},
+		result{name: "canary", label: "thumbs_down", evType: evaluatorTypeHuman, trace: 1})))
+	flushThenScrape() // 60s
+	flushThenScrape() // 75s
+	// The agreement pair, under the Prometheus name §25 gives it.
+	pairs := testkit.Scrape(t, "http://"+addr+"/metrics").Total("eval_agreement_pairs_total", map[string]string{
+		"gen_ai_evaluation_name": "canary", "eval_machine_label": "pass", "eval_human_label": "fail"})
+	require.Equal(t, 1.0, pairs, "eval_agreement_pairs_total{machine pass, human fail}")
 	go func() { <-flushed }() // Shutdown's last flush
 	require.NoError(t, c.Shutdown(ctx))
 
