@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"maps"
@@ -16,7 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/evalbridge/evalbridge/deploy/grafana/dashboard"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
@@ -212,10 +219,17 @@ func TestDashboardMetricsAreEmitted(t *testing.T) {
 		"yaml:processors::eval::evaluators: [{type: tool_error}, {type: tool_trajectory}, {type: llm_judge, name: helpful, judge: default, criteria: 'Is the answer helpful?'}, "+
 			"{type: llm_judge, name: helpful_down, judge: down, criteria: 'Is the answer helpful?'}]",
 	)
-	runQuickstartAgent(t, d.grpc)
+	runs := runQuickstartAgent(t, d.grpc)
 	waitScrape(t, "http://"+d.prom+"/metrics", func(ss testkit.Exposition) bool {
 		return ss.Total("gen_ai_evaluation_results_total", map[string]string{"gen_ai_evaluation_name": "helpful"}) >= 5 &&
 			ss.Total("gen_ai_evaluation_results_total", map[string]string{"gen_ai_evaluation_name": "helpful_down"}) >= 5
+	})
+	// Human labels of tool_trajectory (§25), so the judge-versus-human row
+	// reads pairs the connector joined: a reviewer agrees on the clean and
+	// the wrong_order runs and disagrees on the loop run.
+	sendHumanLabels(t, d.grpc, map[string]string{runs["clean"]: "pass", runs["wrong_order"]: "fail", runs["loop"]: "pass"})
+	waitScrape(t, "http://"+d.prom+"/metrics", func(ss testkit.Exposition) bool {
+		return ss.Total("eval_agreement_pairs_total", map[string]string{"gen_ai_evaluation_name": "tool_trajectory"}) >= 3
 	})
 	// Declared metrics, with their declared label names.
 	declared := map[string]bool{}
@@ -376,5 +390,37 @@ func TestExampleMetricsOTLP(t *testing.T) {
 			t.Fatalf("the OTLP metrics backend got %d results", n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sendHumanLabels sends one human gen_ai.evaluation.result record of
+// tool_trajectory per trace (no span id: the trace's agent case, §25) over
+// OTLP gRPC, as an annotation tool would.
+func sendHumanLabels(t *testing.T, addr string, labels map[string]string) {
+	t.Helper()
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	for traceHex, label := range labels {
+		var tid pcommon.TraceID
+		if _, err := hex.Decode(tid[:], []byte(traceHex)); err != nil {
+			t.Fatalf("trace id %q: %v", traceHex, err)
+		}
+		r := sl.LogRecords().AppendEmpty()
+		r.SetEventName("gen_ai.evaluation.result")
+		r.SetTraceID(tid)
+		r.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+		r.Attributes().PutStr("gen_ai.evaluation.name", "tool_trajectory")
+		r.Attributes().PutStr("gen_ai.evaluation.evaluator.type", "human")
+		r.Attributes().PutStr("gen_ai.evaluation.score.label", label)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld)); err != nil {
+		t.Fatalf("sending human labels: %v", err)
 	}
 }

@@ -49,6 +49,7 @@ const (
 	rowQual  = "Evaluation quality"
 	rowJudge = "Judges"
 	rowProc  = "eval processor health"
+	rowHuman = "Judge versus human"
 )
 
 func f(v float64) *float64 { return &v }
@@ -112,6 +113,26 @@ func Panels() []Panel {
 				{Expr: `sum by (judge, outcome) (rate(otelcol_processor_eval_judge_requests` + rateWin + `))`,
 					Legend: "{{judge}} {{outcome}} req/s"},
 			}},
+
+		// §25: the evalmetrics connector joins human labels with the
+		// machine result of the same trace, span and evaluation. Kappa is
+		// the recording rule eval:agreement_kappa:7d (deploy/prometheus),
+		// not a query here: the dashboard reads only what a scrape has.
+		{Row: rowHuman, Title: "Judge-versus-human pairs (machine label, human label)", Kind: "timeseries", Unit: "short", Stacked: true,
+			About: "Pairs of a human label and the machine result for the same span and evaluation, per evaluator version. Kappa over 7 days: eval:agreement_kappa:7d; alert EvalJudgeHumanKappaLow.",
+			Queries: []Query{{
+				Expr:   `sum by (gen_ai_evaluation_name, gen_ai_evaluation_evaluator_version, eval_machine_label, eval_human_label) (increase(eval_agreement_pairs_total` + rateWin + `))`,
+				Legend: "{{gen_ai_evaluation_name}} {{gen_ai_evaluation_evaluator_version}} judge {{eval_machine_label}} / human {{eval_human_label}}",
+			}}},
+		{Row: rowHuman, Title: "Judge-versus-human agreement", Kind: "timeseries", Unit: "percentunit", Min: f(0), Max: f(1),
+			About: "Share of pairs where the judge and the human gave the same label, per evaluation and version.",
+			Queries: []Query{{
+				Expr: `(sum by (gen_ai_evaluation_name, gen_ai_evaluation_evaluator_version) (increase(eval_agreement_pairs_total{eval_machine_label="pass", eval_human_label="pass"}` + rateWin + `))
+  + on (gen_ai_evaluation_name, gen_ai_evaluation_evaluator_version)
+  sum by (gen_ai_evaluation_name, gen_ai_evaluation_evaluator_version) (increase(eval_agreement_pairs_total{eval_machine_label="fail", eval_human_label="fail"}` + rateWin + `)))
+  / sum by (gen_ai_evaluation_name, gen_ai_evaluation_evaluator_version) (increase(eval_agreement_pairs_total` + rateWin + `))`,
+				Legend: "{{gen_ai_evaluation_name}} {{gen_ai_evaluation_evaluator_version}}",
+			}}},
 
 		{Row: rowProc, Title: "Scoring latency per trace", Kind: "timeseries", Unit: "s",
 			Queries: []Query{
