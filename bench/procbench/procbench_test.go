@@ -292,16 +292,7 @@ func runFrom(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.T
 
 // runOn is runFrom on the batches next makes.
 func runOn(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, callers int, next func(seq *uint64) ptrace.Traces) {
-	sink := &countSink{}
-	p := newProc(b, sink)
-	var seq uint64
-	batches := make([]ptrace.Traces, b.N)
-	total := 0
-	for i := range batches {
-		batches[i] = next(&seq)
-		total += batches[i].SpanCount()
-	}
-	require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
+	sink, p, batches, total, _ := startOn(b, newProc, next)
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -419,16 +410,7 @@ func newStreamEval(tb testing.TB, next consumer.Traces) processor.Traces {
 // span has reached the sink and Shutdown (which scores what is still
 // kept) has returned; each trace brought at least one result span.
 func runOnUntilShutdown(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, next func(seq *uint64) ptrace.Traces) {
-	sink := &countSink{}
-	p := newProc(b, sink)
-	var seq uint64
-	batches := make([]ptrace.Traces, b.N)
-	total := 0
-	for i := range batches {
-		batches[i] = next(&seq)
-		total += batches[i].SpanCount()
-	}
-	require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
+	sink, p, batches, total, seq := startOn(b, newProc, next)
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -548,4 +530,20 @@ func TestBenchmarkScores(t *testing.T) {
 		"eval.tool_trajectory": agents, "eval.tool_call_validity": agents, "eval.tool_error": 0,
 		"eval.tool_efficiency": agents, "eval.token_usage": agents,
 	}, passed)
+}
+
+// startOn starts a processor from newProc on a counting sink and makes b.N
+// batches with next, before any clock runs; total is their span count and
+// traces the number of traces next made.
+func startOn(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, next func(seq *uint64) ptrace.Traces) (sink *countSink, p processor.Traces, batches []ptrace.Traces, total int, traces uint64) {
+	sink = &countSink{}
+	p = newProc(b, sink)
+	var seq uint64
+	batches = make([]ptrace.Traces, b.N)
+	for i := range batches {
+		batches[i] = next(&seq)
+		total += batches[i].SpanCount()
+	}
+	require.NoError(b, p.Start(context.Background(), componenttest.NewNopHost()))
+	return sink, p, batches, total, seq
 }
