@@ -168,6 +168,27 @@ func TestEndToEndRedaction(t *testing.T) {
 	v, _ = sess.Attributes().Get("gen_ai.agent.name")
 	assert.Equal(t, "concierge for [REDACTED:email#1]", v.Str(), "what the session span copies is masked too")
 
+	// The result log records copy the agent's name masked, as the result
+	// events do.
+	require.Eventually(t, func() bool { return len(be.Logs()) > 0 }, 10*time.Second, 20*time.Millisecond)
+	records := 0
+	for _, ld := range be.Logs() {
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					records++
+					for k, v := range lr.Attributes().All() {
+						assert.Empty(t, leaks(v.AsString()), "result record attribute %s: %s", k, v.AsString())
+					}
+					if v, ok := lr.Attributes().Get("gen_ai.agent.name"); ok {
+						assert.Equal(t, "concierge for [REDACTED:email#1]", v.Str())
+					}
+				}
+			}
+		}
+	}
+	assert.Positive(t, records, "result log records")
+
 	// cel read the original text (score 1 needs the raw e-mail and card).
 	v, _ = ag.Attributes().Get("eval.saw_original.score")
 	assert.Equal(t, 1.0, v.Double(), "cel sees the original text")

@@ -124,6 +124,10 @@ func (e *Engine) redactCopied(attrs pcommon.Map, keys ...string) {
 	}
 }
 
+// RedactInfo masks what result log records copy from a case, as
+// redactInfo does for the result events.
+func (e *Engine) RedactInfo(info annotator.CaseInfo) annotator.CaseInfo { return e.redactInfo(info) }
+
 // redactInfo masks what the result events copy from the case (the agent
 // and model names): they are written back like a reason.
 func (e *Engine) redactInfo(info annotator.CaseInfo) annotator.CaseInfo {

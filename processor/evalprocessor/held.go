@@ -425,7 +425,7 @@ func (l *traceList) moveToBack(t *heldTrace) {
 // with resultLogs, as result log records), and on the copies of the
 // duplicates of those spans that came in through another pipeline (dups).
 // t itself is only read.
-func (t *heldTrace) copyForTakeOver(partial []engine.Partial, dups spanDups, resultLogs bool) *heldTrace {
+func (t *heldTrace) copyForTakeOver(partial []engine.Partial, dups spanDups, resultLogs bool, caseInfo func(annotator.CaseInfo) annotator.CaseInfo) *heldTrace {
 	cp := &heldTrace{id: t.id, spans: t.spans, logCount: t.logCount}
 	var spanMap map[ptrace.Span]adapter.SpanRef
 	if len(partial) > 0 {
@@ -469,7 +469,7 @@ func (t *heldTrace) copyForTakeOver(partial []engine.Partial, dups spanDups, res
 		refs = append(refs, ref)
 	}
 	if resultLogs {
-		cp.results, cp.resultN = resultRecords(rep, refs, now)
+		cp.results, cp.resultN = resultRecords(rep, refs, now, caseInfo)
 	}
 	copyResults(dups, func(s ptrace.Span) (ptrace.Span, bool) {
 		r, ok := spanMap[s]

@@ -52,8 +52,10 @@ func (p *evalProcessor) resultLogsOn() bool {
 }
 
 // resultRecords builds the gen_ai.evaluation.result log records of a
-// scored trace's results, under the evaluated spans' resources.
-func resultRecords(rep engine.Report, refs []adapter.SpanRef, ts pcommon.Timestamp) (plog.Logs, int) {
+// scored trace's results, under the evaluated spans' resources. info, when
+// set, masks the agent and model names the records copy from the case, as
+// the engine does for the result events (§20; Engine.RedactInfo).
+func resultRecords(rep engine.Report, refs []adapter.SpanRef, ts pcommon.Timestamp, info func(annotator.CaseInfo) annotator.CaseInfo) (plog.Logs, int) {
 	ld := plog.NewLogs()
 	n := 0
 	var lastRS ptrace.ResourceSpans
@@ -75,10 +77,14 @@ func resultRecords(rep engine.Report, refs []adapter.SpanRef, ts pcommon.Timesta
 			lastRS = ref.ResourceSpans
 		}
 		before := sl.LogRecords().Len()
+		ci := annotator.CaseInfo{AgentName: ev.Case.AgentName, Model: ev.Case.Model}
+		if info != nil {
+			ci = info(ci)
+		}
 		annotator.AppendResultRecords(sl.LogRecords(), annotator.Target{
 			TraceID: ev.Case.TraceID, SpanID: ev.Case.SpanID,
 			ResponseID: annotator.ResponseIDOf(ref.Span.Attributes()),
-			Case:       annotator.CaseInfo{AgentName: ev.Case.AgentName, Model: ev.Case.Model},
+			Case:       ci,
 		}, ev.Results, ts)
 		n += sl.LogRecords().Len() - before
 	}

@@ -58,7 +58,7 @@ func BenchmarkEvalMetricsCostVsScoring(b *testing.B) {
 		var refs []adapter.SpanRef
 		adapter.ForEachSpan(td, func(r adapter.SpanRef) { refs = append(refs, r) })
 		rep := eng.ScoreTrace(ctx, refs)
-		ld, n := resultRecords(rep, refs, pcommon.NewTimestampFromTime(start))
+		ld, n := resultRecords(rep, refs, pcommon.NewTimestampFromTime(start), nil)
 		mid := time.Now()
 		if err := conn.ConsumeLogs(ctx, ld); err != nil {
 			b.Fatal(err)

@@ -169,6 +169,7 @@ func (p *evalProcessor) Start(ctx context.Context, host component.Host) error {
 		p.pool.score = eng.ScoreTraceAsync
 	}
 	p.pool.resultLogs = p.resultLogsOn()
+	p.pool.caseInfo = eng.RedactInfo
 	if p.streaming {
 		p.pool.resultSpans = p.resultSpans
 	}

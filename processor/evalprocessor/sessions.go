@@ -288,7 +288,7 @@ func (s *sessionState) score(parent context.Context, sn sessions.Snapshot, reaso
 			s.tel.evaluation(context.Background(), &r.Evaluations[0].Results[i])
 		}
 		if s.resultLogs {
-			ld, n := resultRecords(r.Report, []adapter.SpanRef{r.Ref}, r.Ref.Span.EndTimestamp())
+			ld, n := resultRecords(r.Report, []adapter.SpanRef{r.Ref}, r.Ref.Span.EndTimestamp(), s.eng.RedactInfo)
 			if n > 0 {
 				s.tel.resultRecords.Add(context.Background(), int64(n))
 				s.fwd.pushLogs(routed[plog.Logs]{data: ld, n: n})

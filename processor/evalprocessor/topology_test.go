@@ -360,7 +360,7 @@ func TestTakeOverForwardsACopyWithPartialResults(t *testing.T) {
 		{Name: "tool_error", Status: evaluators.StatusPassed, Score: 1, Threshold: 1},
 		{Name: "slow", Status: evaluators.StatusTimeout, Reason: "still running"},
 	}}}
-	cp := ht.copyForTakeOver(partial, spanDups{}, true)
+	cp := ht.copyForTakeOver(partial, spanDups{}, true, nil)
 	out := byRoute[ptrace.Traces](cp.parts)
 	require.Len(t, out, 1)
 	var root ptrace.Span
@@ -398,7 +398,7 @@ func TestTakeOverCopiesResultsOntoTheOtherPipelinesSpans(t *testing.T) {
 		{Name: "tool_error", Status: evaluators.StatusPassed, Score: 1, Threshold: 1},
 		{Name: "slow", Status: evaluators.StatusTimeout, Reason: "still running"},
 	}}}
-	cp := ht.copyForTakeOver(partial, spanDups{scored: refs, copies: copies, origin: ht.origin()}, false)
+	cp := ht.copyForTakeOver(partial, spanDups{scored: refs, copies: copies, origin: ht.origin()}, false, nil)
 	out := byRoute[ptrace.Traces](cp.parts)
 	require.Len(t, out, 2)
 	for _, o := range out {

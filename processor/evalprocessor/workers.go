@@ -53,6 +53,8 @@ type workerPool struct {
 	// resultSpans, in stream mode, builds the result spans of a scored
 	// trace (stream.go).
 	resultSpans func(engine.Report, []adapter.SpanRef, func(adapter.SpanRef) any, time.Time) []routedTraces
+	// caseInfo masks what result records copy from a case (resultRecords).
+	caseInfo func(annotator.CaseInfo) annotator.CaseInfo
 	// release hands a trace on, in its group when g is set, counted as
 	// unscored when reason is set.
 	release func(t *heldTrace, g *group, reason string)
@@ -326,7 +328,7 @@ func (r *scoreRun) finish(rep engine.Report) {
 		reason = reasonBadInput
 	}
 	if wp.resultLogs {
-		t.results, t.resultN = resultRecords(rep, r.refs, pcommon.NewTimestampFromTime(time.Now()))
+		t.results, t.resultN = resultRecords(rep, r.refs, pcommon.NewTimestampFromTime(time.Now()), wp.caseInfo)
 	}
 	g := r.j.g
 	if async {
@@ -411,7 +413,7 @@ func (wp *workerPool) takeOverOverdue(now time.Time) {
 			zap.Int("cases_with_results", len(partial)))
 		// The stuck evaluator may still read the trace's spans and log
 		// records: what goes on is a copy, and the originals stay with it.
-		cp := j.t.copyForTakeOver(partial, dups, wp.resultLogs)
+		cp := j.t.copyForTakeOver(partial, dups, wp.resultLogs, wp.caseInfo)
 		if wp.resultSpans != nil && len(partial) > 0 {
 			// Stream mode: the partial results as result spans, from the
 			// copies they were written onto.
