@@ -326,3 +326,62 @@ func TestStreamModeEvaluatorIgnoringDeadline(t *testing.T) {
 	s.exited.Wait()
 	assert.Equal(t, 10, h.sink.SpanCount(), "no result span from the late scorer")
 }
+
+// What keepSpans writes straight from the request is the protobuf pdata
+// writes of the same spans copied: every field a GenAI span may carry
+// (events, links, nested values, trace state, flags, dropped counts,
+// schema URLs, scope attributes), and of a root only its kept fields.
+func TestStreamKeptProtobufIsPdatas(t *testing.T) {
+	b := newBatch()
+	root := b.span(1, 9, 0, "POST /chat", map[string]any{"http.request.method": "POST", adapter.AttrExpectedOutput: "done",
+		adapter.AttrTasks: []any{"a", "b"}})
+	root.Status().SetCode(ptrace.StatusCodeError)
+	root.Status().SetMessage("boom")
+	llm := b.llm(1, 2, "hi")
+	llm.SetParentSpanID(sid(9))
+	llm.TraceState().FromRaw("k=v")
+	llm.SetFlags(1)
+	llm.SetKind(ptrace.SpanKindClient)
+	llm.SetDroppedAttributesCount(3)
+	require.NoError(t, llm.Attributes().FromRaw(map[string]any{"gen_ai.operation.name": "chat", "n": int64(-5), "f": 0.25, "ok": true,
+		"nested": map[string]any{"list": []any{int64(1), "x", map[string]any{"deep": false}}}, "b": []byte{0, 1, 2}}))
+	ev := llm.Events().AppendEmpty()
+	ev.SetName("gen_ai.choice")
+	ev.SetTimestamp(42)
+	ev.Attributes().PutStr("gen_ai.system", "openai")
+	ev.SetDroppedAttributesCount(1)
+	ln := llm.Links().AppendEmpty()
+	ln.SetTraceID(tid(7))
+	ln.SetSpanID(sid(7))
+	ln.TraceState().FromRaw("a=b")
+	ln.SetFlags(1)
+	ln.Attributes().PutInt("i", 1)
+	llm.SetDroppedEventsCount(2)
+	llm.SetDroppedLinksCount(4)
+	b.resource("other", "scope2")
+	rss := b.td.ResourceSpans()
+	rss.At(1).SetSchemaUrl("https://opentelemetry.io/schemas/1.26.0")
+	ss := rss.At(1).ScopeSpans().At(0)
+	ss.SetSchemaUrl("https://example/scope")
+	ss.Scope().SetVersion("1.2.3")
+	ss.Scope().Attributes().PutStr("lib", "openllmetry")
+	b.tool(1, 3, "search", false).SetParentSpanID(sid(2))
+
+	var groups []keptGroup
+	k := &spanKeeper{}
+	adapter.ForEachSpan(b.td, func(r adapter.SpanRef) { k.add(r, r.Span.SpanID() == sid(9)) })
+	groups = k.groups
+	require.Len(t, groups, 2)
+	a := &keptArena{}
+	got := a.spans(groups)
+	want, err := tracesMarshaler.MarshalTraces(copyKept(groups))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	td, err := tracesUnmarshaler.UnmarshalTraces(got)
+	require.NoError(t, err)
+	r := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	assert.Equal(t, map[string]any{adapter.AttrExpectedOutput: "done", adapter.AttrTasks: []any{"a", "b"}}, r.Attributes().AsRaw())
+	assert.Equal(t, "boom", r.Status().Message())
+	assert.Equal(t, 3, td.SpanCount())
+}

@@ -31,18 +31,50 @@ type keptPart struct {
 	isLogs bool
 	// n is the spans (all of them) or GenAI records it stands for.
 	n int
-	// pack, until packed is set, compresses the copies taken from the
-	// request: the consume call runs it after the request has gone on, so
-	// compressing adds nothing to the request's latency.
-	pack func() []byte
+	// raw, until packed is set, is the protobuf written from the request
+	// (in a buffer of the consume call's, arena): the consume call
+	// compresses it after the request has gone on, so compressing adds
+	// nothing to the request's latency.
+	raw   []byte
+	arena *keptArena
 }
 
-// packAll sets packed on every chunk's part from its copies.
+// keptArena is the buffer one consume call writes the protobuf of what it
+// keeps into, before the request goes on; packAll compresses each part
+// out of it and gives it back.
+type keptArena struct {
+	w   protoWriter // writes each part (backwards, into its own buffer)
+	buf []byte      // the parts written, one after another
+}
+
+var keptArenas = sync.Pool{New: func() any { return new(keptArena) }}
+
+// add appends what w wrote to the arena and returns it (valid until the
+// arena goes back to its pool).
+func (a *keptArena) add() []byte {
+	off := len(a.buf)
+	a.buf = append(a.buf, a.w.buf[a.w.pos:]...)
+	return a.buf[off:len(a.buf):len(a.buf)]
+}
+
+// packAll sets packed on every chunk's part from its protobuf and gives
+// the call's arena back.
 func packAll(chunks []*chunk) {
+	var arena *keptArena
 	for _, c := range chunks {
-		if k := c.kept; k != nil && k.pack != nil {
-			k.packed, k.pack = k.pack(), nil
+		k := c.kept
+		if k == nil {
+			continue
 		}
+		if k.raw != nil {
+			k.packed = compress(k.raw)
+		}
+		arena = k.arena
+		k.raw, k.arena = nil, nil
+	}
+	if arena != nil && cap(arena.buf) <= 1<<20 && cap(arena.w.buf) <= 1<<20 {
+		arena.buf = arena.buf[:0]
+		keptArenas.Put(arena)
 	}
 }
 
@@ -68,32 +100,39 @@ var rootAttrs = [...]string{
 	adapter.AttrTasks, adapter.AttrConstraints, adapter.AttrConversationGoal, adapter.AttrContext,
 }
 
-// spanKeeper gathers what one consume call keeps of one trace.
+// spanKeeper gathers what one consume call keeps of one trace: the spans
+// to write, by resource and scope, and the stubs of the rest.
 type spanKeeper struct {
-	c     *chunk
-	td    ptrace.Traces
-	stubs []spanStub
-	// the request's resource and scope of the last span kept, and their
-	// copies in td
-	srcRS, rs ptrace.ResourceSpans
-	srcSS, ss ptrace.ScopeSpans
+	c      *chunk
+	groups []keptGroup
+	stubs  []spanStub
 }
 
-// scopeOf returns the keeper's copy of ss under rs.
-func (k *spanKeeper) scopeOf(r adapter.SpanRef) ptrace.ScopeSpans {
-	if k.srcRS != r.ResourceSpans {
-		k.rs = copyResource(r.ResourceSpans, k.td.ResourceSpans().AppendEmpty())
-		k.srcRS, k.srcSS = r.ResourceSpans, ptrace.ScopeSpans{}
+// keptGroup is spans of the request under one resource and scope, kept
+// whole (GenAI spans) or as a root (keepRoot's fields).
+type keptGroup struct {
+	rs    ptrace.ResourceSpans
+	ss    ptrace.ScopeSpans
+	spans []keptSpan
+}
+
+type keptSpan struct {
+	span     ptrace.Span
+	rootOnly bool
+}
+
+func (k *spanKeeper) add(r adapter.SpanRef, rootOnly bool) {
+	if n := len(k.groups); n == 0 || k.groups[n-1].rs != r.ResourceSpans || k.groups[n-1].ss != r.ScopeSpans {
+		k.groups = append(k.groups, keptGroup{rs: r.ResourceSpans, ss: r.ScopeSpans})
 	}
-	if k.srcSS != r.ScopeSpans {
-		k.ss, k.srcSS = copyScope(r.ScopeSpans, k.rs.ScopeSpans().AppendEmpty()), r.ScopeSpans
-	}
-	return k.ss
+	g := &k.groups[len(k.groups)-1]
+	g.spans = append(g.spans, keptSpan{span: r.Span, rootOnly: rootOnly})
 }
 
 // keepSpans extracts from td what stream mode keeps of the spans of the
-// traces dec holds: one chunk per trace, in order of first appearance,
-// to be packed (packAll) once td has gone on. td is only read.
+// traces dec holds: one chunk per trace, in order of first appearance.
+// It writes their protobuf straight from td (no pdata copy) before td
+// goes on; packAll compresses it after. td is only read.
 func keepSpans(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) []*chunk {
 	var order []*spanKeeper
 	byID := make(map[pcommon.TraceID]*spanKeeper, len(dec))
@@ -105,7 +144,7 @@ func keepSpans(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) []*
 			lastID, last = id, nil
 			if dec[id].holds() {
 				if last = byID[id]; last == nil {
-					last = &spanKeeper{c: &chunk{id: id, route: rt}, td: ptrace.NewTraces()}
+					last = &spanKeeper{c: &chunk{id: id, route: rt}}
 					byID[id] = last
 					order = append(order, last)
 				}
@@ -118,20 +157,24 @@ func keepSpans(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) []*
 		k.c.spans++
 		switch {
 		case adapter.IsGenAI(r.Span):
-			r.Span.CopyTo(k.scopeOf(r).Spans().AppendEmpty())
+			k.add(r, false)
 			k.c.root = k.c.root || r.Span.ParentSpanID().IsEmpty()
 		case r.Span.ParentSpanID().IsEmpty():
-			keepRoot(r, k.scopeOf(r).Spans().AppendEmpty())
+			k.add(r, true)
 			k.c.root = true
 		default:
 			k.stubs = append(k.stubs, spanStub{id: r.Span.SpanID(), parent: r.Span.ParentSpanID()})
 		}
 	})
+	if len(order) == 0 {
+		return nil
+	}
+	arena := keptArenas.Get().(*keptArena)
 	chunks := make([]*chunk, len(order))
 	for i, k := range order {
-		part := &keptPart{route: rt, stubs: k.stubs, n: k.c.spans}
-		if td := k.td; td.ResourceSpans().Len() > 0 {
-			part.pack = func() []byte { return packTraces(td) }
+		part := &keptPart{route: rt, stubs: k.stubs, n: k.c.spans, arena: arena}
+		if len(k.groups) > 0 {
+			part.raw = arena.spans(k.groups)
 		}
 		k.c.kept = part
 		chunks[i] = k.c
@@ -139,10 +182,94 @@ func keepSpans(td ptrace.Traces, dec map[pcommon.TraceID]decision, rt route) []*
 	return chunks
 }
 
-// keepRoot copies of root span r, not a GenAI span, what a case may read:
+// spans writes groups as an ExportTraceServiceRequest into the arena.
+func (a *keptArena) spans(groups []keptGroup) []byte {
+	w := &a.w
+	w.reset()
+	for i := len(groups) - 1; i >= 0; i-- {
+		g := &groups[i]
+		mark := w.written()
+		rm := w.written()
+		w.resource(g.rs.Resource())
+		w.lenTag(rm, 0xa)
+		sm := w.written()
+		scm := w.written()
+		w.scope(g.ss.Scope())
+		w.lenTag(scm, 0xa)
+		for j := len(g.spans) - 1; j >= 0; j-- {
+			m := w.written()
+			if g.spans[j].rootOnly {
+				w.rootSpan(g.spans[j].span)
+			} else {
+				w.span(g.spans[j].span)
+			}
+			w.lenTag(m, 0x12)
+		}
+		w.strField(0x1a, g.ss.SchemaUrl())
+		w.lenTag(sm, 0x12)
+		w.strField(0x1a, g.rs.SchemaUrl())
+		w.lenTag(mark, 0xa)
+	}
+	if w.unsure {
+		// A field pdata's public API does not show (protoWriter): pdata
+		// copies and writes these spans.
+		raw, _ := tracesMarshaler.MarshalTraces(copyKept(groups)) // cannot fail: pdata marshals what it holds
+		off := len(a.buf)
+		a.buf = append(a.buf, raw...)
+		return a.buf[off:len(a.buf):len(a.buf)]
+	}
+	return a.add()
+}
+
+// rootSpan writes of root span s, not a GenAI span, what a case may read:
 // its ids, name, kind, times, status and §3 attributes.
-func keepRoot(r adapter.SpanRef, dst ptrace.Span) {
-	s := r.Span
+func (w *protoWriter) rootSpan(s ptrace.Span) {
+	w.traceID(0xa, s.TraceID())
+	w.spanID(0x12, s.SpanID())
+	w.spanID(0x22, s.ParentSpanID())
+	w.strField(0x2a, s.Name())
+	w.varintField(0x30, uint64(s.Kind()))
+	w.fixed64Field(0x39, uint64(s.StartTimestamp()))
+	w.fixed64Field(0x41, uint64(s.EndTimestamp()))
+	attrs := s.Attributes()
+	for i := len(rootAttrs) - 1; i >= 0; i-- {
+		v, ok := attrs.Get(rootAttrs[i])
+		if !ok {
+			continue
+		}
+		mark := w.written()
+		w.strField(0xa, rootAttrs[i])
+		vm := w.written()
+		w.anyValue(v)
+		w.lenTag(vm, 0x12)
+		w.lenTag(mark, 0x4a)
+	}
+	mark := w.written()
+	st := s.Status()
+	w.strField(0x12, st.Message())
+	w.varintField(0x18, uint64(st.Code()))
+	w.lenTag(mark, 0x7a)
+}
+
+// copyKept is groups as pdata, for what protoWriter cannot write.
+func copyKept(groups []keptGroup) ptrace.Traces {
+	td := ptrace.NewTraces()
+	for _, g := range groups {
+		rs := copyResource(g.rs, td.ResourceSpans().AppendEmpty())
+		ss := copyScope(g.ss, rs.ScopeSpans().AppendEmpty())
+		for _, ks := range g.spans {
+			if ks.rootOnly {
+				keepRoot(ks.span, ss.Spans().AppendEmpty())
+			} else {
+				ks.span.CopyTo(ss.Spans().AppendEmpty())
+			}
+		}
+	}
+	return td
+}
+
+// keepRoot copies of root span s what rootSpan writes.
+func keepRoot(s, dst ptrace.Span) {
 	dst.SetTraceID(s.TraceID())
 	dst.SetSpanID(s.SpanID())
 	dst.SetName(s.Name())
@@ -159,14 +286,17 @@ func keepRoot(r adapter.SpanRef, dst ptrace.Span) {
 }
 
 // keepLogs extracts from ld the GenAI content events of the traces dec
-// holds: one chunk per trace. Other records of those traces are not kept
-// (no case reads them).
+// holds: one chunk per trace, written like keepSpans'. Other records of
+// those traces are not kept (no case reads them).
 func keepLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) []*chunk {
+	type logGroup struct {
+		rl      plog.ResourceLogs
+		sl      plog.ScopeLogs
+		records []plog.LogRecord
+	}
 	type logKeeper struct {
-		c         *chunk
-		ld        plog.Logs
-		srcRL, rl plog.ResourceLogs
-		srcSL, sl plog.ScopeLogs
+		c      *chunk
+		groups []logGroup
 	}
 	var order []*logKeeper
 	var byID map[pcommon.TraceID]*logKeeper
@@ -180,24 +310,60 @@ func keepLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) []*chunk
 			if byID == nil {
 				byID = make(map[pcommon.TraceID]*logKeeper, len(dec))
 			}
-			k = &logKeeper{c: &chunk{id: id, route: rt, isLogs: true}, ld: plog.NewLogs()}
+			k = &logKeeper{c: &chunk{id: id, route: rt, isLogs: true}}
 			byID[id] = k
 			order = append(order, k)
 		}
-		if k.srcRL != rl {
-			k.rl = copyResource(rl, k.ld.ResourceLogs().AppendEmpty())
-			k.srcRL, k.srcSL = rl, plog.ScopeLogs{}
+		if n := len(k.groups); n == 0 || k.groups[n-1].rl != rl || k.groups[n-1].sl != sl {
+			k.groups = append(k.groups, logGroup{rl: rl, sl: sl})
 		}
-		if k.srcSL != sl {
-			k.sl, k.srcSL = copyScope(sl, k.rl.ScopeLogs().AppendEmpty()), sl
-		}
-		lr.CopyTo(k.sl.LogRecords().AppendEmpty())
+		g := &k.groups[len(k.groups)-1]
+		g.records = append(g.records, lr)
 		k.c.count++
 	})
+	if len(order) == 0 {
+		return nil
+	}
+	arena := keptArenas.Get().(*keptArena)
 	chunks := make([]*chunk, len(order))
 	for i, k := range order {
-		ld := k.ld
-		k.c.kept = &keptPart{route: rt, pack: func() []byte { return packLogs(ld) }, isLogs: true, n: k.c.count}
+		w := &arena.w
+		w.reset()
+		for gi := len(k.groups) - 1; gi >= 0; gi-- {
+			g := &k.groups[gi]
+			mark := w.written()
+			rm := w.written()
+			w.resource(g.rl.Resource())
+			w.lenTag(rm, 0xa)
+			sm := w.written()
+			scm := w.written()
+			w.scope(g.sl.Scope())
+			w.lenTag(scm, 0xa)
+			for j := len(g.records) - 1; j >= 0; j-- {
+				m := w.written()
+				w.logRecord(g.records[j])
+				w.lenTag(m, 0x12)
+			}
+			w.strField(0x1a, g.sl.SchemaUrl())
+			w.lenTag(sm, 0x12)
+			w.strField(0x1a, g.rl.SchemaUrl())
+			w.lenTag(mark, 0xa)
+		}
+		var raw []byte
+		if !w.unsure {
+			raw = arena.add()
+		} else {
+			// What protoWriter cannot write: pdata copies and writes it.
+			cp := plog.NewLogs()
+			for _, g := range k.groups {
+				sl := copyScope(g.sl, copyResource(g.rl, cp.ResourceLogs().AppendEmpty()).ScopeLogs().AppendEmpty())
+				for _, lr := range g.records {
+					lr.CopyTo(sl.LogRecords().AppendEmpty())
+				}
+			}
+			raw, _ = logsMarshaler.MarshalLogs(cp) // cannot fail: pdata marshals what it holds
+		}
+		k.c.kept = &keptPart{route: rt, raw: raw, arena: arena, isLogs: true, n: k.c.count}
 		chunks[i] = k.c
 	}
 	return chunks
@@ -212,24 +378,6 @@ var (
 	// an exact-size copy (s2 sizes its output for the worst case).
 	packBuf = sync.Pool{New: func() any { return new([]byte) }}
 )
-
-func packTraces(td ptrace.Traces) []byte {
-	raw, err := tracesMarshaler.MarshalTraces(td)
-	if err != nil {
-		// pdata marshals what it holds; a failure is a bug, and the trace
-		// is then scored with the ids alone.
-		return nil
-	}
-	return compress(raw)
-}
-
-func packLogs(ld plog.Logs) []byte {
-	raw, err := logsMarshaler.MarshalLogs(ld)
-	if err != nil {
-		return nil
-	}
-	return compress(raw)
-}
 
 func compress(raw []byte) []byte {
 	bp := packBuf.Get().(*[]byte)
