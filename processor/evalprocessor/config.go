@@ -1,7 +1,6 @@
 package evalprocessor
 
 import (
-	"errors"
 	"time"
 
 	"github.com/evalbridge/evalbridge/internal/engine"
@@ -25,9 +24,6 @@ func createDefaultConfig() *Config {
 // the embedded engine.Config: confmap.Validate visits it as a field, so
 // repeating them here would report every problem twice.
 func (c *Config) Validate() error {
-	if c.Mode == engine.ModeStream && c.Storage != nil {
-		return errors.New("storage: durable holding of stream mode's kept state is not built yet; use mode: hold with storage")
-	}
 	return nil
 }
 

@@ -38,7 +38,11 @@ import (
 // digits of the persisting time in Unix ns, made unique and increasing,
 // and route 2 hex digits: the pipeline it came in through (routes.go).
 // Keys of earlier versions ("t/<trace id hex>/<stamp>[/<route>]", route 0
-// without it) are read too (parseKey). A value is the chunk's
+// without it) are read too (parseKey). In stream mode (§26) what is kept
+// of a trace per call, its keptPart, is stored under "k/<stamp>/<trace id
+// hex>/<route>" instead, its value formatKept and the part's own encoding
+// (durable_kept.go: the GenAI spans or records are already compressed).
+// A hold chunk's value is the chunk's
 // OTLP protobuf (ExportTraceServiceRequest or ExportLogsServiceRequest), as
 // earlier versions wrote it, or formatS2 followed by that protobuf
 // compressed as an S2 block (what this version writes). Every key is
@@ -63,6 +67,7 @@ import (
 const (
 	keyTraces = "t/"
 	keyLogs   = "l/"
+	keyKept   = "k/"
 	// formatS2 starts a value that is an S2 block of the chunk's protobuf.
 	// An OTLP request's protobuf never starts with it (field number 0 is
 	// invalid), so values of earlier versions read as before.
@@ -116,6 +121,12 @@ type holdStore struct {
 	// may keep a value's slice).
 	encs      sync.Pool
 	reuseBufs bool
+
+	// Joint keys (joint): tokens that stand for keys to delete once
+	// every one of several deliveries is done.
+	jointMu  sync.Mutex
+	joints   map[string]*jointKeys
+	jointSeq uint64
 }
 
 // commitReq is one call's operations waiting in a group commit.
@@ -173,16 +184,29 @@ func chunkKey(prefix string, id pcommon.TraceID, stamp uint64, r route) string {
 	return string(b[:])
 }
 
+// keyKind is what a key holds: a hold-mode chunk of spans or of log
+// records, or a stream-mode kept part (either signal: its value says).
+type keyKind uint8
+
+const (
+	kindSpans keyKind = iota
+	kindLogs
+	kindKept
+)
+
 // parseKey reads a chunk key, in this version's layout or an earlier one's
 // ("<prefix><trace id hex>/<stamp>", with "/<route>" or without); ok is
 // false for keys of another kind.
-func parseKey(k string) (id pcommon.TraceID, isLogs bool, stamp uint64, r route, ok bool) {
+func parseKey(k string) (id pcommon.TraceID, kind keyKind, stamp uint64, r route, ok bool) {
 	switch {
 	case strings.HasPrefix(k, keyTraces):
+		kind = kindSpans
 	case strings.HasPrefix(k, keyLogs):
-		isLogs = true
+		kind = kindLogs
+	case strings.HasPrefix(k, keyKept):
+		kind = kindKept
 	default:
-		return id, false, 0, 0, false
+		return id, 0, 0, 0, false
 	}
 	rest := k[2:]
 	var idHex, stampHex, routeHex string
@@ -194,20 +218,20 @@ func parseKey(k string) (id pcommon.TraceID, isLogs bool, stamp uint64, r route,
 	case len(rest) == 32+1+16 && rest[32] == '/':
 		idHex, stampHex = rest[:32], rest[33:]
 	default:
-		return id, false, 0, 0, false
+		return id, 0, 0, 0, false
 	}
 	if routeHex != "" {
 		var b [1]byte
 		if n, err := hex.Decode(b[:], []byte(routeHex)); err != nil || n != 1 {
-			return id, false, 0, 0, false
+			return id, 0, 0, 0, false
 		}
 		r = route(b[0])
 	}
 	if n, err := hex.Decode(id[:], []byte(idHex)); err != nil || n != 16 {
-		return id, false, 0, 0, false
+		return id, 0, 0, 0, false
 	}
 	stamp, err := strconv.ParseUint(stampHex, 16, 64)
-	return id, isLogs, stamp, r, err == nil
+	return id, kind, stamp, r, err == nil
 }
 
 // encoder encodes the values of one persist call: its protobuf writer and
@@ -260,12 +284,15 @@ func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
 	ops := make([]*storage.Operation, len(chunks))
 	opv := make([]storage.Operation, len(chunks))
 	for i, c := range chunks {
-		prefix := keyTraces
-		if c.isLogs {
+		prefix, encode := keyTraces, e.encode
+		switch {
+		case c.kept != nil:
+			prefix, encode = keyKept, e.encodeKept
+		case c.isLogs:
 			prefix = keyLogs
 		}
 		c.key = chunkKey(prefix, c.id, s.stamp(), c.route)
-		opv[i] = storage.Operation{Type: storage.Set, Key: c.key, Value: e.encode(c)}
+		opv[i] = storage.Operation{Type: storage.Set, Key: c.key, Value: encode(c)}
 		ops[i] = &opv[i]
 	}
 	err := s.commit(ctx, ops)
@@ -291,7 +318,7 @@ func (s *holdStore) persist(ctx context.Context, chunks []*chunk) error {
 // data stays in storage and is restored, so delivered again, after the
 // next start.
 func (s *holdStore) remove(keys []string) {
-	if len(keys) == 0 {
+	if keys = s.resolve(keys); len(keys) == 0 {
 		return
 	}
 	s.mu.Lock()

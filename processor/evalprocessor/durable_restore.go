@@ -178,10 +178,14 @@ func (s *holdStore) restore(ctx context.Context, traces []storedTrace, now time.
 // decodeChunk makes a held chunk of a stored value; nil, nil when the
 // value is gone.
 func decodeChunk(k string, v []byte) (*chunk, error) {
-	id, isLogs, _, rt, _ := parseKey(k)
+	id, kind, _, rt, _ := parseKey(k)
 	if v == nil {
 		return nil, nil
 	}
+	if kind == kindKept {
+		return decodeKeptChunk(id, k, rt, v)
+	}
+	isLogs := kind == kindLogs
 	raw, err := decodeValue(v)
 	if err != nil {
 		return nil, err
@@ -235,13 +239,15 @@ func (p *evalProcessor) restoreHeld(ctx context.Context, traces []storedTrace) {
 		return
 	}
 	maxAge := max(restoreMaxAgeFactor*p.cfg.Wait, restoreMinMaxAge)
+	var mix restoredMix // what the other mode wrote (durable_kept.go)
 	st := p.store.restore(ctx, traces, p.clk.now(), maxAge, func(chunks []*chunk, tooOld bool) {
-		m := ingestMsg{chunks: chunks, restored: true}
+		m := ingestMsg{chunks: p.forMode(chunks, &mix), restored: true}
 		if tooOld {
 			m.unscored = reasonTooOld
 		}
 		p.ingest(m)
 	})
+	mix.log(p.logger, p.streaming)
 	if len(st.bad) > 0 {
 		p.tel.storageErrors.Add(ctx, int64(len(st.bad)), p.tel.storageOpOpts[storageOpRead])
 		p.logger.Error("storage held chunks that do not decode; they are deleted", zap.Int("chunks", len(st.bad)),

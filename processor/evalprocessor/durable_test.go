@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
@@ -22,6 +23,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+
+	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
 )
@@ -115,6 +118,13 @@ type durableHarness struct {
 // start time (a process started that much later).
 func startDurable(t *testing.T, st *testStorage, mut func(*Config), later time.Duration) *durableHarness {
 	t.Helper()
+	return startDurableWith(t, st, mut, later, nil, nil)
+}
+
+// startDurableWith is startDurable with logger (nil: none) and prep run on
+// the processor before Start (nil: none).
+func startDurableWith(t *testing.T, st *testStorage, mut func(*Config), later time.Duration, logger *zap.Logger, prep func(*evalProcessor)) *durableHarness {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Wait = time.Second
 	cfg.Workers = 2
@@ -124,15 +134,21 @@ func startDurable(t *testing.T, st *testStorage, mut func(*Config), later time.D
 	if mut != nil {
 		mut(cfg)
 	}
-	require.NoError(t, cfg.Config.Validate())
+	require.NoError(t, confmap.Validate(cfg), "the config validates (stream mode with storage too)")
 	h := &harness{t: t, sink: new(consumertest.TracesSink), clk: newFakeClock(), tel: componenttest.NewTelemetry(), cfg: cfg}
 	h.clk.t = h.clk.t.Add(later)
 	logs := new(consumertest.LogsSink)
 	set := processortest.NewNopSettings(Type)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	if logger != nil {
+		set.Logger = logger
+	}
 	p, err := newProcessor(set, cfg, h.sink, h.clk.clock())
 	require.NoError(t, err)
 	p.nextLogs = logs
+	if prep != nil {
+		prep(p)
+	}
 	host := extHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
 	h.start(p, host)
 	return &durableHarness{harness: h, logs: logs}

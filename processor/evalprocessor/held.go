@@ -290,6 +290,8 @@ type heldTrace struct {
 	kept        []keptPart
 	keptRecords int
 	resultSpans []routedTraces
+	// keptKeys are the storage keys of the kept parts (durable_kept.go).
+	keptKeys []string
 
 	prev, next [3]*heldTrace
 	in         [3]bool
@@ -426,7 +428,7 @@ func (l *traceList) moveToBack(t *heldTrace) {
 // duplicates of those spans that came in through another pipeline (dups).
 // t itself is only read.
 func (t *heldTrace) copyForTakeOver(partial []engine.Partial, dups spanDups, resultLogs bool, caseInfo func(annotator.CaseInfo) annotator.CaseInfo) *heldTrace {
-	cp := &heldTrace{id: t.id, spans: t.spans, logCount: t.logCount}
+	cp := &heldTrace{id: t.id, spans: t.spans, logCount: t.logCount, keptKeys: t.keptKeys}
 	var spanMap map[ptrace.Span]adapter.SpanRef
 	if len(partial) > 0 {
 		spanMap = make(map[ptrace.Span]adapter.SpanRef, t.spans)

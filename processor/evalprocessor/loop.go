@@ -64,6 +64,7 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 		case !ok && c.kept != nil:
 			// Stream mode: it went on when it came; the trace was scored.
 			p.tel.spansLate.Add(context.Background(), int64(c.spans))
+			p.removeKeys(keysOf(c))
 		case !ok && c.isLogs:
 			p.tel.logRecordsLate.Add(context.Background(), int64(c.count))
 			p.fwd.pushLogs(routed[plog.Logs]{route: c.route, data: c.ld, n: c.count, keys: keysOf(c), shared: c.logsShared})

@@ -41,10 +41,17 @@ func consumeStream[B pdata, I any](ctx context.Context, p *evalProcessor, in *in
 	if r.held > 0 {
 		// Before b goes on: the next consumer may change it.
 		chunks = keep(b, r.dec, rt)
+		// With storage, persisted before anything goes on (durable_kept.go).
+		if err := p.persistKept(ctx, chunks); err != nil {
+			p.takeBack(r.dec, nil)
+			p.lifeMu.RUnlock()
+			add(ctx, in.refused, in.count(b))
+			return err
+		}
 	}
 	if err := p.forwardSync(ctx, in.send(ctx, rt, b)); err != nil {
 		if r.held > 0 {
-			p.takeBack(r.dec, nil)
+			p.takeBack(r.dec, chunks)
 		}
 		p.lifeMu.RUnlock()
 		return err
@@ -226,6 +233,7 @@ func (p *evalProcessor) forwardStreamed(t *heldTrace, g *group, reason string) {
 		p.tel.unscored(context.Background(), reason, t.spans)
 	}
 	p.tel.tracesHeld.Add(context.Background(), -1)
+	p.keysWithResults(t, reason)
 	p.forwardLogs(t, t.results, t.resultN)
 	rts := t.resultSpans
 	t.parts, t.kept, t.resultSpans = nil, nil, nil

@@ -394,6 +394,7 @@ func compress(raw []byte) []byte {
 // keep adds a stream-mode chunk to its trace.
 func (t *heldTrace) keep(c *chunk) {
 	t.kept = append(t.kept, *c.kept)
+	t.keepKey(c)
 	if c.isLogs {
 		t.keptRecords += c.count
 		return
