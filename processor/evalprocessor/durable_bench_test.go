@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/engine"
 	"github.com/evalbridge/evalbridge/internal/testkit"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -23,16 +24,22 @@ import (
 // eval_storage with the batches sent by 4 callers at once (a receiver
 // with several connections, or Kafka partitions): what group commit is for.
 // It reports the storage transactions that wrote held data per request.
+// stream and stream_storage are the same in mode: stream (§26), the clock
+// stopped once Shutdown has scored what is still kept and forwarded the
+// results (the spans themselves go on in the calls).
 func BenchmarkDurableConcurrentCallers(b *testing.B) {
 	const callers = 4
-	for _, withStorage := range []bool{false, true} {
-		name := "eval"
-		if withStorage {
-			name = "eval_storage"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, v := range []struct {
+		name        string
+		mode        string
+		withStorage bool
+	}{{"eval", engine.ModeHold, false}, {"eval_storage", engine.ModeHold, true},
+		{"stream", engine.ModeStream, false}, {"stream_storage", engine.ModeStream, true}} {
+		withStorage := v.withStorage
+		b.Run(v.name, func(b *testing.B) {
 			sink := &countSink{}
 			cfg := benchEvalConfig(10 * time.Millisecond)
+			cfg.Mode = v.mode
 			host := component.Host(componenttest.NewNopHost())
 			var writes atomic.Int64
 			if withStorage {
@@ -73,6 +80,11 @@ func BenchmarkDurableConcurrentCallers(b *testing.B) {
 			}
 			wg.Wait()
 			sink.waitFor(int64(b.N * spansPerBatch))
+			stopped := false
+			if v.mode == engine.ModeStream {
+				require.NoError(b, p.Shutdown(context.Background()))
+				stopped = true
+			}
 			elapsed, cpu := time.Since(start), testkit.ProcessCPU()-cpu0
 			b.StopTimer()
 			spans := float64(b.N * spansPerBatch)
@@ -81,7 +93,9 @@ func BenchmarkDurableConcurrentCallers(b *testing.B) {
 			if withStorage {
 				b.ReportMetric(float64(writes.Load())/float64(b.N), "writes/request")
 			}
-			require.NoError(b, p.Shutdown(context.Background()))
+			if !stopped {
+				require.NoError(b, p.Shutdown(context.Background()))
+			}
 		})
 	}
 }
