@@ -64,8 +64,9 @@ func corruptStores(t *testing.T) map[string]string {
 }
 
 // startOnStore starts a processor with `storage: file_storage/eval` on
-// contrib's file_storage in dir, logging to logger.
-func startOnStore(t *testing.T, dir string, failure engine.StorageFailure, logger *zap.Logger) (*harness, error) {
+// contrib's file_storage in dir, logging to logger, with muts applied to
+// its config.
+func startOnStore(t *testing.T, dir string, failure engine.StorageFailure, logger *zap.Logger, muts ...func(*Config)) (*harness, error) {
 	t.Helper()
 	st := startFileStorage(t, dir)
 	cfg := createDefaultConfig()
@@ -74,6 +75,9 @@ func startOnStore(t *testing.T, dir string, failure engine.StorageFailure, logge
 	id := storageID
 	cfg.Storage = &id
 	cfg.StorageFailure = failure
+	for _, mut := range muts {
+		mut(cfg)
+	}
 	require.NoError(t, confmap.Validate(cfg))
 	h := &harness{t: t, sink: new(consumertest.TracesSink), clk: newFakeClock(), tel: componenttest.NewTelemetry(), cfg: cfg}
 	t.Cleanup(func() { require.NoError(t, h.tel.Shutdown(context.Background())) })

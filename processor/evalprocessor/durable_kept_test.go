@@ -312,6 +312,32 @@ func (g *gatedLogs) ConsumeLogs(context.Context, plog.Logs) error {
 	}
 }
 
+// §22 in stream mode: a corrupt store does not keep the processor down
+// with storage_failure: continue (it runs without durable holding, spans
+// go on and traces are scored), and refuses to start with fail.
+func TestDurableStreamCorruptStore(t *testing.T) {
+	dir := corruptStores(t)["garbage"]
+	core, logs := observer.New(zapcore.WarnLevel)
+	h, err := startOnStore(t, dir, engine.StorageFailureContinue, zap.New(core), streamMode)
+	require.NoError(t, err)
+	assert.Nil(t, h.p.store)
+	v, ok := h.gauge(metricStorageUnavailable)
+	assert.True(t, ok && v == 1, "%s = %d (recorded: %v), want 1", metricStorageUnavailable, v, ok)
+	require.Len(t, logs.FilterMessageSnippet("WITHOUT durable holding").All(), 1)
+	b := newBatch()
+	agentTrace(b, 1, true)
+	h.consume(b.td)
+	assert.Equal(t, 5, h.sink.SpanCount(), "went on in the call")
+	h.clk.advance(2 * time.Second)
+	h.waitSpans(6)
+	results, _ := resultSpansOf(h.sink)
+	require.Len(t, results[1], 1)
+	assert.Equal(t, "failed", strAttr(results[1][0], "eval.tool_error.status"))
+
+	_, err = startOnStore(t, dir, engine.StorageFailureFail, zap.NewNop(), streamMode)
+	require.ErrorContains(t, err, "storage_failure is fail")
+}
+
 // waitStoreEmpty waits until the processor's storage holds nothing.
 func (h *durableHarness) waitStoreEmpty() {
 	h.t.Helper()
