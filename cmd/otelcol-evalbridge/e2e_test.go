@@ -171,14 +171,23 @@ func checkResult(t *testing.T, s ptrace.Span, name string, score float64, status
 	t.Helper()
 	attrs := s.Attributes()
 	if v, ok := attrs.Get("eval." + name + ".status"); !ok || v.Str() != status {
-		t.Errorf("%s: eval.%s.status = %v, want %q (attributes %v)", s.Name(), name, v.AsRaw(), status, attrs.AsRaw())
+		t.Errorf("%s: eval.%s.status = %v, want %q (attributes %v)", s.Name(), name, rawOf(v, ok), status, attrs.AsRaw())
 	}
 	if v, ok := attrs.Get("eval." + name + ".score"); !ok || v.Type() != pcommon.ValueTypeDouble || math.Abs(v.Double()-score) > 1e-6 {
-		t.Errorf("%s: eval.%s.score = %v, want %.4f", s.Name(), name, v.AsRaw(), score)
+		t.Errorf("%s: eval.%s.score = %v, want %.4f", s.Name(), name, rawOf(v, ok), score)
 	}
 	if v, ok := attrs.Get("eval." + name + ".passed"); !ok || v.Type() != pcommon.ValueTypeBool || v.Bool() != (status == "passed") {
-		t.Errorf("%s: eval.%s.passed = %v, want %v", s.Name(), name, v.AsRaw(), status == "passed")
+		t.Errorf("%s: eval.%s.passed = %v, want %v", s.Name(), name, rawOf(v, ok), status == "passed")
 	}
+}
+
+// rawOf is an attribute's value for a message: a missing one is a zero
+// Value, which AsRaw does not take.
+func rawOf(v pcommon.Value, ok bool) any {
+	if !ok {
+		return "<missing>"
+	}
+	return v.AsRaw()
 }
 
 func checkFailed(t *testing.T, s ptrace.Span, want []string) {
@@ -186,12 +195,12 @@ func checkFailed(t *testing.T, s ptrace.Span, want []string) {
 	v, ok := s.Attributes().Get("eval.failed")
 	if want == nil {
 		if ok {
-			t.Errorf("%s: eval.failed = %v, want none", s.Name(), v.AsRaw())
+			t.Errorf("%s: eval.failed = %v, want none", s.Name(), rawOf(v, ok))
 		}
 		return
 	}
 	if !ok || v.Type() != pcommon.ValueTypeSlice {
-		t.Errorf("%s: eval.failed = %v, want the array %v", s.Name(), v.AsRaw(), want)
+		t.Errorf("%s: eval.failed = %v, want the array %v", s.Name(), rawOf(v, ok), want)
 		return
 	}
 	var got []string
