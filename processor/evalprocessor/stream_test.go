@@ -2,6 +2,7 @@ package evalprocessor
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -384,4 +385,44 @@ func TestStreamKeptProtobufIsPdatas(t *testing.T) {
 	assert.Equal(t, map[string]any{adapter.AttrExpectedOutput: "done", adapter.AttrTasks: []any{"a", "b"}}, r.Attributes().AsRaw())
 	assert.Equal(t, "boom", r.Status().Message())
 	assert.Equal(t, 3, td.SpanCount())
+}
+
+// keepLogs writes the GenAI content records of a held trace as pdata
+// writes copies of them, by resource and scope, and leaves out the other
+// records (of the trace, and of traces not held).
+func TestStreamKeptLogsProtobufIsPdatas(t *testing.T) {
+	ld := plog.NewLogs()
+	for i, svc := range []string{"app", "worker"} {
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutStr("service.name", svc)
+		rl.SetSchemaUrl("https://opentelemetry.io/schemas/1.26.0")
+		sl := rl.ScopeLogs().AppendEmpty()
+		sl.Scope().SetName("openai")
+		sl.Scope().SetVersion("0.1." + strconv.Itoa(i))
+		contentRecords(sl.LogRecords(), tid(1), sid(2))
+		other := sl.LogRecords().AppendEmpty() // not a GenAI event
+		other.SetTraceID(tid(1))
+		other.Body().SetStr("GET /health 200")
+		contentRecords(sl.LogRecords(), tid(2), sid(2)) // a trace not held
+	}
+	chunks := keepLogs(ld, map[pcommon.TraceID]decision{tid(1): decHoldNew}, 0)
+	require.Len(t, chunks, 1)
+	want := plog.NewLogs()
+	for _, rl := range ld.ResourceLogs().All() {
+		sl := copyScope(rl.ScopeLogs().At(0), copyResource(rl, want.ResourceLogs().AppendEmpty()).ScopeLogs().AppendEmpty())
+		for _, lr := range rl.ScopeLogs().At(0).LogRecords().All() {
+			if lr.TraceID() == tid(1) && adapter.IsGenAIEvent(lr) {
+				lr.CopyTo(sl.LogRecords().AppendEmpty())
+			}
+		}
+	}
+	wantRaw, err := logsMarshaler.MarshalLogs(want)
+	require.NoError(t, err)
+	assert.Equal(t, wantRaw, chunks[0].kept.raw)
+	assert.Equal(t, 6, chunks[0].count)
+	packAll(chunks)
+	ht := &heldTrace{id: tid(1)}
+	ht.keep(chunks[0])
+	require.NoError(t, ht.unpack())
+	assert.Len(t, ht.records, 6)
 }
