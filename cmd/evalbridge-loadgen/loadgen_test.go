@@ -224,7 +224,7 @@ func TestAccountFlagsBrokenPromises(t *testing.T) {
 		g.spans[i].acked = true
 		g.spans[i].reqSent = time.Now().UnixNano()
 	}
-	s := &sink{bySeq: map[int64]*arrival{}, leakSeen: map[string]string{}}
+	s := newSinkState()
 	for i := range g.spans {
 		a := &arrival{count: 1, first: time.Now()}
 		tr := g.traces[g.spans[i].trace]
@@ -258,7 +258,7 @@ func TestAccountFlagsBrokenPromises(t *testing.T) {
 // The sink notes a generated span that arrives under another resource
 // than the one it was sent under: an attribute missing, or one changed.
 func TestSinkNotesAnotherResource(t *testing.T) {
-	s := &sink{bySeq: map[int64]*arrival{}, leakSeen: map[string]string{}}
+	s := newSinkState()
 	g := newGenerator(1, 1)
 	cs := g.normal(time.Now(), 0, 0, 3, 0)
 	require.Len(t, cs, 3)
@@ -354,4 +354,46 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, 2, realMain([]string{"nope"}, &out, &errb))
 	assert.Equal(t, 2, realMain([]string{"run", "-hostile-kinds", "nope"}, &out, &errb))
 	assert.Contains(t, errb.String(), "unknown hostile kind")
+}
+
+// Stream mode's result spans carry the results of the span they are a
+// child of: the sink counts them as that span's, and a result span whose
+// evaluated span never arrived as foreign.
+func TestSinkJoinsResultSpans(t *testing.T) {
+	s := newSinkState()
+	g := newGenerator(1, 1)
+	cs := g.normal(time.Now(), 0, 0, 1, 0)
+	td := ptrace.NewTraces()
+	cs[0].spans.CopyTo(td.ResourceSpans().AppendEmpty())
+	s.record(td, time.Now())
+	var agent ptrace.Span
+	adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+		if r.Span.ParentSpanID().IsEmpty() {
+			agent = r.Span
+		}
+	})
+	require.NotEqual(t, ptrace.Span{}, agent)
+	results := ptrace.NewTraces()
+	rs := results.ResourceSpans().AppendEmpty()
+	newGenerator(0, 1).resource(rs.Resource().Attributes())
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	for _, parent := range []pcommon.SpanID{agent.SpanID(), {9, 9, 9, 9, 9, 9, 9, 9}} {
+		r := spans.AppendEmpty()
+		r.SetTraceID(agent.TraceID())
+		r.SetParentSpanID(parent)
+		r.SetSpanID(pcommon.SpanID{7, 7, 7, 7, 7, 7, 7, byte(len(parent))})
+		r.Attributes().PutBool(adapter.AttrGenerated, true)
+		r.Attributes().PutStr(annotator.StatusKey("tool_error"), "failed")
+		r.Attributes().PutEmptySlice(annotator.AttrFailed).AppendEmpty().SetStr("tool_error")
+	}
+	s.record(results, time.Now())
+	arr, received, foreign, _, _ := s.snapshot()
+	assert.Equal(t, 1, foreign, "the result span of a span that never arrived")
+	assert.Equal(t, 2, s.resultSpans())
+	assert.Equal(t, td.SpanCount()+2, received)
+	seq, _ := agent.Attributes().Get(attrSeq)
+	a := arr[seq.Int()]
+	assert.Equal(t, map[string]string{"tool_error": "failed"}, a.statuses)
+	assert.True(t, a.failed)
+	assert.Equal(t, 1, a.count, "a result span is no copy of its evaluated span")
 }

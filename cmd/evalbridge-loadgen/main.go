@@ -88,7 +88,7 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	o := suiteOptions{out: stdout}
 	fs.BoolVar(&o.short, "short", false, "smaller hostile traces (x0.2), for CI")
 	fs.BoolVar(&o.strict, "strict", false, "exit 1 when a scenario loses an acknowledged span, scores a passing run failed, leaks the judge key, passes a bad token count, misplaces results, or refuses requests for good")
-	fs.StringVar(&o.only, "only", "", "comma-separated scenarios to run (baseline,overload,outage,retries,hostile,shutdown,judge); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated scenarios to run (baseline,overload,outage,retries,hostile,shutdown,judge,stream,...: the names the suite prints); default all")
 	fs.StringVar(&o.collector, "collector", "", "a prebuilt otelcol-evalbridge binary; default: go build ./cmd/otelcol-evalbridge")
 	fs.BoolVar(&o.keep, "keep", false, "keep the generated configs and collector logs")
 	if err := fs.Parse(args); err != nil {

@@ -26,10 +26,14 @@ type report struct {
 	Duplicated  int   // copies beyond the first
 	Scored      int   // agent spans that arrived with eval.* results
 	Unscored    int   // agent spans of normal runs that arrived without results
-	FalseFail   int   // runs designed to pass whose agent span says failed
-	BadPasses   int   // hostile runs scored passed on a check they must fail (token_usage on bad counts)
-	Misplaced   int   // spans other than the agent span that carry eval.* results
-	BadResource int   // spans that arrived under a resource other than the one they were sent under
+	// AllScored: a scenario in which every normal run must be scored
+	// (Unscored is then a broken promise).
+	AllScored   bool
+	ResultSpans int // stream mode's result spans received
+	FalseFail   int // runs designed to pass whose agent span says failed
+	BadPasses   int // hostile runs scored passed on a check they must fail (token_usage on bad counts)
+	Misplaced   int // spans other than the agent span that carry eval.* results
+	BadResource int // spans that arrived under a resource other than the one they were sent under
 	P99         time.Duration
 	P99Runs     time.Duration // spans of normal agent runs (pass and fail kinds): held for the processor's wait
 	P99Plain    time.Duration // non-GenAI spans only: the pass-through delay
@@ -77,6 +81,7 @@ func account(name string, l *load, s *sink) report {
 		Retries:     l.stats.retried.Load(),
 		Received:    received,
 		KeyLeaks:    leaks,
+		ResultSpans: s.resultSpans(),
 	}
 	for k, v := range leakSeen {
 		r.LeakExamples = append(r.LeakExamples, fmt.Sprintf("%s: …%s…", k, v))
@@ -232,6 +237,9 @@ func (r report) failures() []string {
 	}
 	if r.MaxHostileBound > 0 && r.MaxHostile > r.MaxHostileBound {
 		out = append(out, fmt.Sprintf("a hostile span waited %s (bound %s)", round(r.MaxHostile), r.MaxHostileBound))
+	}
+	if r.AllScored && r.Unscored > 0 {
+		out = append(out, fmt.Sprintf("%d agent spans of normal runs got no results", r.Unscored))
 	}
 	if r.NoDuplicates && r.Duplicated > 0 {
 		out = append(out, fmt.Sprintf("%d span copies delivered more than once", r.Duplicated))

@@ -31,6 +31,7 @@ type scenario struct {
 	floodBound time.Duration
 	drain      time.Duration // how long to wait for the spans after the load
 	allAcked   bool          // every request must be acknowledged in the end (back-pressure, not refusal)
+	allScored  bool          // every normal run must get its results (Unscored fails the scenario)
 	scoreWait  time.Duration // the processor's wait, to know when the sink can go quiet
 	// topology: "" (one pipeline), "two_pipelines" (a second traces
 	// pipeline through the same eval, from a receiver that gets nothing,
@@ -136,6 +137,11 @@ func scenarios(short bool) []scenario {
 			eval: "wait: 500ms\n    timeout: 3s", judge: true,
 			load:  with(func(c *loadConfig) { c.rate = 100; c.failShare = 0; c.seed = 7 }),
 			drain: 60 * time.Second, allAcked: true, scoreWait: 3 * time.Second,
+		},
+		{
+			name: "stream", about: "mode: stream (§26) under the baseline load: every span goes on at once, unchanged; each normal run's results come on a result span under its agent span",
+			eval: "mode: stream\n    " + holdEval, evals: normalEvaluators,
+			load: with(func(c *loadConfig) { c.seed = 15 }), drain: 30 * time.Second, allAcked: true, allScored: true, scoreWait: time.Second,
 		},
 		{
 			name: "log_flood", about: "3 traces whose LLM span gets 16,000 GenAI content log records each (a logs pipeline through the same eval), timeout 200ms, under the baseline load",

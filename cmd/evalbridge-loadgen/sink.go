@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -41,22 +42,34 @@ var sentResource = func() pcommon.Map {
 type sink struct {
 	addr string
 
-	mu       sync.Mutex
-	bySeq    map[int64]*arrival
-	foreign  int               // spans without a loadgen.seq attribute
-	spans    int               // spans received, copies included
-	last     time.Time         // time of the last request with spans
-	leaks    int               // spans holding a fragment of secret
-	secret   string            // the judge key to look for; "" for none
-	leakSeen map[string]string // one example per leak place, for the report
-	delay    time.Duration     // answer each request this late: a remote backend's latency
+	mu    sync.Mutex
+	bySeq map[int64]*arrival
+	// Stream mode's result spans (eval.generated) carry the results of
+	// the span they are a child of: by its span id, joined with the
+	// generated span of that id (seqByID) in snapshot.
+	resultsFor map[pcommon.SpanID]*arrival
+	seqByID    map[pcommon.SpanID]int64
+	results    int               // result spans received
+	foreign    int               // spans without a loadgen.seq attribute
+	spans      int               // spans received, copies included
+	last       time.Time         // time of the last request with spans
+	leaks      int               // spans holding a fragment of secret
+	secret     string            // the judge key to look for; "" for none
+	leakSeen   map[string]string // one example per leak place, for the report
+	delay      time.Duration     // answer each request this late: a remote backend's latency
 
 	srv *http.Server
 	ln  net.Listener
 }
 
+// newSinkState is a sink that records, not yet serving.
+func newSinkState() *sink {
+	return &sink{bySeq: map[int64]*arrival{}, leakSeen: map[string]string{},
+		resultsFor: map[pcommon.SpanID]*arrival{}, seqByID: map[pcommon.SpanID]int64{}}
+}
+
 func newSink(addr string) (*sink, error) {
-	s := &sink{bySeq: map[int64]*arrival{}, leakSeen: map[string]string{}}
+	s := newSinkState()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -139,19 +152,39 @@ func (s *sink) recordSpan(sp ptrace.Span, res pcommon.Resource, now time.Time) {
 		s.checkLeak(sp)
 	}
 	v, ok := sp.Attributes().Get(attrSeq)
-	if !ok || v.Type() != pcommon.ValueTypeInt {
+	var a *arrival
+	switch {
+	case ok && v.Type() == pcommon.ValueTypeInt:
+		s.seqByID[sp.SpanID()] = v.Int()
+		if a = s.bySeq[v.Int()]; a == nil {
+			a = &arrival{first: now}
+			s.bySeq[v.Int()] = a
+		}
+		a.count++
+	case isResultSpan(sp):
+		s.results++
+		if a = s.resultsFor[sp.ParentSpanID()]; a == nil {
+			a = &arrival{first: now}
+			s.resultsFor[sp.ParentSpanID()] = a
+		}
+	default:
 		s.foreign++
 		return
 	}
-	a := s.bySeq[v.Int()]
-	if a == nil {
-		a = &arrival{first: now}
-		s.bySeq[v.Int()] = a
-	}
-	a.count++
 	if !res.Attributes().Equal(sentResource) {
 		a.badResource = true
 	}
+	readResults(sp, a)
+}
+
+// isResultSpan: a span stream mode made for the results of its parent.
+func isResultSpan(sp ptrace.Span) bool {
+	g, ok := sp.Attributes().Get(adapter.AttrGenerated)
+	return ok && g.Type() == pcommon.ValueTypeBool && g.Bool() && !sp.ParentSpanID().IsEmpty()
+}
+
+// readResults notes the eval.* results sp carries in a.
+func readResults(sp ptrace.Span, a *arrival) {
 	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
 		if k == annotator.AttrFailed {
 			a.failed = true
@@ -226,7 +259,15 @@ func (s *sink) quiet(ctx context.Context, idle time.Duration, deadline time.Time
 	}
 }
 
-// snapshot copies the arrivals for the accounting.
+// resultSpans is how many result spans (stream mode) arrived.
+func (s *sink) resultSpans() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.results
+}
+
+// snapshot copies the arrivals for the accounting; a result span's results
+// count as its evaluated span's.
 func (s *sink) snapshot() (map[int64]arrival, int, int, int, map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -234,9 +275,29 @@ func (s *sink) snapshot() (map[int64]arrival, int, int, int, map[string]string) 
 	for k, v := range s.bySeq {
 		out[k] = *v
 	}
+	// Result spans: their results count as the evaluated span's; one
+	// whose evaluated span never arrived is foreign.
+	foreign := s.foreign
+	for id, r := range s.resultsFor {
+		seq, ok := s.seqByID[id]
+		a, arrived := out[seq]
+		if !ok || !arrived {
+			foreign++
+			continue
+		}
+		a.failed = a.failed || r.failed
+		a.badResource = a.badResource || r.badResource
+		if len(r.statuses) > 0 {
+			st := make(map[string]string, len(a.statuses)+len(r.statuses))
+			maps.Copy(st, a.statuses)
+			maps.Copy(st, r.statuses)
+			a.statuses = st
+		}
+		out[seq] = a
+	}
 	leaks := map[string]string{}
 	for k, v := range s.leakSeen {
 		leaks[k] = v
 	}
-	return out, s.spans, s.foreign, s.leaks, leaks
+	return out, s.spans, foreign, s.leaks, leaks
 }

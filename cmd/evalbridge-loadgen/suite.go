@@ -299,6 +299,10 @@ func runScenario(ctx context.Context, bin, dir string, sc scenario) (report, err
 	}
 	r.MaxHostileBound = sc.maxHostile
 	r.NoDuplicates = sc.topology == "alert_down"
+	r.AllScored = sc.allScored
+	if r.ResultSpans > 0 {
+		notes = append(notes, fmt.Sprintf("%d result spans (stream mode) arrived", r.ResultSpans))
+	}
 	r.Extra = sc.extra.finish(s, r)
 	r.PeakRSSMiB, r.PeakGoroutines = col.peaks()
 	col.mu.Lock()
