@@ -128,31 +128,46 @@ func post(url string, body []byte) error {
 
 // The built distribution with `storage: file_storage/eval` is killed with
 // SIGKILL while it holds acknowledged spans and log records; restarted on
-// the same directory, it delivers every one of them, scored.
+// the same directory, it delivers every one of them, scored. In stream
+// mode (§26) the spans went on before the kill; restarted, it scores what
+// it kept and emits the results, and sends no original span again.
 func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the collector as a process")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "otelcol-evalbridge")
+	bin := filepath.Join(t.TempDir(), "otelcol-evalbridge")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	be := testkit.NewSink(t)
+	t.Run("hold", func(t *testing.T) { sigkillHold(t, bin) })
+	t.Run("stream", func(t *testing.T) { sigkillStream(t, bin) })
+}
+
+// startSIGKILLCollector writes testdata/sigkill.yaml for mode and starts
+// the collector on it; it returns the backend, the OTLP base URL and the
+// config (to restart it with).
+func startSIGKILLCollector(t *testing.T, bin, mode string) (be *testkit.Sink, base, config string, c *collectorProc) {
+	t.Helper()
+	dir := t.TempDir()
+	be = testkit.NewSink(t)
 	addr := freeAddr(t)
-	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, []byte(testkit.Config(t, "testdata/sigkill.yaml", map[string]string{"OTLP": addr, "Backend": be.URL, "Storage": filepath.Join(dir, "storage")})), 0o600); err != nil {
+	config = filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(config, []byte(testkit.Config(t, "testdata/sigkill.yaml", map[string]string{"OTLP": addr, "Backend": be.URL, "Storage": filepath.Join(dir, "storage"), "Mode": mode})), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + addr
-	c1 := runCollectorProc(t, bin, config, base+"/v1/traces")
+	base = "http://" + addr
+	return be, base, config, runCollectorProc(t, bin, config, base+"/v1/traces")
+}
 
-	// As an SDK sends them: the first parts of three traces in one request,
-	// under one resource (the collector holds them in chunks that share a
-	// copy of it, and persists them so), then their second parts.
-	const traces, perRequest = 30, 3
+// sendKillTraces sends killTrace 0..traces-1 as an SDK sends them: the
+// first parts of three traces in one request, under one resource (the
+// collector holds them in chunks that share a copy of it, and persists
+// them so), then their second parts; each trace's content record before.
+func sendKillTraces(t *testing.T, base string, traces int) {
+	t.Helper()
+	const perRequest = 3
 	for i := 0; i < traces; i += perRequest {
 		firsts, seconds := ptrace.NewTraces(), ptrace.NewTraces()
 		for j := i; j < i+perRequest; j++ {
@@ -177,6 +192,13 @@ func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
 			}
 		}
 	}
+}
+
+func sigkillHold(t *testing.T, bin string) {
+	be, base, config, c1 := startSIGKILLCollector(t, bin, "hold")
+	const traces = 30
+	sendKillTraces(t, base, traces)
+
 	// Every request above was acknowledged (200). Kill while they are held.
 	before := spanIDs(be)
 	if err := c1.cmd.Process.Kill(); err != nil {
@@ -230,6 +252,89 @@ func TestSIGKILLLosesNothingWithStorage(t *testing.T) {
 	if c2.err != nil {
 		t.Errorf("collector exit after SIGINT: %v\n%s", c2.err, c2.stderr)
 	}
+}
+
+func sigkillStream(t *testing.T, bin string) {
+	be, base, config, c1 := startSIGKILLCollector(t, bin, "stream")
+	const traces = 30
+	sendKillTraces(t, base, traces)
+	// Every request above was acknowledged (200) once its spans had gone on
+	// (the exporter has no queue) and what eval keeps of them was stored.
+	if n := len(spanIDs(be)); n != traces*4 {
+		t.Fatalf("at the kill: %d of %d spans at the backend; stream mode forwards them in the call", n, traces*4)
+	}
+	resultsBefore := len(resultSpansAt(be))
+	if err := c1.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-c1.done
+	if resultsBefore == traces {
+		t.Skip("the machine was so slow that every trace was scored before the kill; nothing was kept to lose")
+	}
+	t.Logf("at the kill: %d of %d traces had their results", resultsBefore, traces)
+
+	c2 := runCollectorProc(t, bin, config, base+"/v1/traces")
+	waitFor(t, 60*time.Second, "a result span for every trace", func() bool {
+		return len(resultSpansAt(be)) >= traces
+	})
+	if !strings.Contains(c2.stderr.String(), "restored held traces from storage") {
+		t.Errorf("no restore logged:\n%s", c2.stderr)
+	}
+	time.Sleep(4 * time.Second) // more than `wait`: a second result, were there one, would come
+	results := resultSpansAt(be)
+	for i := 0; i < traces; i++ {
+		first, _, _ := killTrace(i)
+		id := first.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID()
+		rs := results[id]
+		if len(rs) != 1 {
+			t.Errorf("trace %d: %d result spans, want 1", i, len(rs))
+			continue
+		}
+		if v, ok := rs[0].Attributes().Get("eval.tool_error.status"); !ok || v.Str() != "failed" ||
+			rs[0].ParentSpanID() != (pcommon.SpanID{0, 0, 0, 0, 0, 0, byte(i), 1}) {
+			t.Errorf("trace %d: want a result span under the agent span with tool_error failed; got parent %v, %v", i, rs[0].ParentSpanID(), rs[0].Attributes().AsRaw())
+		}
+	}
+	originals := map[[24]byte]int{}
+	for _, s := range be.Spans() {
+		if _, ok := s.Attributes().Get("eval.generated"); !ok {
+			var key [24]byte
+			tid, sid := s.TraceID(), s.SpanID()
+			copy(key[:16], tid[:])
+			copy(key[16:], sid[:])
+			originals[key]++
+		}
+	}
+	if len(originals) != traces*4 {
+		t.Errorf("%d distinct original spans at the backend, sent %d", len(originals), traces*4)
+	}
+	for k, n := range originals {
+		if n != 1 {
+			t.Errorf("span %x at the backend %d times: an original span was sent again", k, n)
+		}
+	}
+	if n := contentRecords(be); n != traces {
+		t.Errorf("%d content records at the backend, sent %d", n, traces)
+	}
+	if err := c2.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-c2.done
+	if c2.err != nil {
+		t.Errorf("collector exit after SIGINT: %v\n%s", c2.err, c2.stderr)
+	}
+}
+
+// resultSpansAt is the result spans (eval.generated) the backend got, by
+// trace.
+func resultSpansAt(b *testkit.Sink) map[pcommon.TraceID][]ptrace.Span {
+	out := map[pcommon.TraceID][]ptrace.Span{}
+	for _, s := range b.Spans() {
+		if v, ok := s.Attributes().Get("eval.generated"); ok && v.Bool() {
+			out[s.TraceID()] = append(out[s.TraceID()], s)
+		}
+	}
+	return out
 }
 
 // spanIDs counts the spans the backend got, by trace and span id.
