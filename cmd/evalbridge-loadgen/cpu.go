@@ -115,6 +115,9 @@ type cpuRun struct {
 	// delays are the spans' times from their request's send to their
 	// arrival at the sink.
 	delays []time.Duration
+	// outBytes is the OTLP protobuf size of all the sink received: the
+	// spans and, with eval, their results.
+	outBytes int64
 }
 
 func (r cpuRun) perSpan() float64 {
@@ -137,7 +140,7 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 		}
 	}
 	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
-	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span retried delay_p50_ms delay_p99_ms")
+	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span retried delay_p50_ms delay_p99_ms out_B/span")
 	pipelines := o.pipelines()
 	var runs []cpuRun
 	for round := 1; round <= o.rounds; round++ {
@@ -153,8 +156,9 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, pl, err)
 			}
-			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f %d %.1f %.1f\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
-				float64(r.switches)/float64(max(r.spans, 1)), r.retried, ms(percentile(r.delays, 50)), ms(percentile(r.delays, 99)))
+			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f %d %.1f %.1f %.0f\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
+				float64(r.switches)/float64(max(r.spans, 1)), r.retried, ms(percentile(r.delays, 50)), ms(percentile(r.delays, 99)),
+				float64(r.outBytes)/float64(max(r.spans, 1)))
 			r.round = round
 			runs = append(runs, r)
 		}
@@ -162,7 +166,32 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 	fmt.Fprintf(o.out, "# load average after %s\n", loadAverage())
 	writeCPUSummary(o.out, pipelines, runs)
 	writeDelaySummary(o.out, pipelines, runs)
+	writeBytesSummary(o.out, pipelines, runs)
 	return nil
+}
+
+// writeBytesSummary prints the median OTLP bytes a span the sink received
+// per pipeline, and each against the first's: what the results add to what
+// a backend is sent (and an exporter marshals and compresses).
+func writeBytesSummary(w io.Writer, pipelines []string, runs []cpuRun) {
+	var parts []string
+	var first float64
+	for i, pl := range pipelines {
+		var v []float64
+		for _, r := range runs {
+			if r.pipeline == pl {
+				v = append(v, float64(r.outBytes)/float64(max(r.spans, 1)))
+			}
+		}
+		m := median(v)
+		if i == 0 {
+			first = m
+			parts = append(parts, fmt.Sprintf("%s %.0f", pl, m))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f (%.2fx)", pl, m, m/max(first, 1)))
+	}
+	fmt.Fprintf(w, "OTLP bytes a span at the sink: %s\n", strings.Join(parts, ", "))
 }
 
 // writeCPUSummary prints the median cost of each pipeline and, for each
@@ -245,7 +274,13 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	if err := <-profiled; err != nil {
 		return cpuRun{}, err
 	}
-	complete := s.quiet(ctx, 100*time.Millisecond, time.Now().Add(60*time.Second), l.allAckedArrived(s))
+	// With eval, the clock runs until every run's results are in too:
+	// stream mode sends them a wait after the spans themselves.
+	done := l.allAckedArrived(s)
+	if pipeline != "[batch]" && pipeline != groupbyTracePipeline {
+		done = l.allAckedScored(s)
+	}
+	complete := s.quiet(ctx, 100*time.Millisecond, time.Now().Add(60*time.Second), done)
 	after, err := processCPU(pid)
 	if err != nil {
 		return cpuRun{}, err
@@ -256,7 +291,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 		return cpuRun{}, fmt.Errorf("not every acknowledged span arrived within 60 s (log %s)", filepath.Join(dir, name+".log"))
 	}
 	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before, switches: switches,
-		retried: l.stats.retried.Load(), delays: spanDelays(l, s)}, nil
+		retried: l.stats.retried.Load(), delays: spanDelays(l, s), outBytes: s.bytesReceived()}, nil
 }
 
 // hasProcessor checks, before any load, that collector binary bin was built

@@ -99,6 +99,30 @@ func (l *load) allAckedArrived(s *sink) func() bool {
 	}
 }
 
+// allAckedScored is allAckedArrived, and every acknowledged agent span of
+// a normal run arrived with its results (on it, or on its result span in
+// stream mode, whose results come after the span itself).
+func (l *load) allAckedScored(s *sink) func() bool {
+	return func() bool {
+		arr, _, _, _, _ := s.snapshot()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for seq, si := range l.gen.spans {
+			if !si.acked {
+				continue
+			}
+			a, ok := arr[int64(seq)]
+			if !ok {
+				return false
+			}
+			if kind := l.gen.traces[si.trace].kind; si.agent && (kind == kindPass || kind == kindFail) && len(a.statuses) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 func newLoad(cfg loadConfig) *load {
 	if cfg.conns <= 0 {
 		cfg.conns = 4

@@ -50,6 +50,7 @@ type sink struct {
 	resultsFor map[pcommon.SpanID]*arrival
 	seqByID    map[pcommon.SpanID]int64
 	results    int               // result spans received
+	bytes      int64             // OTLP protobuf bytes of what was received
 	foreign    int               // spans without a loadgen.seq attribute
 	spans      int               // spans received, copies included
 	last       time.Time         // time of the last request with spans
@@ -140,9 +141,11 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // record counts the spans of td.
 func (s *sink) record(td ptrace.Traces, now time.Time) {
+	size := (&ptrace.ProtoMarshaler{}).TracesSize(td)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last = now
+	s.bytes += int64(size)
 	adapter.ForEachSpan(td, func(r adapter.SpanRef) { s.recordSpan(r.Span, r.Resource(), now) })
 }
 
@@ -257,6 +260,13 @@ func (s *sink) quiet(ctx context.Context, idle time.Duration, deadline time.Time
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// bytesReceived is the OTLP protobuf size of all the sink received.
+func (s *sink) bytesReceived() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
 }
 
 // resultSpans is how many result spans (stream mode) arrived.
