@@ -34,6 +34,10 @@ import (
 // Spans that Kafka redelivers after the restart join their trace: for a
 // restored trace the loop remembers the span ids (and log record keys) it
 // restored, and drops copies of them (dropRestored, dropRestoredLogs).
+// In stream mode the restored chunks are kept parts (durable_kept.go), and
+// redelivered spans go on again (they may not have reached the next
+// consumer); what they keep joins the trace, and scoring drops the copies.
+// What the other mode wrote is first made this mode's (forMode).
 
 const (
 	// restoreMaxAgeFactor: a restored trace whose newest chunk was

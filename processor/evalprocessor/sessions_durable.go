@@ -23,7 +23,7 @@ import (
 // scoring, before the trace is released and its own chunks are deleted —
 // so a SIGKILL at any point leaves either the trace's chunks (restored and
 // scored again: the turn is recorded again, under the same key) or the
-// turn. Layout, beside durable.go's "t/" and "l/" chunks:
+// turn. Layout, beside durable.go's "t/" and "l/" chunks and "k/" kept parts:
 //
 //	s/<session hash>/<trace id hex><span id hex>  one turn (JSON diskTurn)
 //	s/<session hash>/scored                       when the session was last scored (JSON)
