@@ -113,18 +113,7 @@ func agentTemplate() ptrace.SpanSlice {
 	spans := ptrace.NewSpanSlice()
 	t0 := int64(1_700_000_000_000_000_000)
 	add := func(id, parent byte, name string, attrs map[string]any) ptrace.Span {
-		sp := spans.AppendEmpty()
-		sp.SetName(name)
-		sp.SetSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, 1, id})
-		if parent != 0 {
-			sp.SetParentSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, 1, parent})
-		}
-		sp.SetStartTimestamp(pcommon.Timestamp(t0 + int64(id)*10_000_000))
-		sp.SetEndTimestamp(pcommon.Timestamp(t0 + int64(id)*10_000_000 + 5_000_000))
-		if err := sp.Attributes().FromRaw(attrs); err != nil {
-			panic(err)
-		}
-		return sp
+		return appendSpan(spans, 1, id, parent, name, 5_000_000, attrs)
 	}
 	root := add(1, 0, "invoke_agent travel_agent", map[string]any{
 		"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel_agent"})
@@ -167,6 +156,25 @@ func agentTemplate() ptrace.SpanSlice {
 			"http.response.status_code": 200, "url.full": "https://api.example.com/flights?q=paris"})
 	}
 	return spans
+}
+
+// appendSpan appends a span to spans: span id {0, …, group, id}, a child
+// of parent (0: none), starting id×10 ms after the templates' t0 and
+// lasting dur ns, with attrs.
+func appendSpan(spans ptrace.SpanSlice, group, id, parent byte, name string, dur int64, attrs map[string]any) ptrace.Span {
+	const t0 = int64(1_700_000_000_000_000_000)
+	sp := spans.AppendEmpty()
+	sp.SetName(name)
+	sp.SetSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, group, id})
+	if parent != 0 {
+		sp.SetParentSpanID(pcommon.SpanID{0, 0, 0, 0, 0, 0, group, parent})
+	}
+	sp.SetStartTimestamp(pcommon.Timestamp(t0 + int64(id)*10_000_000))
+	sp.SetEndTimestamp(pcommon.Timestamp(t0 + int64(id)*10_000_000 + dur))
+	if err := sp.Attributes().FromRaw(attrs); err != nil {
+		panic(err)
+	}
+	return sp
 }
 
 // agentTemplateHTTP is agentTemplate as production instrumentation sends
@@ -226,6 +234,150 @@ func agentTemplateHTTP() ptrace.SpanSlice {
 	return spans
 }
 
+// agentTemplateProduction is an agent run as a production service sends
+// it (what the outside acceptance benchmark's traces look like): every span
+// with the attributes its instrumentation library writes (20-40), HTTP
+// client spans under the chat calls (the model provider's API) and under
+// the tools, database spans under one tool, and larger GenAI payloads (a
+// system prompt and a conversation of 6-12 KB, six tool definitions with
+// their schemas, tool results of about 1 KB). 21 spans a trace, 8 of them
+// GenAI; productionResource is its resource.
+func agentTemplateProduction() ptrace.SpanSlice {
+	spans := ptrace.NewSpanSlice()
+	t0 := int64(1_700_000_000_000_000_000)
+	next := byte(1)
+	add := func(parent byte, name string, kind ptrace.SpanKind, attrs map[string]any) (ptrace.Span, byte) {
+		id := next
+		next++
+		sp := appendSpan(spans, 2, id, parent, name, 8_000_000, attrs)
+		sp.SetKind(kind)
+		return sp, id
+	}
+	with := func(base map[string]any, more map[string]any) map[string]any {
+		out := make(map[string]any, len(base)+len(more))
+		for k, v := range base {
+			out[k] = v
+		}
+		for k, v := range more {
+			out[k] = v
+		}
+		return out
+	}
+	// What every span of the service carries (code location, thread,
+	// the instrumentation's own keys).
+	common := map[string]any{
+		"code.function.name": "travel.agent.run", "code.file.path": "/app/travel/agent.py", "code.line.number": 212,
+		"thread.id": 140234, "thread.name": "asyncio-worker-3", "session.id": "sess-7f3a9c", "enduser.id": "user-4411",
+		"app.tenant": "acme-travel", "app.request_id": "req-9b2e7c1d",
+	}
+	genai := with(common, map[string]any{
+		"gen_ai.provider.name": "openai", "gen_ai.system": "openai", "gen_ai.conversation.id": "conv-5d0e2b",
+		"gen_ai.agent.name": "travel_agent", "gen_ai.agent.id": "asst_8Hk2", "server.address": "api.openai.com", "server.port": 443,
+	})
+	tools := []string{"search_flights", "book_hotel", "get_weather", "convert_currency", "lookup_visa", "send_email"}
+	var defs []any
+	for _, name := range tools {
+		d := toolDef(name)
+		props := d["parameters"].(map[string]any)["properties"].(map[string]any)
+		for _, p := range []string{"from", "to", "date", "passengers", "currency", "notes"} {
+			props[p] = map[string]any{"type": "string", "description": "the " + p + " of the request, as the user gave it; " + filler[:80]}
+		}
+		defs = append(defs, d)
+	}
+	toolDefs := js(defs)
+
+	root, rootID := add(0, "invoke_agent travel_agent", ptrace.SpanKindInternal, with(genai, map[string]any{
+		"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.description": "Books flights and hotels",
+		"gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 5400, "gen_ai.usage.output_tokens": 610,
+	}))
+	root.SetEndTimestamp(pcommon.Timestamp(t0 + 400_000_000))
+	httpAttrs := func(method, host, path, query string, status, size int) map[string]any {
+		return with(common, map[string]any{
+			"http.request.method": method, "http.request.method_original": method, "http.response.status_code": status,
+			"url.full": "https://" + host + path + "?" + query, "url.scheme": "https", "url.path": path, "url.query": query,
+			"url.template": path, "server.address": host, "server.port": 443, "network.protocol.name": "http",
+			"network.protocol.version": "1.1", "network.peer.address": "93.184.216.34", "network.peer.port": 443,
+			"network.transport": "tcp", "network.type": "ipv4", "http.request.header.content-type": []any{"application/json"},
+			"http.request.header.accept": []any{"application/json"}, "http.response.header.content-type": []any{"application/json; charset=utf-8"},
+			"http.response.header.x-request-id": []any{"b3c1e0f2-77aa-4c1e-9d51-0c6f1e2a9b44"}, "http.request.body.size": 1840,
+			"http.response.body.size": size, "user_agent.original": "python-httpx/0.27.0", "http.resend_count": 0,
+			"otel.scope.name": "opentelemetry.instrumentation.httpx",
+		})
+	}
+	system := text("system", "You are a travel agent for ACME Travel. Follow the booking policy. "+strings.Repeat(filler, 6))
+	conv := []any{system, text("user", "Book a flight from Berlin to Paris on the 1st and a hotel for two nights. "+filler)}
+	requests := [][]any{
+		{toolCall("call_1", "search_flights"), toolCall("call_2", "book_hotel")},
+		{toolCall("call_3", "search_flights"), toolCall("call_4", "book_hotel")},
+		nil,
+	}
+	result := js(map[string]any{"ok": true, "offers": []any{
+		map[string]any{"id": "AF1235", "price": 189.5, "currency": "EUR", "notes": filler},
+		map[string]any{"id": "LH2230", "price": 204.0, "currency": "EUR", "notes": filler},
+		map[string]any{"id": "U24512", "price": 99.9, "currency": "EUR", "notes": filler}}})
+	call := 0
+	for _, req := range requests {
+		out := []any{text("assistant", "Here is what I found. "+filler)}
+		if req != nil {
+			out = []any{map[string]any{"role": "assistant", "parts": req}}
+		}
+		_, chatID := add(rootID, "chat gpt-4o", ptrace.SpanKindClient, with(genai, map[string]any{
+			"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.response.model": "gpt-4o-2024-08-06",
+			"gen_ai.response.id": "chatcmpl-9x8y7z", "gen_ai.response.finish_reasons": []any{"tool_calls"},
+			"gen_ai.request.temperature": 0.2, "gen_ai.request.top_p": 0.9, "gen_ai.request.max_tokens": 1024,
+			"gen_ai.request.frequency_penalty": 0.0, "gen_ai.request.presence_penalty": 0.0, "gen_ai.request.seed": 42,
+			"gen_ai.output.type": "text", "gen_ai.openai.request.service_tier": "auto", "gen_ai.openai.response.system_fingerprint": "fp_5f0c1a",
+			"gen_ai.input.messages": js(conv), "gen_ai.output.messages": js(out), "gen_ai.tool.definitions": toolDefs,
+			"gen_ai.usage.input_tokens": 1800, "gen_ai.usage.output_tokens": 200, "gen_ai.usage.cache_read.input_tokens": 1024,
+		}))
+		add(chatID, "POST", ptrace.SpanKindClient, httpAttrs("POST", "api.openai.com", "/v1/chat/completions", "api-version=2024-10-01", 200, 2310))
+		conv = append(conv, out...)
+		for _, c := range req {
+			call++
+			name := c.(map[string]any)["name"].(string)
+			id := c.(map[string]any)["id"].(string)
+			conv = append(conv, toolResponse(id))
+			tool, toolID := add(rootID, "execute_tool "+name, ptrace.SpanKindInternal, with(genai, map[string]any{
+				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": id,
+				"gen_ai.tool.type": "function", "gen_ai.tool.description": "Search or book: " + name,
+				"gen_ai.tool.call.arguments": js(map[string]any{"q": "paris " + id}), "gen_ai.tool.call.result": result,
+			}))
+			if call == 4 {
+				tool.Status().SetCode(ptrace.StatusCodeError)
+				tool.Status().SetMessage("upstream returned 503")
+			}
+			for k := 0; k < 2; k++ {
+				add(toolID, "GET", ptrace.SpanKindClient, httpAttrs("GET", "api.example.com", "/v2/"+name, "from=BER&to=CDG&date=2026-12-01&page="+fmt.Sprint(k), 200, 18234))
+			}
+			if name == "book_hotel" {
+				add(toolID, "INSERT bookings", ptrace.SpanKindClient, with(common, map[string]any{
+					"db.system.name": "postgresql", "db.namespace": "travel", "db.collection.name": "bookings",
+					"db.operation.name": "INSERT", "db.query.summary": "INSERT bookings",
+					"db.query.text":           "INSERT INTO bookings (id, user_id, hotel_id, check_in, check_out, guests, price, currency, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now()) RETURNING id",
+					"db.response.status_code": "00000", "db.client.connection.pool.name": "travel-pool", "server.address": "pg.internal",
+					"server.port": 5432, "network.peer.address": "10.0.3.17", "network.peer.port": 5432, "network.transport": "tcp",
+					"db.response.returned_rows": 1, "otel.scope.name": "opentelemetry.instrumentation.psycopg",
+				}))
+			}
+		}
+	}
+	return spans
+}
+
+// productionResource is the resource of agentTemplateProduction's
+// service: what the SDK's resource detectors and the Kubernetes attributes
+// processor put there.
+var productionResource = map[string]any{
+	"service.name": "travel-agent", "service.version": "2.14.1", "service.namespace": "travel", "service.instance.id": "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+	"deployment.environment.name": "production", "telemetry.sdk.name": "opentelemetry", "telemetry.sdk.language": "python",
+	"telemetry.sdk.version": "1.29.0", "telemetry.distro.name": "opentelemetry-distro", "telemetry.distro.version": "0.50b0",
+	"host.name": "travel-agent-6d4b9c7f5-x2k8j", "host.arch": "amd64", "os.type": "linux", "os.description": "Debian GNU/Linux 12 (bookworm)",
+	"process.pid": 1, "process.executable.name": "python3", "process.runtime.name": "cpython", "process.runtime.version": "3.12.7",
+	"process.command_args": []any{"python3", "-m", "travel.agent"}, "k8s.namespace.name": "travel", "k8s.pod.name": "travel-agent-6d4b9c7f5-x2k8j",
+	"k8s.pod.uid": "0c4f8a2e-1d3b-4e5f-8a9b-7c6d5e4f3a2b", "k8s.deployment.name": "travel-agent", "k8s.node.name": "node-pool-a-3",
+	"container.id": "3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e", "cloud.provider": "gcp", "cloud.region": "europe-west1",
+}
+
 // makeBatch is a batch of about spansPerBatch spans: whole traces made
 // from tmpl, trace ids from seq.
 func makeBatch(tmpl ptrace.SpanSlice, seq *uint64) ptrace.Traces {
@@ -234,10 +386,16 @@ func makeBatch(tmpl ptrace.SpanSlice, seq *uint64) ptrace.Traces {
 
 // makeTraces is a batch of n traces made from tmpl.
 func makeTraces(tmpl ptrace.SpanSlice, seq *uint64, n int) ptrace.Traces {
+	return makeTracesOf(map[string]any{"service.name": "travel-app", "host.name": "node-1"}, tmpl, seq, n)
+}
+
+// makeTracesOf is makeTraces under the given resource attributes.
+func makeTracesOf(resource map[string]any, tmpl ptrace.SpanSlice, seq *uint64, n int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "travel-app")
-	rs.Resource().Attributes().PutStr("host.name", "node-1")
+	if err := rs.Resource().Attributes().FromRaw(resource); err != nil {
+		panic(err)
+	}
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName("bench")
 	spans := ss.Spans()
@@ -373,6 +531,18 @@ func BenchmarkCompareHTTPPerTrace(b *testing.B) {
 	b.Run("groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
 }
 
+// BenchmarkCompareProduction is BenchmarkCompare on agentTemplateProduction's
+// traces (21 spans, 8 GenAI, 20-40 attributes a span, larger payloads),
+// about 1,000 spans a request.
+func BenchmarkCompareProduction(b *testing.B) {
+	tmpl := agentTemplateProduction()
+	next := func(seq *uint64) ptrace.Traces {
+		return makeTracesOf(productionResource, tmpl, seq, spansPerBatch/tmpl.Len())
+	}
+	b.Run("eval", func(b *testing.B) { runOn(b, newEval, 1, next) })
+	b.Run("groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
+}
+
 // BenchmarkStream is the eval processor in mode: stream (docs/contract.md
 // §26) against hold mode and groupbytrace, on both templates. Stream mode's
 // time runs until its Shutdown has returned, so every trace's results are
@@ -494,13 +664,31 @@ func capturedBatch(captured []ptrace.Traces, seq *uint64) ptrace.Traces {
 // TestBenchmarkScores checks that the benchmark measures scoring: every
 // evaluator scores every trace, and tool_trajectory and tool_call_validity
 // pass while tool_error fails (the last tool call failed).
+// The same holds on the production-shaped traces (the tool calls are the
+// same four; HTTP and database spans under them).
 func TestBenchmarkScores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		td   func(seq *uint64) ptrace.Traces
+	}{
+		{"agent", func(seq *uint64) ptrace.Traces { return makeBatch(agentTemplate(), seq) }},
+		{"production", func(seq *uint64) ptrace.Traces {
+			return makeTracesOf(productionResource, agentTemplateProduction(), seq, spansPerBatch/spansPerTrace)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkScores(t, tc.td) })
+	}
+}
+
+func checkScores(t *testing.T, batch func(seq *uint64) ptrace.Traces) {
 	sink := new(consumertest.TracesSink)
 	p := newEval(t, sink)
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	var seq uint64
-	require.NoError(t, p.ConsumeTraces(context.Background(), makeBatch(agentTemplate(), &seq)))
-	require.Eventually(t, func() bool { return sink.SpanCount() >= spansPerBatch }, 30*time.Second, time.Millisecond)
+	td := batch(&seq)
+	total := td.SpanCount()
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	require.Eventually(t, func() bool { return sink.SpanCount() >= total }, 30*time.Second, time.Millisecond)
 	require.NoError(t, p.Shutdown(context.Background()))
 	passed := map[string]int{}
 	agents := 0
@@ -525,7 +713,7 @@ func TestBenchmarkScores(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, spansPerBatch/spansPerTrace, agents)
+	require.Equal(t, int(seq), agents)
 	require.Equal(t, map[string]int{
 		"eval.tool_trajectory": agents, "eval.tool_call_validity": agents, "eval.tool_error": 0,
 		"eval.tool_efficiency": agents, "eval.token_usage": agents,

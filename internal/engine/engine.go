@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
@@ -65,6 +66,9 @@ type Engine struct {
 	// redactor masks what leaves and what is written back (redaction.go);
 	// nil when `redaction:` turns everything off.
 	redactor *redact.Redactor
+	// cleanInfo is the last agent and model names redaction left as they
+	// were (redactInfo): a service's cases repeat them.
+	cleanInfo atomic.Pointer[annotator.CaseInfo]
 }
 
 type instance struct {

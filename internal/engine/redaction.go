@@ -129,12 +129,21 @@ func (e *Engine) redactCopied(attrs pcommon.Map, keys ...string) {
 func (e *Engine) RedactInfo(info annotator.CaseInfo) annotator.CaseInfo { return e.redactInfo(info) }
 
 // redactInfo masks what the result events copy from the case (the agent
-// and model names): they are written back like a reason.
+// and model names): they are written back like a reason. The names a
+// service sends repeat on every case: a pair redaction left unchanged is
+// remembered and not read again (with nothing replaced, nothing is
+// counted, and the same texts give the same answer).
 func (e *Engine) redactInfo(info annotator.CaseInfo) annotator.CaseInfo {
 	if e.redactor == nil {
 		return info
 	}
+	if c := e.cleanInfo.Load(); c != nil && *c == info {
+		return info
+	}
 	s := e.redactor.NewSession()
-	info.AgentName, info.Model = s.Text(info.AgentName), s.Text(info.Model)
-	return info
+	out := annotator.CaseInfo{AgentName: s.Text(info.AgentName), Model: s.Text(info.Model)}
+	if out == info {
+		e.cleanInfo.Store(&info)
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/internal/judge"
 	"github.com/evalbridge/evalbridge/internal/redact"
 )
@@ -39,4 +40,25 @@ func mustRedactor(t *testing.T) *redact.Redactor {
 	r, err := redact.New(redact.NewDefaultConfig(), nil)
 	require.NoError(t, err)
 	return r
+}
+
+// The agent and model names copied onto result events are masked on every
+// case: a clean pair remembered from an earlier case does not let a later
+// case's address through, and each masked value is counted every time.
+func TestRedactInfoAfterACleanPair(t *testing.T) {
+	counted := 0
+	r, err := redact.New(redact.NewDefaultConfig(), func(string) { counted++ })
+	require.NoError(t, err)
+	e := &Engine{redactor: r}
+	clean := annotator.CaseInfo{AgentName: "travel_agent", Model: "gpt-4o"}
+	dirty := annotator.CaseInfo{AgentName: "agent for bob@example.org", Model: "gpt-4o"}
+	for range 2 {
+		assert.Equal(t, clean, e.redactInfo(clean))
+		assert.Equal(t, annotator.CaseInfo{AgentName: "agent for [REDACTED:email#1]", Model: "gpt-4o"}, e.redactInfo(dirty))
+	}
+	assert.Equal(t, 2, counted)
+	// The same agent with another model is read again.
+	assert.Equal(t, annotator.CaseInfo{AgentName: "travel_agent", Model: "[REDACTED:email#1]"},
+		e.redactInfo(annotator.CaseInfo{AgentName: "travel_agent", Model: "bob@example.org"}))
+	assert.Equal(t, 3, counted)
 }

@@ -64,7 +64,7 @@ func (r *Redactor) find(text, label string) []match {
 	var found []span
 	st := scan(text)
 	for di := range r.dets {
-		if g := r.dets[di].gate; g != nil && !g(&st) {
+		if g := r.dets[di].gate; g != nil && !g(st) {
 			continue
 		}
 		found = r.dets[di].find(text, label, found[:0])

@@ -3,8 +3,9 @@ package redact
 // A gate says, from one pass over a text's bytes, whether a built-in
 // detector can find anything in it: most texts (reasons, short fields)
 // hold nothing most detectors look for, and are then not read once per
-// detector.
-type gate func(st *textStats) bool
+// detector. The stats go by value: a pointer handed to a function value
+// escapes, and each text redacted would allocate them.
+type gate func(st textStats) bool
 
 // textStats is what the pass tells the gates.
 type textStats struct {
@@ -15,12 +16,12 @@ type textStats struct {
 }
 
 var (
-	gateEmail  gate = func(st *textStats) bool { return st.at }
-	gatePhone  gate = func(st *textStats) bool { return st.phoneDigits >= 7 }
-	gateCard   gate = func(st *textStats) bool { return st.cardDigits >= 13 }
-	gateIBAN   gate = func(st *textStats) bool { return st.iban }
-	gateIP     gate = func(st *textStats) bool { return st.ipv4 || st.ipv6 }
-	gateSecret gate = func(st *textStats) bool { return st.secret }
+	gateEmail  gate = func(st textStats) bool { return st.at }
+	gatePhone  gate = func(st textStats) bool { return st.phoneDigits >= 7 }
+	gateCard   gate = func(st textStats) bool { return st.cardDigits >= 13 }
+	gateIBAN   gate = func(st textStats) bool { return st.iban }
+	gateIP     gate = func(st textStats) bool { return st.ipv4 || st.ipv6 }
+	gateSecret gate = func(st textStats) bool { return st.secret }
 )
 
 // Byte classes of scan.

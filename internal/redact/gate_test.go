@@ -52,7 +52,7 @@ func TestGatesNeverHideAValue(t *testing.T) {
 			for _, label := range []string{"", "phone"} {
 				got := d.find(text, label, nil)
 				found += len(got)
-				if d.gate(&st) {
+				if d.gate(st) {
 					continue
 				}
 				gated++

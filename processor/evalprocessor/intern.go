@@ -85,7 +85,7 @@ type interner struct {
 	// spans of one kind list the same keys in the same order, and
 	// comparing with the key at the same position costs a fifth of a map
 	// lookup.
-	shapes [maxRekeyedAttrs + 1][]internedString
+	shapes [maxShapeAttrs + 1][]internedString
 	// src and spare are the maps attrs rebuilds a map with (spare by
 	// length: an empty slice with room for that many entries).
 	src   pcommon.Map
@@ -107,6 +107,9 @@ type internedString struct {
 }
 
 const (
+	// maxShapeAttrs bounds the maps whose shape is kept (larger ones look
+	// every key up).
+	maxShapeAttrs      = 64
 	maxInternerEntries = 1024
 	// maxCachedLen: longer strings (tool definitions) go to canonical
 	// directly, so a cache holds at most maxInternerEntries short strings.
@@ -157,7 +160,13 @@ func (in *interner) str(s string) string { return in.lookup(s).s }
 // events.
 func (in *interner) span(s ptrace.Span) {
 	s.SetName(in.str(s.Name()))
-	in.attrs(s.Attributes(), false)
+	if attrs := s.Attributes(); attrs.Len() <= maxRekeyedAttrs || adapter.IsGenAI(s) {
+		in.attrs(attrs, false)
+	}
+	// else: a large map's keys stay as they are (attrs), and the values
+	// it would intern are those of GenAI conventions' keys: an HTTP or
+	// database span with 20-40 attributes would have each key read for
+	// none. IsGenAI reads the keys' lengths, not their bytes.
 	events := s.Events()
 	for i := 0; i < events.Len(); i++ {
 		e := events.At(i)
@@ -187,11 +196,21 @@ func (in *interner) attrs(m pcommon.Map, allValues bool) {
 	if n == 0 {
 		return
 	}
+	var shape *[]internedString
+	if n <= maxShapeAttrs {
+		shape = &in.shapes[n]
+	}
 	if n > maxRekeyedAttrs {
+		// Only the values are interned. Production spans (HTTP, database,
+		// and GenAI spans with their request parameters) have 20-40
+		// attributes, most without a value that repeats: the shape
+		// answers for each key without a map lookup.
+		i := 0
 		for k, v := range m.All() {
-			if key := in.lookup(k); key.repeatingValues || allValues {
+			if key := in.keyAt(shape, i, k); key.repeatingValues || allValues {
 				in.value(v)
 			}
+			i++
 		}
 		return
 	}
@@ -204,20 +223,9 @@ func (in *interner) attrs(m pcommon.Map, allValues bool) {
 	src, dst := in.src, in.spare[n]
 	m.MoveTo(src)
 	dst.EnsureCapacity(n)
-	shape := &in.shapes[n]
 	i := 0
 	for k, v := range src.All() {
-		var key internedString
-		if i < len(*shape) && (*shape)[i].s == k {
-			key = (*shape)[i]
-		} else {
-			key = in.lookup(k)
-			if i < len(*shape) {
-				(*shape)[i] = key
-			} else {
-				*shape = append(*shape, key)
-			}
-		}
+		key := in.keyAt(shape, i, k)
 		i++
 		if key.repeatingValues || allValues {
 			in.value(v)
@@ -240,6 +248,24 @@ func (in *interner) attrs(m pcommon.Map, allValues bool) {
 	dst.MoveTo(m)
 	src.RemoveIf(removeAll) // clears the entries, keeps the slice
 	src.MoveTo(dst)
+}
+
+// keyAt interns k, the key at position i of a map whose shape (the keys
+// of the last map of its length) is shape; nil: none kept.
+func (in *interner) keyAt(shape *[]internedString, i int, k string) internedString {
+	if shape == nil {
+		return in.lookup(k)
+	}
+	if i < len(*shape) && (*shape)[i].s == k {
+		return (*shape)[i]
+	}
+	key := in.lookup(k)
+	if i < len(*shape) {
+		(*shape)[i] = key
+	} else {
+		*shape = append(*shape, key)
+	}
+	return key
 }
 
 func removeAll(string, pcommon.Value) bool { return true }

@@ -2,6 +2,7 @@ package evalprocessor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -287,4 +288,49 @@ func assertSharedAttr(t *testing.T, a, b pcommon.Map, key string) {
 	va, _ := a.Get(key)
 	vb, _ := b.Get(key)
 	assert.True(t, sameString(va.Str(), vb.Str()), "value of %s", key)
+}
+
+// In a GenAI span's map too large to rebuild, the values under repeating
+// keys are still shared, whether or not the map lists its keys in the
+// order of the last map of its length (the shape), and other values are
+// left alone; so is a large map of a span of no GenAI convention (an HTTP
+// span), whatever keys it has.
+func TestLargeMapsShareRepeatingValues(t *testing.T) {
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	keys := make([]string, 0, maxRekeyedAttrs+8)
+	for i := 0; i < cap(keys)-2; i++ {
+		keys = append(keys, fmt.Sprintf("http.request.header.x-%d", i))
+	}
+	keys = append(keys, "gen_ai.operation.name", "gen_ai.request.model")
+	moved := append([]string{"gen_ai.request.model"}, keys[:len(keys)-1]...)
+	orders := [][]string{keys, keys, moved, append(slices.Clone(keys[:len(keys)-2]), "gen_ai.request.model", "gen_ai.response.id")}
+	for _, order := range orders {
+		attrs := spans.AppendEmpty().Attributes()
+		for _, k := range order {
+			attrs.PutStr(k, "value of "+k)
+		}
+		if v, ok := attrs.Get("gen_ai.operation.name"); ok {
+			v.SetStr("chat")
+		}
+	}
+	dec := decoded(t, td) // every string its own
+	sent := ptrace.NewTraces()
+	dec.CopyTo(sent)
+	in := getInterner()
+	defer in.release()
+	got := dec.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := 0; i < got.Len(); i++ {
+		in.span(got.At(i))
+	}
+	model := func(i int) string { v, _ := got.At(i).Attributes().Get("gen_ai.request.model"); return v.Str() }
+	header := func(i int) string { v, _ := got.At(i).Attributes().Get("http.request.header.x-3"); return v.Str() }
+	assert.True(t, sameString(model(0), model(1)), "same shape")
+	assert.True(t, sameString(model(0), model(2)), "another order")
+	assert.False(t, sameString(header(0), header(1)), "a value that does not repeat is not interned")
+	assert.False(t, sameString(model(0), model(3)), "not a GenAI span: not read")
+	want := sent.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := 0; i < got.Len(); i++ {
+		assertSameSpan(t, want.At(i), got.At(i))
+	}
 }
