@@ -37,7 +37,10 @@ type cpuOptions struct {
 	groupbytrace bool
 	// stream adds streamPipeline.
 	stream bool
-	out    io.Writer
+	// wait is eval's wait (and groupbytrace's wait_duration): how long
+	// traces are held, so what the pipelines hold in memory.
+	wait time.Duration
+	out  io.Writer
 }
 
 // cpuPipelines are the two pipelines compared; the first is the reference.
@@ -51,7 +54,8 @@ const groupbyTracePipeline = "[groupbytrace, batch]"
 const streamPipeline = "[eval (stream), batch]"
 
 // cpuWait is how long eval waits after a trace's last span, and
-// groupbytrace after its first, in the cpu command's pipelines.
+// groupbytrace after its first, in the cpu command's pipelines, unless
+// -wait says otherwise.
 const cpuWait = time.Second
 
 func (o cpuOptions) pipelines() []string {
@@ -65,9 +69,10 @@ func (o cpuOptions) pipelines() []string {
 	return pls
 }
 
-// cpuScenario is the collector's scenario for pipeline.
-func cpuScenario(name, pipeline string) scenario {
-	sc := scenario{name: name, eval: fmt.Sprintf("wait: %s\n    timeout: 5s", cpuWait), evals: normalEvaluators, processors: pipeline}
+// cpuScenario is the collector's scenario for pipeline, its traces held
+// for wait.
+func cpuScenario(name, pipeline string, wait time.Duration) scenario {
+	sc := scenario{name: name, eval: fmt.Sprintf("wait: %s\n    timeout: 5s", wait), evals: normalEvaluators, processors: pipeline, scoreWait: wait}
 	if pipeline == streamPipeline {
 		sc.processors = "[eval, batch]"
 		sc.eval += "\n    mode: stream"
@@ -78,7 +83,7 @@ func cpuScenario(name, pipeline string) scenario {
 func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cpu", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := cpuOptions{out: stdout, load: loadConfig{plainShare: 0.2, failShare: 0.2, parts: 3, gap: 100 * time.Millisecond,
+	o := cpuOptions{out: stdout, wait: cpuWait, load: loadConfig{plainShare: 0.2, failShare: 0.2, parts: 3, gap: 100 * time.Millisecond,
 		retryFor: 60 * time.Second, conns: 4, seed: 1, scale: 1}}
 	fs.StringVar(&o.collector, "collector", "", "a prebuilt otelcol-evalbridge binary; default: go build ./cmd/otelcol-evalbridge")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs both pipelines, in alternating order")
@@ -86,14 +91,15 @@ func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.DurationVar(&o.load.duration, "duration", 15*time.Second, "how long new traces start")
 	fs.Float64Var(&o.load.plainShare, "plain", 0.2, "share of non-GenAI traces (1: only non-GenAI, the pass-through cost)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the generated configs and collector logs")
-	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the collector during each load into this directory (from its pprof extension)")
+	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the collector during each load into this directory (from its pprof extension), and a heap profile when the load stops")
 	fs.BoolVar(&o.groupbytrace, "groupbytrace", false, "also run [groupbytrace, batch] (holding only, no scoring); builds the collector with -tags groupbytrace, or give one built so")
 	fs.BoolVar(&o.stream, "stream", false, "also run "+streamPipeline+": eval in mode: stream")
+	fs.DurationVar(&o.wait, "wait", cpuWait, "eval's wait (and groupbytrace's wait_duration): how long traces are held, so what is held in memory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 || o.load.plainShare < 0 || o.load.plainShare > 1 {
-		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace] [-stream]")
+	if fs.NArg() > 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 || o.load.plainShare < 0 || o.load.plainShare > 1 || o.wait <= 0 {
+		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace] [-stream] [-wait D]")
 		return errUsage
 	}
 	return runCPU(ctx, o)
@@ -118,6 +124,17 @@ type cpuRun struct {
 	// outBytes is the OTLP protobuf size of all the sink received: the
 	// spans and, with eval, their results.
 	outBytes int64
+	// mem is what the collector held.
+	mem cpuMem
+}
+
+// cpuHeader names the columns of a run's row.
+const cpuHeader = "# round pipeline spans cpu_s µs/span switches/span retried delay_p50_ms delay_p99_ms out_B/span rss_peak_MiB heap_peak_MiB heap_mean_MiB"
+
+func (r cpuRun) row() string {
+	return fmt.Sprintf("%d %-14s %d %.2f %.1f %.3f %d %.1f %.1f %.0f %s", r.round, strconv.Quote(r.pipeline), r.spans, r.cpu.Seconds(), r.perSpan(),
+		float64(r.switches)/float64(max(r.spans, 1)), r.retried, ms(percentile(r.delays, 50)), ms(percentile(r.delays, 99)),
+		float64(r.outBytes)/float64(max(r.spans, 1)), r.mem.columns())
 }
 
 func (r cpuRun) perSpan() float64 {
@@ -139,8 +156,8 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 			return err
 		}
 	}
-	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load)
-	fmt.Fprintln(o.out, "# round pipeline spans cpu_s µs/span switches/span retried delay_p50_ms delay_p99_ms out_B/span")
+	fmt.Fprintf(o.out, "# %s, %s; load average %s\n# %s; wait %s\n", time.Now().UTC().Format(time.RFC3339), machine(), loadAverage(), o.load, o.wait)
+	fmt.Fprintln(o.out, cpuHeader)
 	pipelines := o.pipelines()
 	var runs []cpuRun
 	for round := 1; round <= o.rounds; round++ {
@@ -152,14 +169,12 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r, err := cpuOnce(ctx, bin, dir, fmt.Sprintf("cpu-%d-%d", round, len(runs)), pl, o.load, o.profile)
+			r, err := cpuOnce(ctx, bin, dir, fmt.Sprintf("cpu-%d-%d", round, len(runs)), pl, o.wait, o.load, o.profile)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, pl, err)
 			}
-			fmt.Fprintf(o.out, "%d %-14s %d %.2f %.1f %.3f %d %.1f %.1f %.0f\n", round, strconv.Quote(pl), r.spans, r.cpu.Seconds(), r.perSpan(),
-				float64(r.switches)/float64(max(r.spans, 1)), r.retried, ms(percentile(r.delays, 50)), ms(percentile(r.delays, 99)),
-				float64(r.outBytes)/float64(max(r.spans, 1)))
 			r.round = round
+			fmt.Fprintln(o.out, r.row())
 			runs = append(runs, r)
 		}
 	}
@@ -167,6 +182,7 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 	writeCPUSummary(o.out, pipelines, runs)
 	writeDelaySummary(o.out, pipelines, runs)
 	writeBytesSummary(o.out, pipelines, runs)
+	writeMemSummary(o.out, pipelines, runs)
 	return nil
 }
 
@@ -230,9 +246,10 @@ func writeCPUSummary(w io.Writer, pipelines []string, runs []cpuRun) {
 	}
 }
 
-// cpuOnce starts a collector with pipeline, sends the load and returns the
-// CPU time the collector spent until every acknowledged span arrived.
-func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig, profileDir string) (cpuRun, error) {
+// cpuOnce starts a collector with pipeline, its traces held for wait,
+// sends the load and returns the CPU time the collector spent until every
+// acknowledged span arrived, and what it held in memory meanwhile.
+func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, wait time.Duration, lc loadConfig, profileDir string) (cpuRun, error) {
 	s, err := newSink("127.0.0.1:0")
 	if err != nil {
 		return cpuRun{}, err
@@ -242,7 +259,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	if err != nil {
 		return cpuRun{}, err
 	}
-	sc := cpuScenario(name, pipeline)
+	sc := cpuScenario(name, pipeline, wait)
 	col, err := startCollector(bin, dir, name, collectorConfig(sc, p, s.addr, "", ""), p)
 	if err != nil {
 		return cpuRun{}, err
@@ -259,10 +276,12 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 		return cpuRun{}, err
 	}
 	switchesBefore := contextSwitches(pid)
+	mem := startMemSampler(pid, func() float64 { return col.metric(heapMetric) }, memSampleEvery)
 	profiled := make(chan error, 1)
+	profileFile := ""
 	if profileDir != "" {
-		file := filepath.Join(profileDir, name+"-"+strings.Trim(strings.NewReplacer(", ", "-").Replace(pipeline), "[]")+".pprof")
-		go func() { profiled <- saveProfile(col.pprof, lc.duration, file) }()
+		profileFile = filepath.Join(profileDir, name+"-"+strings.Trim(strings.NewReplacer(", ", "-", " ", "-", "(", "", ")", "").Replace(pipeline), "[]"))
+		go func() { profiled <- saveProfile(col.pprof, lc.duration, profileFile+".pprof") }()
 	} else {
 		profiled <- nil
 	}
@@ -273,6 +292,12 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 	}
 	if err := <-profiled; err != nil {
 		return cpuRun{}, err
+	}
+	if profileFile != "" {
+		// What is held when the load stops: the traces of the last wait.
+		if err := saveHeapProfile(col.pprof, profileFile+"-heap.pprof"); err != nil {
+			return cpuRun{}, err
+		}
 	}
 	// With eval, the clock runs until every run's results are in too:
 	// stream mode sends them a wait after the spans themselves.
@@ -286,12 +311,13 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, lc loadConfig
 		return cpuRun{}, err
 	}
 	switches := contextSwitches(pid) - switchesBefore
+	held := mem.stop()
 	col.stop(20 * time.Second)
 	if !complete {
 		return cpuRun{}, fmt.Errorf("not every acknowledged span arrived within 60 s (log %s)", filepath.Join(dir, name+".log"))
 	}
 	return cpuRun{pipeline: pipeline, spans: l.stats.spansAcked.Load(), cpu: after - before, switches: switches,
-		retried: l.stats.retried.Load(), delays: spanDelays(l, s), outBytes: s.bytesReceived()}, nil
+		retried: l.stats.retried.Load(), delays: spanDelays(l, s), outBytes: s.bytesReceived(), mem: held}, nil
 }
 
 // hasProcessor checks, before any load, that collector binary bin was built
@@ -351,17 +377,27 @@ func contextSwitches(pid int) int64 {
 
 // saveProfile writes a CPU profile of d from the pprof extension at addr.
 func saveProfile(addr string, d time.Duration, file string) error {
+	return fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), d+30*time.Second, "CPU profile", file)
+}
+
+// saveHeapProfile writes a heap profile from the pprof extension at addr,
+// after a garbage collection (gc=1): its in-use figures are the live heap.
+func saveHeapProfile(addr, file string) error {
+	return fetchProfile(fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", addr), 30*time.Second, "heap profile", file)
+}
+
+func fetchProfile(url string, timeout time.Duration, what, file string) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	cl := http.Client{Timeout: d + 30*time.Second}
-	resp, err := cl.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+	cl := http.Client{Timeout: timeout}
+	resp, err := cl.Get(url)
 	if err != nil {
-		return fmt.Errorf("CPU profile: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("CPU profile: %s", resp.Status)
+		return fmt.Errorf("%s: %s", what, resp.Status)
 	}
 	f, err := os.Create(file)
 	if err != nil {

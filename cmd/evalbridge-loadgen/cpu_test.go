@@ -105,8 +105,8 @@ func TestCPUStreamPipeline(t *testing.T) {
 	pls := cpuOptions{stream: true}.pipelines()
 	require.Equal(t, append(slices.Clone(cpuPipelines), streamPipeline), pls)
 	p := ports{grpc: 1, health: 2, pprof: 3, metrics: 4}
-	hold := collectorConfig(cpuScenario("cpu", "[eval, batch]"), p, "127.0.0.1:5", "", "")
-	stream := collectorConfig(cpuScenario("cpu", streamPipeline), p, "127.0.0.1:5", "", "")
+	hold := collectorConfig(cpuScenario("cpu", "[eval, batch]", cpuWait), p, "127.0.0.1:5", "", "")
+	stream := collectorConfig(cpuScenario("cpu", streamPipeline, cpuWait), p, "127.0.0.1:5", "", "")
 	assert.Contains(t, stream, "      processors: [eval, batch]\n")
 	assert.Equal(t, hold, strings.Replace(stream, "\n    mode: stream", "", 1))
 	assert.NotEqual(t, hold, stream)

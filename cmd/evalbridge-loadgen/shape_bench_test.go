@@ -11,11 +11,13 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"gopkg.in/yaml.v3"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/internal/testkit"
 	"github.com/evalbridge/evalbridge/processor/evalprocessor"
 )
@@ -159,8 +161,11 @@ func BenchmarkLoadShape(b *testing.B) {
 
 // BenchmarkLoadShapeHeldBytes is the eval processor package's
 // BenchmarkHeldBytesPerSpan on these requests: the heap the processor holds
-// per held span (wait 1h: every GenAI trace is held), the requests' OTLP
-// size per span, and pdata's own cost, the requests kept as decoded.
+// per held span (wait 1h: every GenAI trace is held), in hold mode and in
+// stream mode (what it keeps of them), the requests' OTLP size per span,
+// and pdata's own cost, the requests kept as decoded.
+//
+//	go test -run '^$' -bench LoadShapeHeldBytes -benchtime 1x ./cmd/evalbridge-loadgen
 func BenchmarkLoadShapeHeldBytes(b *testing.B) {
 	heap := func() int64 {
 		var ms runtime.MemStats
@@ -175,38 +180,63 @@ func BenchmarkLoadShapeHeldBytes(b *testing.B) {
 		for _, r := range reqs {
 			wire += len(r)
 		}
-		b.Run(shape, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				sink := &marshalSink{}
-				p := startEval(b, "wait: 1h\nmax_traces: 1000000", sink)
-				before := heap()
-				for _, raw := range reqs {
-					if err := p.ConsumeTraces(context.Background(), decode(b, raw)); err != nil {
+		heldSpans := genAITraceSpans(b, reqs) // what hold mode holds
+		for _, mode := range []string{"hold", "stream"} {
+			b.Run(shape+"/"+mode, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					sink := &marshalSink{}
+					p := startEval(b, "wait: 1h\nmax_traces: 1000000\nmode: "+mode, sink)
+					before := heap()
+					for _, raw := range reqs {
+						if err := p.ConsumeTraces(context.Background(), decode(b, raw)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					held := heap() - before
+					passed := sink.spans.Load()
+					if want := map[string]int64{"hold": int64(spans) - heldSpans, "stream": int64(spans)}[mode]; passed != want {
+						b.Fatalf("%s mode: %d of %d spans went on at once, want %d", mode, passed, spans, want)
+					}
+					b.ReportMetric(float64(held)/float64(heldSpans), "B/held_span")
+					b.ReportMetric(float64(wire)/float64(spans), "B/input_span")
+
+					before = heap()
+					kept := make([]ptrace.Traces, 0, len(reqs))
+					for _, raw := range reqs {
+						kept = append(kept, decode(b, raw))
+					}
+					b.ReportMetric(float64(heap()-before)/float64(spans), "B/decoded_span")
+					runtime.KeepAlive(kept)
+
+					ctx, cancel := context.WithCancel(context.Background())
+					cancel() // forward unscored: this measures holding, not scoring
+					if err := p.Shutdown(ctx); err != nil {
 						b.Fatal(err)
 					}
 				}
-				held := heap() - before
-				passed := sink.spans.Load() // the non-GenAI traces, gone on at once
-				if passed == 0 || passed >= int64(spans) {
-					b.Fatalf("%d of %d spans went on at once: the mix's plain traces only", passed, spans)
-				}
-				b.ReportMetric(float64(held)/float64(int64(spans)-passed), "B/held_span")
-				b.ReportMetric(float64(wire)/float64(spans), "B/input_span")
+			})
+		}
+	}
+}
 
-				before = heap()
-				kept := make([]ptrace.Traces, 0, len(reqs))
-				for _, raw := range reqs {
-					kept = append(kept, decode(b, raw))
-				}
-				b.ReportMetric(float64(heap()-before)/float64(spans), "B/decoded_span")
-				runtime.KeepAlive(kept)
-
-				ctx, cancel := context.WithCancel(context.Background())
-				cancel() // forward unscored: this measures holding, not scoring
-				if err := p.Shutdown(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+// genAITraceSpans counts the spans of reqs' traces that have a GenAI span.
+func genAITraceSpans(b *testing.B, reqs [][]byte) int64 {
+	perTrace := map[pcommon.TraceID]int64{}
+	genAI := map[pcommon.TraceID]bool{}
+	for _, raw := range reqs {
+		adapter.ForEachSpan(decode(b, raw), func(r adapter.SpanRef) {
+			perTrace[r.Span.TraceID()]++
+			genAI[r.Span.TraceID()] = genAI[r.Span.TraceID()] || adapter.IsGenAI(r.Span)
 		})
 	}
+	var n int64
+	for id, c := range perTrace {
+		if genAI[id] {
+			n += c
+		}
+	}
+	if n == 0 {
+		b.Fatal("no GenAI traces in the load")
+	}
+	return n
 }
