@@ -543,6 +543,21 @@ func BenchmarkCompareProduction(b *testing.B) {
 	b.Run("groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
 }
 
+// BenchmarkCompareProductionReadOnly is BenchmarkCompareProduction with
+// every request marked read-only, as a fan-out that shares one request
+// between consumers hands it on: eval copies the spans it holds instead of
+// moving them (groupbytrace copies every span either way).
+func BenchmarkCompareProductionReadOnly(b *testing.B) {
+	tmpl := agentTemplateProduction()
+	next := func(seq *uint64) ptrace.Traces {
+		td := makeTracesOf(productionResource, tmpl, seq, spansPerBatch/tmpl.Len())
+		td.MarkReadOnly()
+		return td
+	}
+	b.Run("eval", func(b *testing.B) { runOn(b, newEval, 1, next) })
+	b.Run("groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
+}
+
 // BenchmarkStream is the eval processor in mode: stream (docs/contract.md
 // §26) against hold mode and groupbytrace, on both templates. Stream mode's
 // time runs until its Shutdown has returned, so every trace's results are

@@ -215,7 +215,7 @@ const maxKeptRefs = 4096
 func (wp *workerPool) scoreTrace(w *workerSlot, j job) bool {
 	t := j.t
 	r := &scoreRun{wp: wp, j: j, start: time.Now()}
-	r.ctx, r.cancel = context.WithTimeout(wp.ctx, wp.timeout)
+	r.ctx, r.cancel = withDeadline(wp.ctx, r.start.Add(wp.timeout))
 	r.opts = engine.ScoreOptions{Progress: engine.NewProgress(), Claim: r.s.claimScorer, Origin: t.origin()}
 	w.mu.Lock()
 	w.s, w.prog, w.j, w.deadline = &r.s, r.opts.Progress, j, r.start.Add(wp.timeout+wp.grace)
