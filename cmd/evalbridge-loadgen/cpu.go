@@ -40,7 +40,10 @@ type cpuOptions struct {
 	// wait is eval's wait (and groupbytrace's wait_duration): how long
 	// traces are held, so what the pipelines hold in memory.
 	wait time.Duration
-	out  io.Writer
+	// heapEvery is how often the collector's Go heap is sampled during
+	// the load; 0: not at all (the peak RSS only).
+	heapEvery time.Duration
+	out       io.Writer
 }
 
 // cpuPipelines are the two pipelines compared; the first is the reference.
@@ -83,7 +86,7 @@ func cpuScenario(name, pipeline string, wait time.Duration) scenario {
 func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cpu", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := cpuOptions{out: stdout, wait: cpuWait, load: loadConfig{plainShare: 0.2, failShare: 0.2, parts: 3, gap: 100 * time.Millisecond,
+	o := cpuOptions{out: stdout, wait: cpuWait, heapEvery: memSampleEvery, load: loadConfig{plainShare: 0.2, failShare: 0.2, parts: 3, gap: 100 * time.Millisecond,
 		retryFor: 60 * time.Second, conns: 4, seed: 1, scale: 1}}
 	fs.StringVar(&o.collector, "collector", "", "a prebuilt otelcol-evalbridge binary; default: go build ./cmd/otelcol-evalbridge")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs both pipelines, in alternating order")
@@ -95,11 +98,12 @@ func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.groupbytrace, "groupbytrace", false, "also run [groupbytrace, batch] (holding only, no scoring); builds the collector with -tags groupbytrace, or give one built so")
 	fs.BoolVar(&o.stream, "stream", false, "also run "+streamPipeline+": eval in mode: stream")
 	fs.DurationVar(&o.wait, "wait", cpuWait, "eval's wait (and groupbytrace's wait_duration): how long traces are held, so what is held in memory")
+	fs.DurationVar(&o.heapEvery, "heap-every", memSampleEvery, "how often the collector's Go heap is sampled during the load: a scrape of its own metrics, about 2 ms of its CPU, counted in cpu_s; 0: not at all (peak RSS only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 || o.load.plainShare < 0 || o.load.plainShare > 1 || o.wait <= 0 {
-		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace] [-stream] [-wait D]")
+	if fs.NArg() > 0 || o.heapEvery < 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 || o.load.plainShare < 0 || o.load.plainShare > 1 || o.wait <= 0 {
+		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace] [-stream] [-wait D] [-heap-every D]")
 		return errUsage
 	}
 	return runCPU(ctx, o)
@@ -169,7 +173,7 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r, err := cpuOnce(ctx, bin, dir, fmt.Sprintf("cpu-%d-%d", round, len(runs)), pl, o.wait, o.load, o.profile)
+			r, err := cpuOnce(ctx, bin, dir, fmt.Sprintf("cpu-%d-%d", round, len(runs)), pl, o)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, pl, err)
 			}
@@ -246,10 +250,11 @@ func writeCPUSummary(w io.Writer, pipelines []string, runs []cpuRun) {
 	}
 }
 
-// cpuOnce starts a collector with pipeline, its traces held for wait,
-// sends the load and returns the CPU time the collector spent until every
+// cpuOnce starts a collector with pipeline, its traces held for o.wait,
+// sends o's load and returns the CPU time the collector spent until every
 // acknowledged span arrived, and what it held in memory meanwhile.
-func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, wait time.Duration, lc loadConfig, profileDir string) (cpuRun, error) {
+func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, o cpuOptions) (cpuRun, error) {
+	lc, profileDir := o.load, o.profile
 	s, err := newSink("127.0.0.1:0")
 	if err != nil {
 		return cpuRun{}, err
@@ -259,7 +264,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, wait time.Dur
 	if err != nil {
 		return cpuRun{}, err
 	}
-	sc := cpuScenario(name, pipeline, wait)
+	sc := cpuScenario(name, pipeline, o.wait)
 	col, err := startCollector(bin, dir, name, collectorConfig(sc, p, s.addr, "", ""), p)
 	if err != nil {
 		return cpuRun{}, err
@@ -276,7 +281,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, wait time.Dur
 		return cpuRun{}, err
 	}
 	switchesBefore := contextSwitches(pid)
-	mem := startMemSampler(pid, func() float64 { return col.metric(heapMetric) }, memSampleEvery)
+	mem := startMemSampler(pid, func() float64 { return col.metric(heapMetric) }, o.heapEvery)
 	profiled := make(chan error, 1)
 	profileFile := ""
 	if profileDir != "" {

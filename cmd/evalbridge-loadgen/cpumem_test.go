@@ -55,6 +55,16 @@ func TestMemSampler(t *testing.T) {
 	unread := startMemSampler(-1, func() float64 { return -1 }, time.Millisecond).stop()
 	assert.Zero(t, unread.heapSamples)
 	assert.Equal(t, "n/a n/a n/a", unread.columns())
+
+	// -heap-every 0: no scrape at all, the peak RSS still.
+	calls.Store(0)
+	off := startMemSampler(os.Getpid(), func() float64 { calls.Add(1); return 1 }, 0)
+	time.Sleep(5 * time.Millisecond)
+	r = off.stop()
+	assert.Zero(t, calls.Load())
+	assert.Zero(t, r.heapSamples)
+	assert.Positive(t, r.rssPeakMiB)
+	assert.Regexp(t, `^\d+\.\d n/a n/a$`, r.columns())
 }
 
 // The heap comes from the collector's own metrics endpoint, in bytes.
@@ -124,4 +134,7 @@ func TestCPUWait(t *testing.T) {
 	errb.Reset()
 	realMain([]string{"cpu", "-h"}, &out, &errb)
 	assert.Contains(t, errb.String(), "default 1s", "-wait defaults to cpuWait")
+	errb.Reset()
+	assert.Equal(t, 2, realMain([]string{"cpu", "-heap-every", "-1s"}, &out, &errb))
+	assert.Contains(t, errb.String(), "[-heap-every D]")
 }
