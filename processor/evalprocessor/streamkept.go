@@ -417,11 +417,17 @@ func (t *heldTrace) keep(c *chunk) {
 // compress its kept bytes again with each request.
 const maxMergedRaw = 32 << 10
 
+// maxMergeGrowth bounds what a merge compresses again against what it
+// adds: a part takes the next in only while it is at most this many times
+// its size, so a trace sent a span at a time compresses each byte at most
+// about five times, not once per request up to maxMergedRaw.
+const maxMergeGrowth = 3
+
 // merge adds next, a later part of the same trace, to k, compressing
 // their protobuf together (concatenated, two protobuf messages of a type
 // are one with both's repeated fields), and says whether it did: not
-// across routes or between spans and records, nor past maxMergedRaw, nor
-// what does not decode (unpack reports that part).
+// across routes or between spans and records, nor past maxMergedRaw or
+// maxMergeGrowth, nor what does not decode (unpack reports that part).
 func (k *keptPart) merge(next *keptPart) bool {
 	if k.route != next.route || k.isLogs != next.isLogs || k.raw != nil || next.raw != nil {
 		return false
@@ -443,11 +449,12 @@ func (k *keptPart) merge(next *keptPart) bool {
 }
 
 // compressTogether is the compressed concatenation of what a and b
-// decompress to; false past maxMergedRaw or when either does not decode.
+// decompress to; false past maxMergedRaw or maxMergeGrowth, or when either
+// does not decode.
 func compressTogether(a, b []byte) ([]byte, bool) {
 	na, errA := s2.DecodedLen(a)
 	nb, errB := s2.DecodedLen(b)
-	if errA != nil || errB != nil || na+nb > maxMergedRaw {
+	if errA != nil || errB != nil || na+nb > maxMergedRaw || na > maxMergeGrowth*nb {
 		return nil, false
 	}
 	bp := packBuf.Get().(*[]byte)

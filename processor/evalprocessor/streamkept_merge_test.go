@@ -86,9 +86,10 @@ func TestStreamKeptPartsOfATraceMerge(t *testing.T) {
 }
 
 // Parts merge only where unpacking them together gives what they kept:
-// not across routes, not spans with records, not past maxMergedRaw (a long
-// trace is not compressed again whole with each request), and not what
-// does not decode (unpack reports it).
+// not across routes, not spans with records; not past maxMergedRaw nor a
+// part many times the size of the next (a long trace is not compressed
+// again whole with each request); and not what does not decode (unpack
+// reports it).
 func TestStreamKeptPartsMergeOnlyWhereTheyMay(t *testing.T) {
 	small := func(rt route) *chunk {
 		b := richBatch()
@@ -115,8 +116,12 @@ func TestStreamKeptPartsMergeOnlyWhereTheyMay(t *testing.T) {
 	ht.keep(big())
 	ht.keep(big())
 	assert.Len(t, ht.kept, 2, "past maxMergedRaw: a new part")
+	ht.keep(big())
+	assert.Len(t, ht.kept, 3, "past maxMergedRaw: a new part")
 	ht.keep(small(0))
-	assert.Len(t, ht.kept, 2, "the new part takes the next one in")
+	assert.Len(t, ht.kept, 4, "a part many times the next's size: a new part")
+	ht.keep(small(0))
+	assert.Len(t, ht.kept, 4, "the new part takes the next one in")
 
 	ht = &heldTrace{id: tid(1)}
 	ht.keep(small(0))
