@@ -188,27 +188,17 @@ func (a *keptArena) spans(groups []keptGroup) []byte {
 	w.reset()
 	for i := len(groups) - 1; i >= 0; i-- {
 		g := &groups[i]
-		mark := w.written()
-		rm := w.written()
-		w.resource(g.rs.Resource())
-		w.lenTag(rm, 0xa)
-		sm := w.written()
-		scm := w.written()
-		w.scope(g.ss.Scope())
-		w.lenTag(scm, 0xa)
-		for j := len(g.spans) - 1; j >= 0; j-- {
-			m := w.written()
-			if g.spans[j].rootOnly {
-				w.rootSpan(g.spans[j].span)
-			} else {
-				w.span(g.spans[j].span)
+		writeKeptGroup(w, g.rs, g.ss, func() {
+			for j := len(g.spans) - 1; j >= 0; j-- {
+				m := w.written()
+				if g.spans[j].rootOnly {
+					w.rootSpan(g.spans[j].span)
+				} else {
+					w.span(g.spans[j].span)
+				}
+				w.lenTag(m, 0x12)
 			}
-			w.lenTag(m, 0x12)
-		}
-		w.strField(0x1a, g.ss.SchemaUrl())
-		w.lenTag(sm, 0x12)
-		w.strField(0x1a, g.rs.SchemaUrl())
-		w.lenTag(mark, 0xa)
+		})
 	}
 	if w.unsure {
 		// A field pdata's public API does not show (protoWriter): pdata
@@ -219,6 +209,26 @@ func (a *keptArena) spans(groups []keptGroup) []byte {
 		return a.buf[off:len(a.buf):len(a.buf)]
 	}
 	return a.add()
+}
+
+// writeKeptGroup writes one ResourceSpans (or ResourceLogs) of a kept part:
+// res's resource, one scope, sc's, the items that items writes (backwards,
+// as everything protoWriter writes), and both schema URLs. The fields and
+// their tags are the same for spans and records.
+func writeKeptGroup[R resourceOf, S scopeOf](w *protoWriter, res R, sc S, items func()) {
+	mark := w.written()
+	rm := w.written()
+	w.resource(res.Resource())
+	w.lenTag(rm, 0xa)
+	sm := w.written()
+	scm := w.written()
+	w.scope(sc.Scope())
+	w.lenTag(scm, 0xa)
+	items()
+	w.strField(0x1a, sc.SchemaUrl())
+	w.lenTag(sm, 0x12)
+	w.strField(0x1a, res.SchemaUrl())
+	w.lenTag(mark, 0xa)
 }
 
 // rootSpan writes of root span s, not a GenAI span, what a case may read:
@@ -331,23 +341,13 @@ func keepLogs(ld plog.Logs, dec map[pcommon.TraceID]decision, rt route) []*chunk
 		w.reset()
 		for gi := len(k.groups) - 1; gi >= 0; gi-- {
 			g := &k.groups[gi]
-			mark := w.written()
-			rm := w.written()
-			w.resource(g.rl.Resource())
-			w.lenTag(rm, 0xa)
-			sm := w.written()
-			scm := w.written()
-			w.scope(g.sl.Scope())
-			w.lenTag(scm, 0xa)
-			for j := len(g.records) - 1; j >= 0; j-- {
-				m := w.written()
-				w.logRecord(g.records[j])
-				w.lenTag(m, 0x12)
-			}
-			w.strField(0x1a, g.sl.SchemaUrl())
-			w.lenTag(sm, 0x12)
-			w.strField(0x1a, g.rl.SchemaUrl())
-			w.lenTag(mark, 0xa)
+			writeKeptGroup(w, g.rl, g.sl, func() {
+				for j := len(g.records) - 1; j >= 0; j-- {
+					m := w.written()
+					w.logRecord(g.records[j])
+					w.lenTag(m, 0x12)
+				}
+			})
 		}
 		var raw []byte
 		if !w.unsure {
