@@ -426,3 +426,27 @@ func TestStreamKeptLogsProtobufIsPdatas(t *testing.T) {
 	require.NoError(t, ht.unpack())
 	assert.Len(t, ht.records, 6)
 }
+
+// In stream mode a request the next consumer refuses keeps nothing: the
+// sender resends it, its spans go on once, and its trace is scored once,
+// from the resent copy.
+func TestStreamModeRefusedRequestKeepsNothing(t *testing.T) {
+	next := &refusingFirst{}
+	h := newHarness(t, streamMode, next, nil)
+	b := newBatch()
+	agentTrace(b, 1, true)
+	require.ErrorIs(t, h.p.ConsumeTraces(context.Background(), b.td), errQueueFull)
+	assert.Zero(t, h.counter(metricTracesHeld), "nothing of the refused request is kept")
+	assert.Zero(t, next.SpanCount())
+
+	resent := newBatch()
+	agentTrace(resent, 1, true)
+	h.consume(resent.td)
+	require.Equal(t, 5, next.SpanCount(), "the resent spans went on in the call")
+	h.clk.advance(2 * time.Second)
+	require.Eventually(t, func() bool { return next.SpanCount() == 6 }, 10*time.Second, time.Millisecond)
+	results, others := resultSpansOf(&next.TracesSink)
+	assert.Equal(t, 5, others)
+	require.Len(t, results[1], 1, "one result span: the trace is scored once")
+	assert.Equal(t, "failed", strAttr(results[1][0], "eval.tool_error.status"))
+}
