@@ -51,6 +51,19 @@ func newTracesExporter(ctx context.Context, set exporter.Settings, c *Config, no
 	return newTracesExporterWithTicker(ctx, set, c, now, realTicker)
 }
 
+// helperOptions are exporterhelper's options for both signals' exporters.
+func helperOptions(e *webhookExporter, c *Config) []exporterhelper.Option {
+	return []exporterhelper.Option{
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		// The HTTP client's timeout (ClientConfig.Timeout) bounds each attempt.
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
+		exporterhelper.WithRetry(c.RetryConfig),
+		exporterhelper.WithQueue(c.QueueConfig),
+	}
+}
+
 // newTracesExporterWithTicker also injects the ticker that makes monitors
 // evaluate as time passes (tests tick by hand).
 func newTracesExporterWithTicker(ctx context.Context, set exporter.Settings, c *Config, now func() time.Time,
@@ -60,15 +73,7 @@ func newTracesExporterWithTicker(ctx context.Context, set exporter.Settings, c *
 	if err != nil {
 		return nil, err
 	}
-	inner, err := exporterhelper.NewTraces(ctx, set, c, e.pushTraces,
-		exporterhelper.WithStart(e.start),
-		exporterhelper.WithShutdown(e.shutdown),
-		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
-		// The HTTP client's timeout (ClientConfig.Timeout) bounds each attempt.
-		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
-		exporterhelper.WithRetry(c.RetryConfig),
-		exporterhelper.WithQueue(c.QueueConfig),
-	)
+	inner, err := exporterhelper.NewTraces(ctx, set, c, e.pushTraces, helperOptions(e, c)...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"unicode"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -284,13 +283,7 @@ func newLogsExporterWithTicker(ctx context.Context, set exporter.Settings, c *Co
 	out := newOutcomes(c.Labels)
 	inner, err := exporterhelper.NewLogs(ctx, set, c,
 		func(ctx context.Context, ld plog.Logs) error { return e.pushTraces(ctx, out.resultSpans(ld)) },
-		exporterhelper.WithStart(e.start),
-		exporterhelper.WithShutdown(e.shutdown),
-		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
-		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
-		exporterhelper.WithRetry(c.RetryConfig),
-		exporterhelper.WithQueue(c.QueueConfig),
-	)
+		helperOptions(e, c)...)
 	if err != nil {
 		return nil, err
 	}
