@@ -91,31 +91,10 @@ func TestEndToEndRedaction(t *testing.T) {
 	input := fmt.Sprintf("I am %s, call me on %s. Charge %s or wire from %s. My OpenAI key is %s, session token %s. Again: %s",
 		planted["email"], planted["phone"], planted["card"], planted["iban"], planted["key"], planted["jwt"], planted["email"])
 	output := fmt.Sprintf("Booked. Confirmation sent to %s; we will call %s.", planted["email"], planted["phone"])
-	inMsgs, _ := json.Marshal([]any{map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "content": input}}}})
-	outMsgs, _ := json.Marshal([]any{map[string]any{"role": "assistant", "parts": []any{map[string]any{"type": "text", "content": output}}}})
 	args := fmt.Sprintf(`{"email":%q,"card":%q}`, planted["email"], planted["card"])
-
-	ctx := context.Background()
-	tp := newSDK(t, grpcAddr, "redaction-e2e")
-	tr := tp.Tracer("e2e")
-	actx, agent := tr.Start(ctx, "invoke_agent concierge", trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "invoke_agent"),
-		attribute.String("gen_ai.agent.name", "concierge for "+planted["email"]),
-		attribute.String("gen_ai.conversation.id", "conv-redaction"),
-		attribute.String("gen_ai.input.messages", string(inMsgs))))
-	_, tool := tr.Start(actx, "execute_tool charge_card", trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", "charge_card"),
-		attribute.String("gen_ai.tool.call.arguments", args),
-		attribute.String("gen_ai.tool.call.result", `{"status":"ok","receipt_to":"`+planted["email"]+`"}`)))
-	tool.End()
-	_, chat := tr.Start(actx, "chat gpt-4o", trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.input.messages", string(inMsgs)),
-		attribute.String("gen_ai.output.messages", string(outMsgs))))
-	chat.End()
-	agent.End()
-	require.NoError(t, tp.Shutdown(ctx))
+	inMsgs, outMsgs := sendConciergeRun(t, grpcAddr, conciergeRun{service: "redaction-e2e", agent: "concierge for " + planted["email"],
+		conversation: "conv-redaction", tool: "charge_card", args: args,
+		result: `{"status":"ok","receipt_to":"` + planted["email"] + `"}`, input: input, output: output})
 
 	// The run's three spans, then the session's evaluate_session span.
 	require.Eventually(t, func() bool {
@@ -246,4 +225,43 @@ func writtenBack(be *testkit.Sink, check func(where, value string)) int {
 		}
 	}
 	return n
+}
+
+// conciergeRun is the agent run the redaction tests send through the Go
+// OTel SDK: an agent span of a conversation, one tool call and one chat
+// call, with the user's input and the assistant's output as messages.
+type conciergeRun struct {
+	service, agent, conversation string
+	tool, args, result           string
+	input, output                string
+}
+
+// sendConciergeRun sends r to the collector at grpcAddr and returns the
+// input and output messages as sent.
+func sendConciergeRun(t *testing.T, grpcAddr string, r conciergeRun) (inMsgs, outMsgs []byte) {
+	t.Helper()
+	inMsgs, _ = json.Marshal([]any{map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "content": r.input}}}})
+	outMsgs, _ = json.Marshal([]any{map[string]any{"role": "assistant", "parts": []any{map[string]any{"type": "text", "content": r.output}}}})
+	ctx := context.Background()
+	tp := newSDK(t, grpcAddr, r.service)
+	tr := tp.Tracer("e2e")
+	actx, agent := tr.Start(ctx, "invoke_agent concierge", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", r.agent),
+		attribute.String("gen_ai.conversation.id", r.conversation),
+		attribute.String("gen_ai.input.messages", string(inMsgs))))
+	_, tool := tr.Start(actx, "execute_tool "+r.tool, trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", r.tool),
+		attribute.String("gen_ai.tool.call.arguments", r.args),
+		attribute.String("gen_ai.tool.call.result", r.result)))
+	tool.End()
+	_, chat := tr.Start(actx, "chat gpt-4o", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.input.messages", string(inMsgs)),
+		attribute.String("gen_ai.output.messages", string(outMsgs))))
+	chat.End()
+	agent.End()
+	require.NoError(t, tp.Shutdown(ctx))
+	return inMsgs, outMsgs
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 )
@@ -93,33 +90,13 @@ func TestEndToEndRedactionOfSpellings(t *testing.T) {
 		"host=10.9.8.7. Link: https://shop.example.com/account?email=bob%40example.com&tab=2. " +
 		"Config api_key_sk-abc123DEF456ghi789JKL012mno and header Authorization: Bearer%20Zx9Yw8Vu7Ts6Rq5Po4Nm. " +
 		"Order ORD-2024-001234 of 2024-03-18, build 1.28.4."
-	inMsgs, _ := json.Marshal([]any{map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "content": input}}}})
-	outMsgs, _ := json.Marshal([]any{map[string]any{"role": "assistant", "parts": []any{map[string]any{"type": "text", "content": "Done: card:4111 1111 1111 1111 charged, receipt to bob%40example.com."}}}})
 	// tool arguments serialised twice: a JSON string holding JSON
 	inner := `{"email":"kim\u0040example.org","card":4111111111111111,"phone":4155550123}`
 	args, _ := json.Marshal(map[string]any{"request": inner})
-
-	ctx := context.Background()
-	tp := newSDK(t, grpcAddr, "redaction-spellings-e2e")
-	tr := tp.Tracer("e2e")
-	actx, agent := tr.Start(ctx, "invoke_agent concierge", trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "invoke_agent"),
-		attribute.String("gen_ai.agent.name", "concierge"),
-		attribute.String("gen_ai.conversation.id", "conv-spellings"),
-		attribute.String("gen_ai.input.messages", string(inMsgs))))
-	_, tool := tr.Start(actx, "execute_tool crm_update", trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", "crm_update"),
-		attribute.String("gen_ai.tool.call.arguments", string(args)),
-		attribute.String("gen_ai.tool.call.result", `{"ok":true,"echo":"`+strings.ReplaceAll(inner, `"`, `\"`)+`"}`)))
-	tool.End()
-	_, chat := tr.Start(actx, "chat gpt-4o", trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.input.messages", string(inMsgs)),
-		attribute.String("gen_ai.output.messages", string(outMsgs))))
-	chat.End()
-	agent.End()
-	require.NoError(t, tp.Shutdown(ctx))
+	sendConciergeRun(t, grpcAddr, conciergeRun{service: "redaction-spellings-e2e", agent: "concierge",
+		conversation: "conv-spellings", tool: "crm_update", args: string(args),
+		result: `{"ok":true,"echo":"` + strings.ReplaceAll(inner, `"`, `\"`) + `"}`,
+		input:  input, output: "Done: card:4111 1111 1111 1111 charged, receipt to bob%40example.com."})
 
 	require.Eventually(t, func() bool {
 		_, ok := be.Span("evaluate_session")
