@@ -271,15 +271,7 @@ func TestDurableHoldStoreRestoredInStreamMode(t *testing.T) {
 // the spans (they went on long ago). It is deleted, and an error says how
 // many traces get no results.
 func TestDurableStreamStoreRestoredInHoldMode(t *testing.T) {
-	dir := t.TempDir()
-	st1 := startFileStorage(t, dir)
-	h1 := startDurable(t, st1, streamMode, 0)
-	for tr := byte(1); tr <= 2; tr++ {
-		b := newBatch()
-		agentTrace(b, tr, false)
-		h1.consume(b.td)
-	}
-	h1.crash(st1)
+	dir := crashedWithAgentTraces(t, streamMode, 2)
 
 	core, logged := observer.New(zapcore.ErrorLevel)
 	h2 := startDurableWith(t, startFileStorage(t, dir), nil, time.Second, zap.New(core), nil)

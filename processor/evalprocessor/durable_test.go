@@ -343,15 +343,7 @@ func (nopExtension) Shutdown(context.Context) error              { return nil }
 // restored into max_traces 2 stayed held (6) until the next ingest. Now
 // the oldest beyond max_traces go on unscored first thing (overflow).
 func TestDurableRestoreAppliesMaxTraces(t *testing.T) {
-	dir := t.TempDir()
-	st1 := startFileStorage(t, dir)
-	h1 := startDurable(t, st1, nil, 0)
-	for tr := byte(1); tr <= 6; tr++ {
-		b := newBatch()
-		agentTrace(b, tr, false)
-		h1.consume(b.td)
-	}
-	h1.crash(st1)
+	dir := crashedWithAgentTraces(t, nil, 6)
 
 	h2 := startDurable(t, startFileStorage(t, dir), func(c *Config) { c.MaxTraces = 2 }, time.Second)
 	assert.Equal(t, int64(6), h2.counter(metricRestoredTraces))
@@ -360,6 +352,23 @@ func TestDurableRestoreAppliesMaxTraces(t *testing.T) {
 	assert.Equal(t, int64(2), h2.counter(metricTracesHeld))
 	got := traceIDsOf(h2.sink)
 	assert.Equal(t, map[byte]int{1: 5, 2: 5, 3: 5, 4: 5}, got, "the oldest four")
+}
+
+// crashedWithAgentTraces is the directory of a store that a processor
+// (mut applied to its config) crashed on while it held agent traces 1..n,
+// five spans each.
+func crashedWithAgentTraces(t *testing.T, mut func(*Config), n byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	st := startFileStorage(t, dir)
+	h := startDurable(t, st, mut, 0)
+	for tr := byte(1); tr <= n; tr++ {
+		b := newBatch()
+		agentTrace(b, tr, false)
+		h.consume(b.td)
+	}
+	h.crash(st)
+	return dir
 }
 
 // crash ends a durable harness as a SIGKILL would: nothing it does from
