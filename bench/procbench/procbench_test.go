@@ -451,11 +451,7 @@ func runFrom(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.T
 // runOn is runFrom on the batches next makes.
 func runOn(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, callers int, next func(seq *uint64) ptrace.Traces) {
 	sink, p, batches, total, _ := startOn(b, newProc, next)
-	runtime.GC()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	start := time.Now()
+	stop := startClock(b, total)
 	var refused atomic.Int64
 	var wg sync.WaitGroup
 	for c := 0; c < callers; c++ {
@@ -481,18 +477,30 @@ func runOn(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Tra
 	if b.Failed() {
 		b.FailNow()
 	}
-	refusals := refused.Load()
 	sink.waitFor(int64(total))
-	elapsed := time.Since(start)
-	cpu := cpuTime() - cpu0
-	b.StopTimer()
-	b.ReportMetric(float64(total)/elapsed.Seconds(), "spans/s")
-	b.ReportMetric(float64(refusals)/float64(b.N), "refusals/op")
-	// On a shared machine the CPU time the process spent per span varies
-	// less than the wall-clock throughput.
-	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(total), "cpu-µs/span")
+	stop()
+	b.ReportMetric(float64(refused.Load())/float64(b.N), "refusals/op")
 	require.NoError(b, p.Shutdown(context.Background()))
 	require.Equal(b, int64(total), sink.spans.Load())
+}
+
+// startClock starts a benchmark's clock over total spans after a GC; stop
+// stops it and reports spans/s and the process's CPU µs a span (on a
+// shared machine the CPU a span varies less than the wall-clock
+// throughput).
+func startClock(b *testing.B, total int) (stop func()) {
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	start := time.Now()
+	return func() {
+		elapsed := time.Since(start)
+		cpu := cpuTime() - cpu0
+		b.StopTimer()
+		b.ReportMetric(float64(total)/elapsed.Seconds(), "spans/s")
+		b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(total), "cpu-µs/span")
+	}
 }
 
 // cpuTime is the user and system CPU time of this process so far. It is
@@ -596,22 +604,14 @@ func newStreamEval(tb testing.TB, next consumer.Traces) processor.Traces {
 // kept) has returned; each trace brought at least one result span.
 func runOnUntilShutdown(b *testing.B, newProc func(testing.TB, consumer.Traces) processor.Traces, next func(seq *uint64) ptrace.Traces) {
 	sink, p, batches, total, seq := startOn(b, newProc, next)
-	runtime.GC()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	start := time.Now()
+	stop := startClock(b, total)
 	for i := range batches {
 		require.NoError(b, p.ConsumeTraces(context.Background(), batches[i]))
 		batches[i] = ptrace.Traces{}
 	}
 	sink.waitFor(int64(total))
 	require.NoError(b, p.Shutdown(context.Background()))
-	elapsed := time.Since(start)
-	cpu := cpuTime() - cpu0
-	b.StopTimer()
-	b.ReportMetric(float64(total)/elapsed.Seconds(), "spans/s")
-	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(total), "cpu-µs/span")
+	stop()
 	require.GreaterOrEqual(b, sink.spans.Load(), int64(total)+int64(seq), "every trace's result spans")
 }
 
