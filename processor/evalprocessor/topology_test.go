@@ -594,3 +594,37 @@ func heldChunkOf(t *testing.T, td ptrace.Traces, id pcommon.TraceID, rt route) *
 	require.Len(t, chunks, 1)
 	return chunks[0]
 }
+
+// Stream mode in two traces pipelines: each pipeline's spans go on through
+// its own next consumer at once, and each trace's result span follows the
+// pipeline its evaluated span came through.
+func TestStreamModeResultSpansFollowTheirPipeline(t *testing.T) {
+	f := NewFactory()
+	cfg := sharedToolErrorConfig(f)
+	cfg.Mode = engine.ModeStream
+	a, b, sinkA, sinkB := twoTracesPipelines(t, f, processortest.NewNopSettings(Type), cfg)
+	startAll(t, a, b)
+
+	ba := newBatch()
+	agentTrace(ba, 1, false)
+	require.NoError(t, a.ConsumeTraces(context.Background(), ba.td))
+	bb := newBatch()
+	agentTrace(bb, 2, true)
+	require.NoError(t, b.ConsumeTraces(context.Background(), bb.td))
+	assert.Equal(t, 5, sinkA.SpanCount(), "A's spans went on in the call")
+	assert.Equal(t, 5, sinkB.SpanCount(), "B's spans went on in the call")
+
+	require.Eventually(t, func() bool { return sinkA.SpanCount() == 6 && sinkB.SpanCount() == 6 },
+		10*time.Second, time.Millisecond, "A %d B %d", sinkA.SpanCount(), sinkB.SpanCount())
+	resA, _ := resultSpansOf(sinkA)
+	resB, _ := resultSpansOf(sinkB)
+	require.Len(t, resA[1], 1)
+	require.Len(t, resB[2], 1)
+	assert.Empty(t, resA[2])
+	assert.Empty(t, resB[1])
+	assert.Equal(t, "passed", strAttr(resA[1][0], "eval.tool_error.status"))
+	assert.Equal(t, "failed", strAttr(resB[2][0], "eval.tool_error.status"))
+
+	require.NoError(t, a.Shutdown(context.Background()))
+	require.NoError(t, b.Shutdown(context.Background()))
+}
