@@ -145,6 +145,19 @@ func scenarios(short bool) []scenario {
 			load: with(func(c *loadConfig) { c.seed = 15 }), drain: 30 * time.Second, allAcked: true, allScored: true, scoreWait: time.Second,
 		},
 		{
+			name: "stream_hostile", about: "mode: stream under the hostile scenario's load: every hostile kind once at t=0.5s, under 20 normal traces/s for 4 s",
+			eval: "mode: stream\n    " + holdEval, evals: hostileEvaluators,
+			load: with(func(c *loadConfig) {
+				c.rate = 20
+				c.duration = 4 * time.Second
+				c.hostileAt = 500 * time.Millisecond
+				c.hostileKinds = hostileKinds
+				c.scale = scale
+				c.seed = 16
+			}),
+			drain: 60 * time.Second, allAcked: true, allScored: true, scoreWait: time.Second,
+		},
+		{
 			name: "log_flood", about: "3 traces whose LLM span gets 16,000 GenAI content log records each (a logs pipeline through the same eval), timeout 200ms, under the baseline load",
 			eval: "wait: 1s\n    timeout: 200ms", evals: normalEvaluators,
 			load:  with(func(c *loadConfig) { c.seed = 14 }),
