@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"gopkg.in/yaml.v3"
 
+	"github.com/evalbridge/evalbridge/adapter"
 	"github.com/evalbridge/evalbridge/internal/judge/judgetest"
 	"github.com/evalbridge/evalbridge/internal/testkit"
 )
@@ -246,12 +248,38 @@ func localize(t *testing.T, v any, path []string, ep testEndpoints, grpcIn *stri
 	return v
 }
 
-// webhookCounter takes a webhook's posts.
-type webhookCounter struct{ n atomic.Int64 }
+// webhookCounter takes a webhook's posts and keeps the alerts in them.
+type webhookCounter struct {
+	n      atomic.Int64
+	mu     sync.Mutex
+	alerts []shippedAlert
+}
 
-func (w *webhookCounter) ServeHTTP(rw http.ResponseWriter, _ *http.Request) {
+// shippedAlert is what the test reads of a §9 alert.
+type shippedAlert struct {
+	TraceID   string `json:"trace_id"`
+	SpanID    string `json:"span_id"`
+	SpanName  string `json:"span_name"`
+	Evaluator string `json:"evaluator"`
+}
+
+func (w *webhookCounter) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.n.Add(1)
+	var p struct {
+		Alerts []shippedAlert `json:"alerts"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&p); err == nil {
+		w.mu.Lock()
+		w.alerts = append(w.alerts, p.Alerts...)
+		w.mu.Unlock()
+	}
 	rw.WriteHeader(http.StatusOK)
+}
+
+func (w *webhookCounter) received() []shippedAlert {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.alerts)
 }
 
 // shippedVerdict answers every judge evaluator the shipped configs use
@@ -293,7 +321,7 @@ func runShippedConfig(t *testing.T, sc shippedConfig) {
 	sent := sendAgentRuns(t, grpcIn, shippedRunTraces)
 	const spansPerRun = 6 // agent, 3 chats, 2 tools
 	deadline := time.Now().Add(2 * time.Minute)
-	got := func() int { return spansOfTraces(be, sent) }
+	got := func() int { return spansOfTraces(be, sent) } // the spans sent, not result spans
 	for got() < len(sent)*spansPerRun && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -304,8 +332,17 @@ func runShippedConfig(t *testing.T, sc shippedConfig) {
 	// Every result record refers to a span that came out carrying that
 	// result: a record built from a span reference reused for another trace
 	// (issue 34) points at the wrong span, or at none.
-	results := scoredSpans(be)
 	waitFor(t, 30*time.Second, "result records", func() bool { return resultRecordCount(be) > 0 || !logsPipeline(sc.config) })
+	if streamMode(sc.config) {
+		// The spans went on at once; the result spans come when each
+		// trace is scored, through another pipeline than the records.
+		checkStreamed(t, be, sent)
+		deadline := time.Now().Add(30 * time.Second)
+		for unscoredRecords(be) > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	results := scoredSpans(be)
 	records := 0
 	for _, ld := range be.Logs() {
 		testkit.ForEachLogRecord(ld, func(lr plog.LogRecord) {
@@ -323,6 +360,10 @@ func runShippedConfig(t *testing.T, sc shippedConfig) {
 				t.Errorf("a result record of %q refers to span %q, which carries no such result", name.Str(), span.Name())
 			}
 		})
+	}
+
+	if perTraceWebhook(sc.config) {
+		checkAlerts(t, be, hooks.received())
 	}
 
 	judged := 0
@@ -417,11 +458,126 @@ func (r *traceIDs) ids() map[pcommon.TraceID]bool {
 func spansOfTraces(be *testkit.Sink, ids map[pcommon.TraceID]bool) int {
 	n := 0
 	for _, s := range be.Spans() {
-		if ids[s.TraceID()] {
+		if ids[s.TraceID()] && !generated(s) {
 			n++
 		}
 	}
 	return n
+}
+
+// generated: a span evalbridge made (a stream-mode result span, a late result).
+func generated(s ptrace.Span) bool {
+	v, ok := s.Attributes().Get(adapter.AttrGenerated)
+	return ok && v.Type() == pcommon.ValueTypeBool && v.Bool()
+}
+
+// streamMode: the config's eval runs in stream mode (docs/contract.md §26).
+func streamMode(cfg map[string]any) bool {
+	procs, _ := cfg["processors"].(map[string]any)
+	ev, _ := procs["eval"].(map[string]any)
+	return ev["mode"] == "stream"
+}
+
+// perTraceWebhook: a webhook exporter with per-trace alerts takes a traces
+// pipeline that runs eval.
+func perTraceWebhook(cfg map[string]any) bool {
+	exps, _ := cfg["exporters"].(map[string]any)
+	svc, _ := cfg["service"].(map[string]any)
+	pipes, _ := svc["pipelines"].(map[string]any)
+	for id, p := range pipes {
+		pm, _ := p.(map[string]any)
+		procs, _ := pm["processors"].([]any)
+		if !strings.HasPrefix(id, "traces") || !slices.Contains(procs, any("eval")) {
+			continue
+		}
+		list, _ := pm["exporters"].([]any)
+		for _, e := range list {
+			name, _ := e.(string)
+			wh, _ := exps[name].(map[string]any)
+			if strings.HasPrefix(name, "webhook") && wh["per_trace_alerts"] != false {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkStreamed: in stream mode every span sent came out as sent (no
+// eval.* attribute on it), and every trace got its results once, as result
+// spans: each a child of a span that came out, in its trace, at most one
+// per evaluated span.
+func checkStreamed(t *testing.T, be *testkit.Sink, sent map[pcommon.TraceID]bool) {
+	t.Helper()
+	originals := map[spanKey]ptrace.Span{}
+	for _, s := range be.Spans() {
+		if sent[s.TraceID()] && !generated(s) {
+			originals[spanKey{s.TraceID(), s.SpanID()}] = s
+		}
+	}
+	for _, s := range originals {
+		s.Attributes().Range(func(k string, _ pcommon.Value) bool {
+			if strings.HasPrefix(k, "eval.") {
+				t.Errorf("stream mode: span %q came out with %s: it must go on unchanged", s.Name(), k)
+				return false
+			}
+			return true
+		})
+	}
+	waitFor(t, 30*time.Second, "a result span for every trace", func() bool {
+		withResult := map[pcommon.TraceID]bool{}
+		for _, s := range be.Spans() {
+			if sent[s.TraceID()] && generated(s) {
+				withResult[s.TraceID()] = true
+			}
+		}
+		return len(withResult) == len(sent)
+	})
+	perTarget := map[spanKey]int{}
+	for _, s := range be.Spans() {
+		if !sent[s.TraceID()] || !generated(s) {
+			continue
+		}
+		parent, ok := originals[spanKey{s.TraceID(), s.ParentSpanID()}]
+		if !ok {
+			t.Errorf("result span %q is not the child of a span that came out", s.Name())
+			continue
+		}
+		if n, _ := s.Attributes().Get("eval.target.span_name"); n.Str() != parent.Name() {
+			t.Errorf("result span under %q names %q", parent.Name(), n.Str())
+		}
+		perTarget[spanKey{s.TraceID(), s.ParentSpanID()}]++
+	}
+	for k, n := range perTarget {
+		if n > 1 {
+			t.Errorf("span %q got %d result spans, want one", originals[k].Name(), n)
+		}
+	}
+}
+
+// checkAlerts: the runs that failed brought alerts, and each names a span
+// the backend got from the agent (in stream mode the evaluated span, not
+// its result span).
+func checkAlerts(t *testing.T, be *testkit.Sink, alerts []shippedAlert) {
+	t.Helper()
+	if len(alerts) == 0 {
+		t.Error("the webhook got no alert: every fifth run has a failed tool")
+		return
+	}
+	byID := map[string]ptrace.Span{}
+	for _, s := range be.Spans() {
+		byID[s.TraceID().String()+"/"+s.SpanID().String()] = s
+	}
+	for _, a := range alerts {
+		s, ok := byID[a.TraceID+"/"+a.SpanID]
+		switch {
+		case !ok:
+			t.Errorf("alert of %s names span %s of trace %s, which never came out", a.Evaluator, a.SpanID, a.TraceID)
+		case generated(s):
+			t.Errorf("alert of %s names result span %s, not the evaluated span", a.Evaluator, a.SpanID)
+		case s.Name() != a.SpanName:
+			t.Errorf("alert of %s names span %s %q; that span is %q", a.Evaluator, a.SpanID, a.SpanName, s.Name())
+		}
+	}
 }
 
 type spanKey struct {
@@ -429,7 +585,8 @@ type spanKey struct {
 	span  pcommon.SpanID
 }
 
-// scoredSpans is the backend's spans that carry results, by id.
+// scoredSpans is the backend's spans that carry results, by the id of the
+// span evaluated: their own, or for a result span its parent's.
 func scoredSpans(be *testkit.Sink) map[spanKey]ptrace.Span {
 	out := map[spanKey]ptrace.Span{}
 	for _, s := range be.Spans() {
@@ -438,7 +595,13 @@ func scoredSpans(be *testkit.Sink) map[spanKey]ptrace.Span {
 			scored = strings.HasPrefix(k, "eval.") && strings.HasSuffix(k, ".status")
 			return !scored
 		})
-		if scored {
+		switch {
+		case scored && generated(s):
+			k := spanKey{s.TraceID(), s.ParentSpanID()}
+			if _, ok := out[k]; !ok { // a late result does not hide the span's own
+				out[k] = s
+			}
+		case scored:
 			out[spanKey{s.TraceID(), s.SpanID()}] = s
 		}
 	}
@@ -450,6 +613,23 @@ func resultRecordCount(be *testkit.Sink) int {
 	for _, ld := range be.Logs() {
 		testkit.ForEachLogRecord(ld, func(lr plog.LogRecord) {
 			if _, ok := lr.Attributes().Get("gen_ai.evaluation.name"); ok {
+				n++
+			}
+		})
+	}
+	return n
+}
+
+// unscoredRecords is how many result records refer to a span that has not
+// come out scored (yet).
+func unscoredRecords(be *testkit.Sink) int {
+	results, n := scoredSpans(be), 0
+	for _, ld := range be.Logs() {
+		testkit.ForEachLogRecord(ld, func(lr plog.LogRecord) {
+			if _, ok := lr.Attributes().Get("gen_ai.evaluation.name"); !ok {
+				return
+			}
+			if _, ok := results[spanKey{lr.TraceID(), lr.SpanID()}]; !ok {
 				n++
 			}
 		})
