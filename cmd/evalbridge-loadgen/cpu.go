@@ -25,6 +25,11 @@ import (
 // that only holds each trace until it is complete (the same 1 s), the
 // reference for what holding costs without scoring. The collector is then
 // built with the groupbytrace tag (cmd/otelcol-evalbridge/bench_groupbytrace.go).
+// With -floor, `[resultfloor, batch]` runs too: it forwards each request and
+// adds the result span stream mode would send for each agent run, keeping
+// and scoring nothing (bench/resultfloor; the floor build tag). Its cost over
+// `[batch]` is what sending §26's results costs, the least any stream mode
+// can add.
 
 // cpuOptions are the cpu command's flags.
 type cpuOptions struct {
@@ -37,6 +42,8 @@ type cpuOptions struct {
 	groupbytrace bool
 	// stream adds streamPipeline.
 	stream bool
+	// floor adds floorPipeline.
+	floor bool
 	// wait is eval's wait (and groupbytrace's wait_duration): how long
 	// traces are held, so what the pipelines hold in memory.
 	wait time.Duration
@@ -52,6 +59,10 @@ var cpuPipelines = []string{"[batch]", "[eval, batch]"}
 // groupbyTracePipeline holds traces as eval does, and scores nothing.
 const groupbyTracePipeline = "[groupbytrace, batch]"
 
+// floorPipeline sends what stream mode sends (the spans, and a result
+// span per agent run) and does nothing else.
+const floorPipeline = "[resultfloor, batch]"
+
 // streamPipeline is [eval, batch] with eval in stream mode
 // (docs/contract.md §26): spans go on at once, results follow.
 const streamPipeline = "[eval (stream), batch]"
@@ -65,6 +76,9 @@ func (o cpuOptions) pipelines() []string {
 	pls := slices.Clone(cpuPipelines)
 	if o.stream {
 		pls = append(pls, streamPipeline)
+	}
+	if o.floor {
+		pls = append(pls, floorPipeline)
 	}
 	if o.groupbytrace {
 		pls = append(pls, groupbyTracePipeline)
@@ -97,13 +111,14 @@ func cpuCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the collector during each load into this directory (from its pprof extension), and a heap profile when the load stops")
 	fs.BoolVar(&o.groupbytrace, "groupbytrace", false, "also run [groupbytrace, batch] (holding only, no scoring); builds the collector with -tags groupbytrace, or give one built so")
 	fs.BoolVar(&o.stream, "stream", false, "also run "+streamPipeline+": eval in mode: stream")
+	fs.BoolVar(&o.floor, "floor", false, "also run "+floorPipeline+": the spans and a result span per agent run, nothing kept or scored (what sending stream mode's results costs); builds the collector with -tags floor, or give one built so")
 	fs.DurationVar(&o.wait, "wait", cpuWait, "eval's wait (and groupbytrace's wait_duration): how long traces are held, so what is held in memory")
 	fs.DurationVar(&o.heapEvery, "heap-every", memSampleEvery, "how often the collector's Go heap is sampled during the load: a scrape of its own metrics, about 2 ms of its CPU, counted in cpu_s; 0: not at all (peak RSS only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || o.heapEvery < 0 || o.rounds < 1 || o.load.rate <= 0 || o.load.duration <= 0 || o.load.plainShare < 0 || o.load.plainShare > 1 || o.wait <= 0 {
-		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace] [-stream] [-wait D] [-heap-every D]")
+		fmt.Fprintln(stderr, "usage: evalbridge-loadgen cpu [-collector BIN] [-rounds N] [-rate R] [-duration D] [-plain SHARE] [-keep] [-profile DIR] [-groupbytrace] [-stream] [-floor] [-wait D] [-heap-every D]")
 		return errUsage
 	}
 	return runCPU(ctx, o)
@@ -148,7 +163,10 @@ func (r cpuRun) perSpan() float64 {
 func runCPU(ctx context.Context, o cpuOptions) error {
 	var tags []string
 	if o.groupbytrace {
-		tags = []string{"groupbytrace"}
+		tags = append(tags, "groupbytrace")
+	}
+	if o.floor {
+		tags = append(tags, "floor")
 	}
 	dir, bin, cleanup, err := prepareRun(ctx, "evalbridge-cpu-", o.keep, o.collector, o.out, tags...)
 	if err != nil {
@@ -157,6 +175,11 @@ func runCPU(ctx context.Context, o cpuOptions) error {
 	defer cleanup()
 	if o.groupbytrace {
 		if err := hasProcessor(ctx, bin, "groupbytrace"); err != nil {
+			return err
+		}
+	}
+	if o.floor {
+		if err := hasProcessor(ctx, bin, "resultfloor"); err != nil {
 			return err
 		}
 	}
@@ -307,7 +330,7 @@ func cpuOnce(ctx context.Context, bin, dir, name, pipeline string, o cpuOptions)
 	// With eval, the clock runs until every run's results are in too:
 	// stream mode sends them a wait after the spans themselves.
 	done := l.allAckedArrived(s)
-	if pipeline != "[batch]" && pipeline != groupbyTracePipeline {
+	if pipeline != "[batch]" && pipeline != groupbyTracePipeline && pipeline != floorPipeline {
 		done = l.allAckedScored(s)
 	}
 	complete := s.quiet(ctx, 100*time.Millisecond, time.Now().Add(60*time.Second), done)

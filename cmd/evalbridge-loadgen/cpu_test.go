@@ -49,6 +49,13 @@ func TestCPUConfigs(t *testing.T) {
 	assert.Contains(t, gbt, "\n  groupbytrace: {wait_duration: 1s}")
 	assert.Equal(t, strings.Replace(cfgs[0], "[batch]", "[groupbytrace, batch]", 1),
 		strings.Replace(gbt, "\n  groupbytrace: {wait_duration: 1s}", "", 1))
+
+	// -floor adds [resultfloor, batch], otherwise the same config.
+	pls = cpuOptions{floor: true, stream: true}.pipelines()
+	require.Equal(t, append(slices.Clone(cpuPipelines), streamPipeline, floorPipeline), pls)
+	floor := collectorConfig(scenario{name: "cpu", eval: "wait: 1s", evals: normalEvaluators, processors: floorPipeline}, p, "127.0.0.1:5", "", "")
+	assert.Equal(t, strings.Replace(cfgs[0], "[batch]", floorPipeline, 1),
+		strings.Replace(floor, "\n  resultfloor: {}", "", 1))
 }
 
 func TestCPUUsageAndMedian(t *testing.T) {

@@ -86,7 +86,7 @@ func loadRequests(n int, perTraceResource bool) ([][]byte, int) {
 
 // startEval starts the eval processor with the cpu command's evaluators and
 // settings (eval, e.g. "wait: 1s") in front of next.
-func startEval(b *testing.B, eval string, next consumer.Traces) processor.Traces {
+func startEval(b testing.TB, eval string, next consumer.Traces) processor.Traces {
 	f := evalprocessor.NewFactory()
 	cfg := f.CreateDefaultConfig()
 	var m map[string]any
@@ -106,7 +106,7 @@ func startEval(b *testing.B, eval string, next consumer.Traces) processor.Traces
 	return p
 }
 
-func decode(b *testing.B, raw []byte) ptrace.Traces {
+func decode(b testing.TB, raw []byte) ptrace.Traces {
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(raw)
 	if err != nil {
 		b.Fatal(err)

@@ -8,10 +8,11 @@ import (
 	"go.opentelemetry.io/collector/component"
 )
 
-// groupbytrace is a benchmark's reference (the groupbytrace build tag), not
-// part of the distribution: a plain build has exactly components.go's.
+// groupbytrace and resultfloor are benchmarks' references (the groupbytrace
+// and floor build tags), not part of the distribution: a plain build has
+// exactly components.go's.
 func TestPlainBuildHasNoBenchComponents(t *testing.T) {
-	if addBenchComponents != nil {
+	if len(benchComponents) > 0 {
 		t.Skip("built with a benchmark tag")
 	}
 	want, err := components()
@@ -20,5 +21,6 @@ func TestPlainBuildHasNoBenchComponents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, len(want.Processors), len(got.Processors))
 	assert.NotContains(t, got.Processors, component.MustNewType("groupbytrace"))
+	assert.NotContains(t, got.Processors, component.MustNewType("resultfloor"))
 	assert.Contains(t, got.Processors, component.MustNewType("eval"))
 }

@@ -12,9 +12,9 @@ import (
 // holds traces until they are complete is the reference for what holding
 // costs end to end (docs/performance.md). The distribution does not ship it.
 func init() {
-	addBenchComponents = func(f *otelcol.Factories) {
+	benchComponents = append(benchComponents, func(f *otelcol.Factories) {
 		gbt := groupbytraceprocessor.NewFactory()
 		f.Processors[gbt.Type()] = gbt
 		f.ProcessorModules[gbt.Type()] = "github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor v0.165.1"
-	}
+	})
 }

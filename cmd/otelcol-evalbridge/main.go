@@ -51,16 +51,19 @@ func main() {
 	}
 }
 
-// addBenchComponents, when set (by a build tag, bench_groupbytrace.go), adds
-// components that benchmarks compare with; the distribution has none.
-var addBenchComponents func(*otelcol.Factories)
+// benchComponents, added by build tags (bench_groupbytrace.go,
+// bench_floor.go), add components that benchmarks compare with; the
+// distribution has none.
+var benchComponents []func(*otelcol.Factories)
 
 // factories are the distribution's components (components.go), and those a
 // benchmark build adds.
 func factories() (otelcol.Factories, error) {
 	f, err := components()
-	if err == nil && addBenchComponents != nil {
-		addBenchComponents(&f)
+	if err == nil {
+		for _, add := range benchComponents {
+			add(&f)
+		}
 	}
 	return f, err
 }
