@@ -36,6 +36,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/evalbridge/evalbridge/bench/resultfloor"
 	"github.com/evalbridge/evalbridge/processor/evalprocessor"
 )
 
@@ -567,7 +568,9 @@ func BenchmarkCompareProductionReadOnly(b *testing.B) {
 }
 
 // BenchmarkStream is the eval processor in mode: stream (docs/contract.md
-// §26) against hold mode and groupbytrace, on both templates. Stream mode's
+// §26) against hold mode, groupbytrace and the result floor (what any
+// stream mode must do: forward, and send the result spans), on both
+// templates. Stream mode's
 // time runs until its Shutdown has returned, so every trace's results are
 // out too (not only the spans, which go on at once). Run it on the working
 // tree alone (compare.sh's earlier stages have no stream mode):
@@ -582,7 +585,19 @@ func BenchmarkStream(b *testing.B) {
 		b.Run(tc.name+"/stream", func(b *testing.B) { runOnUntilShutdown(b, newStreamEval, next) })
 		b.Run(tc.name+"/hold", func(b *testing.B) { runOn(b, newEval, 1, next) })
 		b.Run(tc.name+"/groupbytrace", func(b *testing.B) { runOn(b, newGroupByTrace, 1, next) })
+		b.Run(tc.name+"/floor", func(b *testing.B) { runOnUntilShutdown(b, newResultFloor, next) })
 	}
+}
+
+// newResultFloor is the benchmark-only resultfloor processor
+// (bench/resultfloor): each request goes on with the result span stream
+// mode would send for each agent run in it, nothing kept or scored. Its
+// cost is the least any stream mode adds in process.
+func newResultFloor(tb testing.TB, next consumer.Traces) processor.Traces {
+	f := resultfloor.NewFactory()
+	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), f.CreateDefaultConfig(), next)
+	require.NoError(tb, err)
+	return p
 }
 
 func newStreamEval(tb testing.TB, next consumer.Traces) processor.Traces {
