@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -131,10 +132,10 @@ func newAgreementJoin(cfg *AgreementConfig) *agreementJoin {
 		humans:   map[joinKey]*humanLabel{},
 	}
 	for _, l := range cfg.Labels.Pass {
-		j.labels[l] = labelPass
+		j.labels[normLabel(l)] = labelPass
 	}
 	for _, l := range cfg.Labels.Fail {
-		j.labels[l] = labelFail
+		j.labels[normLabel(l)] = labelFail
 	}
 	if len(cfg.Pairs) > 0 {
 		j.machinesOf, j.humansOf = map[string][]string{}, map[string][]string{}
@@ -160,10 +161,15 @@ func (j *agreementJoin) humansFor(machine string) []string {
 	return j.humansOf[machine]
 }
 
+// normLabel is how a human score label is compared with the mapping:
+// trimmed and case-insensitively, as evalctl calibrate and the webhook
+// exporter compare it (an SDK's "Thumbs_Up" is thumbs_up).
+func normLabel(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
 // humanLabelOf is a human result's label: its score.label through the
 // mapping, else score.value 1 (pass) or 0 (fail).
 func (j *agreementJoin) humanLabelOf(label string, hasLabel bool, score float64, hasScore bool) (string, bool) {
-	if l, ok := j.labels[label]; hasLabel && ok {
+	if l, ok := j.labels[normLabel(label)]; hasLabel && ok {
 		return l, true
 	}
 	switch {

@@ -154,6 +154,37 @@ func TestAgreementConfiguredPairs(t *testing.T) {
 	}, pairsOf(t, sink, metricPairs))
 }
 
+// Labels are compared trimmed and case-insensitively, as evalctl calibrate
+// and the webhook exporter compare them: the same labels file gives the
+// same pairs everywhere (an SDK's "Thumbs_Up" is the mapping's thumbs_up).
+func TestAgreementLabelSpellings(t *testing.T) {
+	c, sink, tel := logsConnector(t, map[string]any{}, componenttest.NewNopHost())
+	ctx := context.Background()
+	require.NoError(t, c.ConsumeLogs(ctx, resultLogs("1",
+		machine("pass", 1), label("task_done", "Thumbs_Up", 1, 0),
+		label("task_done", " thumbs_down ", 2, 0), machine("pass", 2),
+		label("task_done", "FAIL", 3, 0), machine("fail", 3),
+		label("task_done", "Bad", 4, 0), label("task_done", "bad", 4, 0), // the same label again: no relabel
+		machine("fail", 4),
+	)))
+	require.NoError(t, c.Shutdown(ctx))
+	require.Equal(t, map[string]int64{
+		cellKey("pass", "pass"): 1, cellKey("fail", "pass"): 1, cellKey("pass", "fail"): 0, cellKey("fail", "fail"): 2,
+	}, pairsOf(t, sink, metricPairs))
+	require.Empty(t, pairsOf(t, sink, metricRelabels))
+	require.Equal(t, int64(0), telSum(t, tel, "otelcol_connector_evalmetrics_agreement_unpaired", "reason", unpairedUnknownLabel))
+
+	// A configured mapping is read the same way.
+	c, sink, _ = logsConnector(t, map[string]any{"agreement": map[string]any{
+		"labels": map[string]any{"pass": []any{" Yes"}, "fail": []any{"NO"}},
+	}}, componenttest.NewNopHost())
+	require.NoError(t, c.ConsumeLogs(ctx, resultLogs("1", machine("pass", 1), label("task_done", "yes", 1, 0), machine("fail", 2), label("task_done", "No ", 2, 0))))
+	require.NoError(t, c.Shutdown(ctx))
+	require.Equal(t, map[string]int64{
+		cellKey("pass", "pass"): 1, cellKey("fail", "pass"): 0, cellKey("pass", "fail"): 0, cellKey("fail", "fail"): 1,
+	}, pairsOf(t, sink, metricPairs))
+}
+
 // window: a result waits that long for its other side; max_pending: the
 // oldest is forgotten beyond it. Both are counted.
 func TestAgreementWindowAndMaxPending(t *testing.T) {
@@ -238,6 +269,8 @@ func TestAgreementConfig(t *testing.T) {
 			a.Pairs = []AgreementPair{{Human: "h", Machine: "m"}, {Human: "h", Machine: "m"}}
 		}, "listed twice"},
 		{func(a *AgreementConfig) { a.Labels.Fail = append(a.Labels.Fail, "pass") }, `"pass" is both pass and fail`},
+		{func(a *AgreementConfig) { a.Labels.Fail = append(a.Labels.Fail, " Good") }, `" Good" is both pass and fail`},
+		{func(a *AgreementConfig) { a.Labels.Pass = append(a.Labels.Pass, " ") }, "empty label"},
 		{func(a *AgreementConfig) { a.Labels.Pass = nil }, "at least one label"},
 		{func(a *AgreementConfig) { a.Window = 0 }, "window"},
 		{func(a *AgreementConfig) { a.MaxPending = 0 }, "max_pending"},

@@ -130,12 +130,19 @@ func (a *AgreementConfig) Validate() error {
 	if len(a.Labels.Pass) == 0 || len(a.Labels.Fail) == 0 {
 		errs = append(errs, errors.New("agreement: labels: both pass and fail need at least one label"))
 	}
+	// Labels are compared as normLabel reads them.
+	pass, empty := map[string]bool{}, false
 	for _, l := range a.Labels.Pass {
-		if slices.Contains(a.Labels.Fail, l) {
+		pass[normLabel(l)] = true
+		empty = empty || normLabel(l) == ""
+	}
+	for _, l := range a.Labels.Fail {
+		if pass[normLabel(l)] {
 			errs = append(errs, fmt.Errorf("agreement: labels: %q is both pass and fail", l))
 		}
+		empty = empty || normLabel(l) == ""
 	}
-	if slices.Contains(a.Labels.Pass, "") || slices.Contains(a.Labels.Fail, "") {
+	if empty {
 		errs = append(errs, errors.New("agreement: labels: empty label"))
 	}
 	if a.Window <= 0 {
