@@ -351,6 +351,8 @@ func TestCalibrateBadLabels(t *testing.T) {
 		{"{\"trace_id\":\"" + calibTraceID(0) + "\",\"name\":\"helpful\",\"label\":\"pass\"}\n{\"name\":\"helpful\",\"label\":\"pass\"}", `l.jsonl:2: no "trace_id"`},
 		{"{\"trace_id\":\"" + calibTraceID(0) + "\",\"label\":\"pass\"}", `no "name"`},
 		{"not json", "l.jsonl:1: not JSON"},
+		{"{\"trace_id\":\"" + calibTraceID(0) + "\",\"name\":\"helpful\",\"label\":\"pass\"}\n{not json", "l.jsonl:2: not JSON"},
+		{"{\"trace_id\":\"" + calibTraceID(0) + "\",\"name\":\"helpful\",\"label\":\"pass\"}\n\n[1]", "l.jsonl:3: not a JSON object"},
 	} {
 		code, out, stderr := runEvalctl(t, "", "calibrate", "--config", cfg, "--labels", writeFile(t, "l.jsonl", c.labels), traces)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {

@@ -90,13 +90,17 @@ func readLabels(paths []string) (*labelFile, error) {
 func (lf *labelFile) read(name string, b []byte) error {
 	dec := json.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
 	for {
+		// The line a document starts on (JSONL labels are one a line),
+		// known before decoding it: a document that does not parse is
+		// named by its own line, not the one before.
+		start := int(dec.InputOffset())
+		start += len(b[start:]) - len(bytes.TrimLeft(b[start:], " \t\r\n"))
+		where := fmt.Sprintf("%s:%d", name, 1+bytes.Count(b[:start], []byte("\n")))
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		// The line a document ends on: JSONL labels are one a line.
-		where := fmt.Sprintf("%s:%d", name, 1+bytes.Count(b[:dec.InputOffset()], []byte("\n")))
 		if err != nil {
 			return fmt.Errorf("--labels %s: not JSON: %w", where, err)
 		}

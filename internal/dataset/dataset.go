@@ -189,6 +189,9 @@ func ParseExpected(toolCalls, output []byte) (*Expected, error) {
 		if _, err := adapter.ParseExpectedCalls(v); err != nil {
 			return nil, err
 		}
+		if err := strictCalls(v.([]any)); err != nil {
+			return nil, err
+		}
 		b, _ := json.Marshal(v)
 		e.ToolCalls = b
 	}
@@ -207,6 +210,27 @@ func ParseExpected(toolCalls, output []byte) (*Expected, error) {
 		return nil, errors.New("nothing to pin: give tool calls or an output")
 	}
 	return e, nil
+}
+
+// strictCalls refuses what §3's reader lets pass but no one means in a
+// pin: a blank name (it matches no call) and a key other than name and
+// arguments (a misspelt "arguments" would silently accept any arguments).
+func strictCalls(items []any) error {
+	for i, it := range items {
+		name, _ := it.(string)
+		if m, ok := it.(map[string]any); ok {
+			name, _ = m["name"].(string)
+			for k := range m {
+				if k != "name" && k != "arguments" {
+					return fmt.Errorf("expected tool calls[%d] (%s): unknown key %q: a call is {\"name\", \"arguments\"}", i, name, k)
+				}
+			}
+		}
+		if strings.TrimSpace(name) == "" {
+			return fmt.Errorf("expected tool calls[%d]: the name is blank", i)
+		}
+	}
+	return nil
 }
 
 func jsonKind(v any) string {
