@@ -58,7 +58,7 @@ func consumeStream[B pdata, I any](ctx context.Context, p *evalProcessor, in *in
 	}
 	if len(chunks) > 0 {
 		at := p.clk.now()
-		packAll(chunks)
+		keepPlain(chunks) // already packed with storage (persistKept)
 		p.in <- ingestMsg{chunks: chunks, at: at}
 	}
 	p.lifeMu.RUnlock()
