@@ -111,6 +111,11 @@ func addResultSpans(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) 
 		}
 		annotator.AnnotateCase(rsp, fixedResults, now, info)
 		attrs := rsp.Attributes()
+		for k, v := range s.Attributes().All() { // as stream mode keeps them
+			if annotator.Describing(k, v) {
+				v.CopyTo(attrs.PutEmpty(k))
+			}
+		}
 		attrs.PutStr(engine.AttrTargetSpanName, s.Name())
 		attrs.PutBool(adapter.AttrGenerated, true)
 		if info.AgentName != "" {

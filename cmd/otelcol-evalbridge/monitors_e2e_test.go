@@ -78,11 +78,11 @@ func (m *monitorReceiver) count(monitor, state string) int {
 
 // toolRun is one agent run with one tool call, failed or not: the
 // tool_error evaluator fails the agent span when the tool span has status
-// ERROR.
-func toolRun(ctx context.Context, tr trace.Tracer, agent string, fail bool) {
-	ctx, a := tr.Start(ctx, "invoke_agent "+agent, trace.WithAttributes(
+// ERROR. attrs go on the agent span, which it returns.
+func toolRun(ctx context.Context, tr trace.Tracer, agent string, fail bool, attrs ...attribute.KeyValue) trace.Span {
+	ctx, a := tr.Start(ctx, "invoke_agent "+agent, trace.WithAttributes(append([]attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
-		attribute.String("gen_ai.agent.name", agent)))
+		attribute.String("gen_ai.agent.name", agent)}, attrs...)...))
 	_, s := tr.Start(ctx, "execute_tool book_flight", trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "execute_tool"),
 		attribute.String("gen_ai.tool.name", "book_flight"),
@@ -93,6 +93,7 @@ func toolRun(ctx context.Context, tr trace.Tracer, agent string, fail bool) {
 	}
 	s.End()
 	a.End()
+	return a
 }
 
 // TestEndToEndMonitors: OTLP in -> eval -> webhook monitors. A burst of

@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -162,7 +163,7 @@ func (p *evalProcessor) resultSpans(rep engine.Report, refs []adapter.SpanRef, o
 		if agent != "" {
 			attrs.PutStr(attrAgentName, agent)
 		}
-		p.eng.RedactCopied(attrs, engine.AttrTargetSpanName, attrAgentName)
+		p.eng.RedactCopied(attrs, copiedKeys(attrs)...)
 		sp.MoveTo(sc.ss.Spans().AppendEmpty())
 		o.n++
 	}
@@ -186,11 +187,13 @@ func agentNameOf(rep engine.Report, id pcommon.SpanID, ref adapter.SpanRef) stri
 // toResultSpan strips span down to what the engine wrote onto it for the
 // evaluator instances names: their eval.<name>.* attributes, eval.failed
 // and their gen_ai.evaluation.result events, so the result span carries
-// exactly what hold mode leaves on the evaluated span. Its ids, name and
-// times are the caller's to set.
+// exactly what hold mode leaves on the evaluated span; and the span's
+// describing attributes (annotator.Describing), so monitors group result spans by
+// the evaluated span's attributes as in hold mode (docs/contract.md §26).
+// Its ids, name and times are the caller's to set.
 func toResultSpan(span ptrace.Span, names []string) {
-	span.Attributes().RemoveIf(func(k string, _ pcommon.Value) bool {
-		return k != annotator.AttrFailed && !resultKeyOf(k, names)
+	span.Attributes().RemoveIf(func(k string, v pcommon.Value) bool {
+		return k != annotator.AttrFailed && !resultKeyOf(k, names) && !annotator.Describing(k, v)
 	})
 	span.Events().RemoveIf(func(ev ptrace.SpanEvent) bool {
 		if ev.Name() != annotator.EventName {
@@ -208,6 +211,19 @@ func toResultSpan(span ptrace.Span, names []string) {
 	span.SetDroppedEventsCount(0)
 	span.SetDroppedLinksCount(0)
 	span.SetFlags(0)
+}
+
+// copiedKeys is the string attributes of a result span that come from its
+// evaluated span (its name, its describing attributes): redacted as §20
+// says for text evalbridge writes.
+func copiedKeys(attrs pcommon.Map) []string {
+	keys := []string{engine.AttrTargetSpanName}
+	for k, v := range attrs.All() {
+		if v.Type() == pcommon.ValueTypeStr && !strings.HasPrefix(k, annotator.AttrPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // resultKeyOf says whether k is an eval.<name>.* key of one of names.

@@ -1,0 +1,60 @@
+package evalprocessor
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/internal/engine"
+)
+
+// A result span keeps its evaluated span's describing attributes (a
+// tenant, a tier, the operation and model), so monitors group stream
+// mode's results by them as they do hold mode's (docs/contract.md §26);
+// not its content (messages, long values), and what it copies is redacted
+// as §20 says.
+func TestStreamModeResultSpansKeepTheEvaluatedSpansDescribingAttributes(t *testing.T) {
+	stream := startMode(t, engine.ModeStream)
+	first, second := streamTrace(1)
+	agent := second.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(1)
+	require.Equal(t, "invoke_agent travel_agent", agent.Name())
+	agent.Attributes().PutStr("tenant.id", "acme")
+	agent.Attributes().PutInt("user.tier", 2)
+	agent.Attributes().PutStr("user.email", "bob@example.com")
+	agent.Attributes().PutStr("input.value", "short content")
+	agent.Attributes().PutStr("app.notes", strings.Repeat("n", 300))
+	agent.Attributes().PutStr("eval.expected.output", "Booked.")
+	ctx := context.Background()
+	require.NoError(t, stream.tr.ConsumeTraces(ctx, first))
+	require.NoError(t, stream.tr.ConsumeTraces(ctx, second))
+	require.Eventually(t, func() bool { return stream.spans.SpanCount() == 7 }, 10*time.Second, time.Millisecond)
+
+	results := map[string]ptrace.Span{}
+	for _, td := range stream.spans.AllTraces()[2:] {
+		adapter.ForEachSpan(td, func(r adapter.SpanRef) { results[strAttr(r.Span, "eval.target.span_name")] = r.Span })
+	}
+	onAgent, onChat := results["invoke_agent travel_agent"], results["chat gpt-4o"]
+	require.NotEqual(t, ptrace.Span{}, onAgent)
+	require.NotEqual(t, ptrace.Span{}, onChat)
+	assert.Equal(t, "acme", strAttr(onAgent, "tenant.id"))
+	assert.Equal(t, "2", strAttr(onAgent, "user.tier"))
+	assert.Equal(t, "invoke_agent", strAttr(onAgent, "gen_ai.operation.name"))
+	assert.NotContains(t, strAttr(onAgent, "user.email"), "bob@example.com", "copied text is redacted")
+	assert.NotEmpty(t, strAttr(onAgent, "user.email"))
+	for _, k := range []string{"input.value", "app.notes", "eval.expected.output"} {
+		_, ok := onAgent.Attributes().Get(k)
+		assert.False(t, ok, "%s is not copied onto the result span", k)
+	}
+	assert.Equal(t, "gpt-4o", strAttr(onChat, "gen_ai.request.model"))
+	for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages"} {
+		_, ok := onChat.Attributes().Get(k)
+		assert.False(t, ok, "%s is not copied onto the result span", k)
+	}
+	assert.Equal(t, "true", strAttr(onAgent, adapter.AttrGenerated))
+}
