@@ -269,8 +269,8 @@ func checkOneResultPerTurn(t *testing.T, be *testkit.Sink, tid pcommon.TraceID, 
 
 // TestStreamModeOutOfOrderTrace: one agent run whose spans arrive in
 // separate requests, children before parents and out of their start order
-// (book_flight and an HTTP call under it first, search_flights later, the
-// agent span last). Stream mode scores it as one agent case anchored on the
+// (book_flight and an HTTP call under it first, search_flights later under
+// an HTTP span of the agent's, the agent span last). Stream mode scores it as one agent case anchored on the
 // agent span, with the tool calls in the order they were made, and its
 // results equal hold mode's for the same trace (docs/contract.md §26).
 func TestStreamModeOutOfOrderTrace(t *testing.T) {
@@ -312,8 +312,8 @@ func TestStreamModeOutOfOrderTrace(t *testing.T) {
 							attribute.String("gen_ai.output.messages", output)))
 					return s
 				}
-				tool := func(name string, i, from int) (context.Context, trace.Span) {
-					return tr.Start(ctx, "execute_tool "+name, at(from), trace.WithAttributes(
+				tool := func(parent context.Context, name string, i, from int) (context.Context, trace.Span) {
+					return tr.Start(parent, "execute_tool "+name, at(from), trace.WithAttributes(
 						attribute.String("gen_ai.operation.name", "execute_tool"),
 						attribute.String("gen_ai.tool.name", name),
 						attribute.String("gen_ai.tool.call.id", fmt.Sprintf("call_%d", i)),
@@ -323,9 +323,13 @@ func TestStreamModeOutOfOrderTrace(t *testing.T) {
 					return fmt.Sprintf(`[{"role":"assistant","parts":[{"type":"tool_call","id":"call_%d","name":%q,"arguments":{}}]}]`, i, name)
 				}
 				chat0 := chat(0, 2, call(0, "search_flights"))
-				_, search := tool("search_flights", 0, 10)
+				// search_flights runs in a tool server: under an HTTP
+				// span of the agent's, which stream mode keeps as ids only.
+				mwCtx, mw := tr.Start(ctx, "POST /tools", at(9), trace.WithSpanKind(trace.SpanKindClient),
+					trace.WithAttributes(attribute.String("http.request.method", "POST")))
+				_, search := tool(mwCtx, "search_flights", 0, 10)
 				chat1 := chat(1, 22, call(1, "book_flight"))
-				bookCtx, book := tool("book_flight", 1, 30)
+				bookCtx, book := tool(ctx, "book_flight", 1, 30)
 				_, http := tr.Start(bookCtx, "POST /bookings", at(31), trace.WithSpanKind(trace.SpanKindClient),
 					trace.WithAttributes(attribute.String("http.request.method", "POST")))
 				chat2 := chat(2, 50, `[{"role":"assistant","parts":[{"type":"text","content":"Booked."}]}]`)
@@ -335,6 +339,7 @@ func TestStreamModeOutOfOrderTrace(t *testing.T) {
 				end(book, 40)
 				end(chat2, 60)
 				end(search, 20)
+				end(mw, 21) // after its child
 				end(chat1, 28)
 				end(chat0, 8)
 				if mode == "stream" && len(resultSpansOf(be, tid)) > 0 {
