@@ -59,7 +59,15 @@ func sessionSpans(be *testkit.Sink, conv string) []ptrace.Span {
 // spans, with the session evaluators' results (a judge among them, which
 // sees each conversation once), and the webhook exporter alerts on the
 // failed session evaluation; a fourth turn later gives a second scoring.
+// The same in stream mode (docs/contract.md §26), where the turns' own
+// results are on result spans under their agent spans.
 func TestEndToEndSessions(t *testing.T) {
+	for _, mode := range []string{"hold", "stream"} {
+		t.Run(mode, func(t *testing.T) { endToEndSessions(t, mode) })
+	}
+}
+
+func endToEndSessions(t *testing.T, mode string) {
 	judgeSrv := judgetest.New(t, func(_ int, r judgetest.Request) judgetest.Reply {
 		var verdicts []string
 		for n := 1; strings.Contains(r.User(), fmt.Sprintf("answer %d", n)); n++ {
@@ -72,7 +80,7 @@ func TestEndToEndSessions(t *testing.T) {
 	hookSrv := httptest.NewServer(recv)
 	defer hookSrv.Close()
 	grpcAddr := freeAddr(t)
-	startCollector(t, testkit.Config(t, "testdata/sessions.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Judge": judgeSrv.Endpoint(), "Webhook": hookSrv.URL}))
+	startCollector(t, testkit.Config(t, "testdata/sessions.yaml", map[string]string{"OTLP": grpcAddr, "Backend": be.URL, "Judge": judgeSrv.Endpoint(), "Webhook": hookSrv.URL, "Mode": mode}))
 	tp := newSDK(t, grpcAddr, "chat-app")
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	tr := tp.Tracer("e2e")
@@ -118,8 +126,20 @@ func TestEndToEndSessions(t *testing.T) {
 		assert.LessOrEqual(t, strings.Count(u, "conv-a question 1"), 1)
 	}
 
-	// The turns' own agent spans got the trace-level evaluator only.
+	// The turns' own agent spans got the trace-level evaluator only (in
+	// stream mode on their result spans).
 	turn3, _ := be.Span("conv-a turn 3")
+	if mode == "stream" {
+		assert.NotContains(t, turn3.Attributes().AsRaw(), "eval.tool_error.status", "stream mode forwards the span unchanged")
+		var results []ptrace.Span
+		for _, s := range be.Spans() {
+			if generated(s) && s.TraceID() == turn3.TraceID() && s.ParentSpanID() == turn3.SpanID() {
+				results = append(results, s)
+			}
+		}
+		require.Len(t, results, 1, "one result span under turn 3's agent span")
+		turn3 = results[0]
+	}
 	assert.Equal(t, "failed", turn3.Attributes().AsRaw()["eval.tool_error.status"])
 	assert.NotContains(t, turn3.Attributes().AsRaw(), "eval.session_errors.status")
 
