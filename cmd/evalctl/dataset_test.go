@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -575,5 +576,53 @@ func TestRunDatasetRecordsHistory(t *testing.T) {
 	}
 	if code, _, _ := runEvalctl(t, "", "dataset", "history", ds, "0000000000000000"); code != exitUsage {
 		t.Errorf("history of an unknown case: exit %d, want 2", code)
+	}
+}
+
+// A case file that the manifest does not list (a merge that kept one
+// side's dataset.json) is still a case of the dataset: its pin is gated
+// and, not replayed, it fails as not run; a dataset is never silently
+// smaller than its case files.
+func TestRunDatasetCaseFileMissingFromManifest(t *testing.T) {
+	dir, cfg, prod := datasetSetup(t)
+	ds := filepath.Join(dir, "ds")
+	_, got := addJSON(t, ds, "--config", cfg, prod)
+	refund, wrong := got.AddedIDs[0], got.AddedIDs[1]
+	for _, id := range []string{refund, wrong} {
+		if code, _, stderr := runEvalctl(t, "", "dataset", "pin", ds, id, "--tool-calls", `["lookup_order", "refund"]`); code != exitOK {
+			t.Fatal(stderr)
+		}
+	}
+	manifest := filepath.Join(ds, dataset.ManifestFile)
+	raw, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m dataset.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Cases = slices.DeleteFunc(m.Cases, func(e dataset.Entry) bool { return e.ID == wrong })
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(manifest, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	_, text, _ := runEvalctl(t, "", "dataset", "list", ds)
+	if !strings.Contains(text, wrong) {
+		t.Errorf("list does not show the unlisted case %s:\n%s", wrong, text)
+	}
+	replay := writeTraces(t, dir, "replay.jsonl", dsTraces(t, dsRun{prompt: refundPrompt, answer: "Refunded.", trace: 0x11,
+		attrs: map[string]any{dataset.AttrCaseID: refund},
+		calls: []dsCall{{name: "lookup_order", args: `{"order": 42}`}, {name: "refund", args: `{"order": 42}`}}}))
+	code, out, stderr := runEvalctl(t, "", "run", "--config", cfg, "--dataset", ds, "--summary", "json", replay)
+	var sum struct {
+		Dataset datasetSummary `json:"dataset"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if d := sum.Dataset; code != exitFailed || d.Pinned != 2 || len(d.NotRun) != 1 || d.NotRun[0] != wrong {
+		t.Errorf("exit %d, dataset %+v; want 2 pinned, %s not run, exit 1\n%s", code, d, wrong, stderr)
 	}
 }

@@ -283,10 +283,10 @@ type Dataset struct {
 	byID  map[string]*Case
 }
 
-// Open reads the dataset in dir: its manifest and every case it lists. A
-// directory without a manifest is an empty dataset when create is set,
-// else an error. A listed case whose file is missing or unreadable, or
-// whose id does not match its file, is an error.
+// Open reads the dataset in dir: its manifest, every case it lists and
+// every case file it does not. A directory without a manifest is an empty
+// dataset when create is set, else an error. A case whose file is missing
+// or unreadable, or whose id does not match its file, is an error.
 func Open(dir string, create bool) (*Dataset, error) {
 	d := &Dataset{Dir: dir, byID: map[string]*Case{}}
 	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
@@ -324,6 +324,33 @@ func Open(dir string, create bool) (*Dataset, error) {
 		}
 		d.byID[c.ID] = c
 		d.Cases = append(d.Cases, c)
+	}
+	// A case file the manifest does not list (a merge that kept one side's
+	// manifest) is a case all the same: a dataset is never silently
+	// smaller than its case files. The next Save lists it again.
+	files, err := filepath.Glob(filepath.Join(dir, CasesDir, "*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", dir, err)
+	}
+	unlisted := false
+	for _, f := range files {
+		id := strings.TrimSuffix(filepath.Base(f), ".json")
+		if !ValidID(id) || d.byID[id] != nil {
+			continue
+		}
+		c, err := readCase(f)
+		if err != nil {
+			return nil, fmt.Errorf("dataset %s: %w", dir, err)
+		}
+		if c.ID != id {
+			return nil, fmt.Errorf("dataset %s: %s/%s.json holds case %q", dir, CasesDir, id, c.ID)
+		}
+		d.byID[id] = c
+		d.Cases = append(d.Cases, c)
+		unlisted = true
+	}
+	if unlisted {
+		slices.SortFunc(d.Cases, func(a, b *Case) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return d, nil
 }
