@@ -216,9 +216,10 @@ func (m *monitor) observeSpan(span ptrace.Span, res pcommon.Map, now time.Time) 
 // useVersion makes v the version of g's window: the first result of a new
 // version starts a new window (its cases and samples are of the old one);
 // the group's state (firing or not) carries over, and the new window's
-// verdict changes it once it holds min_cases.
+// verdict changes it once it holds min_cases. A result that names no
+// version (v "") is of no new version: it joins the window as it is.
 func (m *monitor) useVersion(g *group, v string) {
-	if v == g.version {
+	if v == g.version || v == "" {
 		return
 	}
 	if g.last != 0 {

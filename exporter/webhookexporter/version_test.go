@@ -42,6 +42,21 @@ func TestMonitorWindowHoldsOneVersion(t *testing.T) {
 	assert.Equal(t, 4, notes[0].Cases)
 }
 
+// TestMonitorWindowKeepsVersionlessResults: a result that names no version
+// (a feedback record from a producer that sets none) is not of a new
+// version: it joins the window instead of starting one, so producers that
+// mix versioned and unversioned results of one evaluation do not keep the
+// window below min_cases.
+func TestMonitorWindowKeepsVersionlessResults(t *testing.T) {
+	r := newMonitorRig(t, DefaultMaxGroups, "", passRateMonitor())
+	assert.Empty(t, r.observe(caseTraces("travel_agent", versioned(fail, "v1"), versioned(fail, ""), versioned(fail, "v1"))))
+	notes := r.observe(caseTraces("travel_agent", versioned(fail, "")))
+	require.Len(t, notes, 1)
+	assert.Equal(t, StateFiring, notes[0].State)
+	assert.Equal(t, 4, notes[0].Cases)
+	assert.Equal(t, "v1", notes[0].EvaluatorVersion)
+}
+
 // TestAlertCarriesVersion: a §9 alert names the version of the result.
 func TestAlertCarriesVersion(t *testing.T) {
 	alerts := extractAlerts(agentTraces(versioned(failed("booking_flow", 0.2, 1, "wrong"), "sha256:0123456789ab"),
