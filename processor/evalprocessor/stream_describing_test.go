@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/evaluators"
 	"github.com/evalbridge/evalbridge/internal/engine"
 )
 
@@ -57,4 +58,40 @@ func TestStreamModeResultSpansKeepTheEvaluatedSpansDescribingAttributes(t *testi
 		assert.False(t, ok, "%s is not copied onto the result span", k)
 	}
 	assert.Equal(t, "true", strAttr(onAgent, adapter.AttrGenerated))
+}
+
+// A trace with LLM and tool spans under a root that is no GenAI span (a web
+// handler calling a model) is one agent case anchored on the root. Its
+// evaluators' `when` conditions read the root's attributes, and so does a
+// monitor grouping its result span: stream mode scores it as hold mode
+// does (docs/contract.md §26: results equal hold mode's).
+func TestStreamModeRootAnchoredCaseReadsTheRootsAttributes(t *testing.T) {
+	evs := []evaluators.Config{{Type: "tool_error", When: []string{`attributes["http.route"] == "/chat"`}}}
+	results := map[string]ptrace.Span{}
+	for _, mode := range []string{engine.ModeHold, engine.ModeStream} {
+		m := startMode(t, mode, evs...)
+		b := newBatch()
+		b.span(1, 1, 0, "POST /chat", map[string]any{"http.route": "/chat", "tenant.id": "acme"})
+		b.llm(1, 2, "book me a flight")
+		b.tool(1, 3, "search_flights", true)
+		require.NoError(t, m.tr.ConsumeTraces(context.Background(), b.td))
+		want := 3
+		if mode == engine.ModeStream {
+			want = 4 // and the result span
+		}
+		require.Eventually(t, func() bool { return m.logs.LogRecordCount() == 1 && m.spans.SpanCount() == want }, 10*time.Second, time.Millisecond, mode)
+		for _, td := range m.spans.AllTraces() {
+			adapter.ForEachSpan(td, func(r adapter.SpanRef) {
+				if _, ok := r.Span.Attributes().Get("eval.tool_error.status"); ok {
+					results[mode] = r.Span
+				}
+			})
+		}
+	}
+	hold, stream := results[engine.ModeHold], results[engine.ModeStream]
+	require.NotEqual(t, ptrace.Span{}, hold, "hold mode scored the root")
+	require.NotEqual(t, ptrace.Span{}, stream, "stream mode scored the root: its when condition reads the root's attributes")
+	assert.Equal(t, evalAttrs(hold), evalAttrs(stream))
+	assert.Equal(t, "POST /chat", strAttr(stream, "eval.target.span_name"))
+	assert.Equal(t, "acme", strAttr(stream, "tenant.id"), "monitors group by the root's attributes")
 }

@@ -24,7 +24,8 @@ import (
 )
 
 // modePipelines is one eval component of mode in a traces and a logs
-// pipeline built by the factory, started, with their sinks.
+// pipeline built by the factory, started, with their sinks; startMode
+// runs evs, or tool_error and an LLM-level token_usage.
 type modePipelines struct {
 	tr    processor.Traces
 	lg    processor.Logs
@@ -32,15 +33,18 @@ type modePipelines struct {
 	logs  *consumertest.LogsSink
 }
 
-func startMode(t *testing.T, mode string) *modePipelines {
+func startMode(t *testing.T, mode string, evs ...evaluators.Config) *modePipelines {
 	t.Helper()
 	f := NewFactory()
 	cfg := f.CreateDefaultConfig().(*Config)
 	cfg.Wait = 20 * time.Millisecond
 	cfg.Mode = mode
-	cfg.Evaluators = []evaluators.Config{
-		{Type: "tool_error"},
-		{Type: "token_usage", Name: "tokens", Case: adapter.LevelLLM, Options: map[string]any{"max_total": 100}},
+	cfg.Evaluators = evs
+	if len(evs) == 0 {
+		cfg.Evaluators = []evaluators.Config{
+			{Type: "tool_error"},
+			{Type: "token_usage", Name: "tokens", Case: adapter.LevelLLM, Options: map[string]any{"max_total": 100}},
+		}
 	}
 	require.NoError(t, confmap.Validate(cfg))
 	set := processortest.NewNopSettings(Type)
@@ -226,10 +230,12 @@ func TestStreamModeKeepsOnlyWhatCasesRead(t *testing.T) {
 }
 
 // A root span that is no GenAI span keeps its §3 attributes, name and
-// times, and nothing else.
+// times, and its describing attributes (annotator.Describing: a case
+// anchored on it reads them), not its content or long values.
 func TestStreamModeKeepsTheRootsExpectations(t *testing.T) {
 	b := newBatch()
-	b.span(1, 9, 0, "POST /chat", map[string]any{"http.request.method": "POST", adapter.AttrExpectedOutput: "done"})
+	b.span(1, 9, 0, "POST /chat", map[string]any{"http.request.method": "POST", adapter.AttrExpectedOutput: "done",
+		"http.request.body": strings.Repeat("b", 300), "input.value": "hi"})
 	b.llm(1, 2, "hi").SetParentSpanID(sid(9))
 	ht := &heldTrace{id: tid(1)}
 	chunks := keepSpans(b.td, map[pcommon.TraceID]decision{tid(1): decHoldNew}, 0)
@@ -245,7 +251,7 @@ func TestStreamModeKeepsTheRootsExpectations(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "POST /chat", root.Name())
-	assert.Equal(t, map[string]any{adapter.AttrExpectedOutput: "done"}, root.Attributes().AsRaw())
+	assert.Equal(t, map[string]any{adapter.AttrExpectedOutput: "done", "http.request.method": "POST"}, root.Attributes().AsRaw())
 }
 
 func TestStreamModeRejectsSampling(t *testing.T) {
@@ -382,7 +388,7 @@ func TestStreamKeptProtobufIsPdatas(t *testing.T) {
 	td, err := tracesUnmarshaler.UnmarshalTraces(got)
 	require.NoError(t, err)
 	r := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
-	assert.Equal(t, map[string]any{adapter.AttrExpectedOutput: "done", adapter.AttrTasks: []any{"a", "b"}}, r.Attributes().AsRaw())
+	assert.Equal(t, map[string]any{adapter.AttrExpectedOutput: "done", adapter.AttrTasks: []any{"a", "b"}, "http.request.method": "POST"}, r.Attributes().AsRaw())
 	assert.Equal(t, "boom", r.Status().Message())
 	assert.Equal(t, 3, td.SpanCount())
 }

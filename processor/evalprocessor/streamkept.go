@@ -3,6 +3,7 @@ package evalprocessor
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/s2"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/evalbridge/evalbridge/adapter"
+	"github.com/evalbridge/evalbridge/annotator"
 )
 
 // What stream mode keeps of a trace (docs/contract.md §26), one keptPart
@@ -246,7 +248,7 @@ func writeKeptGroup[R resourceOf, S scopeOf](w *protoWriter, res R, sc S, items 
 }
 
 // rootSpan writes of root span s, not a GenAI span, what a case may read:
-// its ids, name, kind, times, status and §3 attributes.
+// its ids, name, kind, times, status and rootKept attributes.
 func (w *protoWriter) rootSpan(s ptrace.Span) {
 	w.traceID(0xa, s.TraceID())
 	w.spanID(0x12, s.SpanID())
@@ -255,16 +257,12 @@ func (w *protoWriter) rootSpan(s ptrace.Span) {
 	w.varintField(0x30, uint64(s.Kind()))
 	w.fixed64Field(0x39, uint64(s.StartTimestamp()))
 	w.fixed64Field(0x41, uint64(s.EndTimestamp()))
-	attrs := s.Attributes()
-	for i := len(rootAttrs) - 1; i >= 0; i-- {
-		v, ok := attrs.Get(rootAttrs[i])
-		if !ok {
-			continue
-		}
+	kept := rootKept(s.Attributes())
+	for i := len(kept) - 1; i >= 0; i-- {
 		mark := w.written()
-		w.strField(0xa, rootAttrs[i])
+		w.strField(0xa, kept[i].k)
 		vm := w.written()
-		w.anyValue(v)
+		w.anyValue(kept[i].v)
 		w.lenTag(vm, 0x12)
 		w.lenTag(mark, 0x4a)
 	}
@@ -301,12 +299,39 @@ func keepRoot(s, dst ptrace.Span) {
 	dst.SetStartTimestamp(s.StartTimestamp())
 	dst.SetEndTimestamp(s.EndTimestamp())
 	s.Status().CopyTo(dst.Status())
-	attrs := s.Attributes()
-	for _, key := range rootAttrs {
-		if v, ok := attrs.Get(key); ok {
-			v.CopyTo(dst.Attributes().PutEmpty(key))
-		}
+	for _, kv := range rootKept(s.Attributes()) {
+		kv.v.CopyTo(dst.Attributes().PutEmpty(kv.k))
 	}
+}
+
+// maxRootDescribing bounds the describing attributes kept of a root (the
+// SDKs' default attribute count limit).
+const maxRootDescribing = 128
+
+type keyValue struct {
+	k string
+	v pcommon.Value
+}
+
+// rootKept is what a root span that is no GenAI span keeps of its
+// attributes, in their order: the §3 ones, and those that describe it
+// (annotator.Describing, at most maxRootDescribing): an agent case
+// anchored on the root reads them in `when` conditions and `cel`, and its
+// result span carries them for monitors, as in hold mode.
+func rootKept(attrs pcommon.Map) []keyValue {
+	var out []keyValue
+	describing := 0
+	for k, v := range attrs.All() {
+		switch {
+		case slices.Contains(rootAttrs[:], k):
+		case describing < maxRootDescribing && annotator.Describing(k, v):
+			describing++
+		default:
+			continue
+		}
+		out = append(out, keyValue{k, v})
+	}
+	return out
 }
 
 // keepLogs extracts from ld the GenAI content events of the traces dec
