@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/evalbridge/evalbridge/adapter"
@@ -196,17 +197,19 @@ func main() {
 
 	ctx := context.Background()
 	dest := *endpoint
-	var tp *sdktrace.TracerProvider
+	var exp sdktrace.SpanExporter
 	var err error
 	if *out != "" {
 		dest = *out
-		tp, err = newFileTracerProvider(ctx, *out)
+		exp, err = newFileExporter(ctx, *out)
 	} else {
-		tp, err = newTracerProvider(ctx, *endpoint)
+		exp, err = newExporter(ctx, *endpoint)
 	}
 	if err != nil {
 		log.Fatalf("agent: %v", err)
 	}
+	checked := &checkedExporter{SpanExporter: exp}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(checked), sdktrace.WithResource(demoResource()))
 	tracer := tp.Tracer("github.com/evalbridge/evalbridge/examples/agent")
 
 	fmt.Printf("sending %d %s to %s\n", len(todo), what, dest)
@@ -225,6 +228,9 @@ func main() {
 	defer cancel()
 	if err := tp.Shutdown(shutdownCtx); err != nil { // flushes the batch
 		log.Fatalf("agent: flushing spans to %s: %v", dest, err)
+	}
+	if err := checked.failed(); err != nil {
+		log.Fatalf("agent: spans were not delivered to %s: %v", dest, err)
 	}
 	if *out != "" {
 		fmt.Printf("wrote %s\n", *out)
@@ -260,7 +266,35 @@ func callNames(steps []step) string {
 	return strings.Join(names, ", ")
 }
 
-func newTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerProvider, error) {
+// checkedExporter remembers the first export error: the batch span
+// processor hands it only to the global error handler and its Shutdown
+// returns nil, so without this a run whose spans never arrived would say
+// "flushed" and exit 0.
+type checkedExporter struct {
+	sdktrace.SpanExporter
+	mu  sync.Mutex
+	err error
+}
+
+func (e *checkedExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		e.mu.Lock()
+		if e.err == nil {
+			e.err = err
+		}
+		e.mu.Unlock()
+	}
+	return err
+}
+
+func (e *checkedExporter) failed() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+func newExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, error) {
 	opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(5 * time.Second)}
 	if strings.Contains(endpoint, "://") {
 		if _, err := url.Parse(endpoint); err != nil {
@@ -270,11 +304,7 @@ func newTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerPr
 	} else {
 		opts = append(opts, otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure())
 	}
-	exp, err := otlptracegrpc.New(ctx, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(demoResource())), nil
+	return otlptracegrpc.New(ctx, opts...)
 }
 
 // message is one entry of gen_ai.input.messages / gen_ai.output.messages.

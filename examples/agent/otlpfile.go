@@ -69,13 +69,9 @@ func (c *fileClient) Stop(context.Context) error {
 	return c.f.Close()
 }
 
-// newFileTracerProvider is newTracerProvider writing to a file.
-func newFileTracerProvider(ctx context.Context, path string) (*sdktrace.TracerProvider, error) {
-	exp, err := otlptrace.New(ctx, &fileClient{path: path})
-	if err != nil {
-		return nil, err
-	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(demoResource())), nil
+// newFileExporter is newExporter writing to a file.
+func newFileExporter(ctx context.Context, path string) (sdktrace.SpanExporter, error) {
+	return otlptrace.New(ctx, &fileClient{path: path})
 }
 
 func demoResource() *resource.Resource {
