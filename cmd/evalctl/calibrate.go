@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -305,6 +306,18 @@ type pairSet struct {
 	truth  []bool
 }
 
+// pairRank orders (machine, human) verdict pairs: pass before fail.
+func pairRank(p [2]bool) int {
+	r := 0
+	if !p[0] {
+		r += 2
+	}
+	if !p[1] {
+		r++
+	}
+	return r
+}
+
 func passFail(pass bool) string {
 	if pass {
 		return "pass"
@@ -354,7 +367,12 @@ func (c *calibration) figures(ps *pairSet) {
 		c.Undefined["kappa_ci"] = c.Undefined["kappa"]
 	} else {
 		c.Kappa = &k
-		lo, hi, _ := stats.KappaCI(ps.labels, 0.95, bootstrapResamples, seededRand(c.Name))
+		// Pairs are exchangeable: resampled from a canonical order, the
+		// interval (and fit_to_gate) depends on the pairs, not on the order
+		// the labels were read in.
+		pairs := slices.Clone(ps.labels)
+		slices.SortFunc(pairs, func(a, b [2]bool) int { return pairRank(a) - pairRank(b) })
+		lo, hi, _ := stats.KappaCI(pairs, 0.95, bootstrapResamples, seededRand(c.Name))
 		c.KappaCI = &[2]float64{lo, hi}
 	}
 	if k, err := stats.KappaAt(scores, truth, c.Threshold); err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -337,6 +338,28 @@ func TestCalibrateUndefined(t *testing.T) {
 	_ = json.Unmarshal(te["undefined"], &undefined)
 	if string(te["calibrated"]) != "true" || string(te["pairs"]) != "0" || string(te["accuracy"]) != "null" || !strings.Contains(undefined["accuracy"], "no pairs") {
 		t.Errorf("tool_error with an unpaired label: %v", te)
+	}
+}
+
+// The same labels give the same verdict in any order: kappa's bootstrap
+// interval (and so fit_to_gate) does not depend on the order of the lines
+// or of the --labels files.
+func TestCalibrateIndependentOfLabelOrder(t *testing.T) {
+	srv := calibJudge(t)
+	cfg := calibConfig(t, srv, "0.5")
+	traces := writeCalibTraces(t, 40)
+	var lines []string
+	for i := range 36 {
+		lines = append(lines, fmt.Sprintf(`{"trace_id":%q,"span_id":%q,"name":"helpful","label":%q}`,
+			calibTraceID(i), calibAgentSpan(i), passFail(calibHumanPass(i))))
+	}
+	forward := writeFile(t, "forward.jsonl", strings.Join(lines, "\n"))
+	slices.Reverse(lines)
+	backward := writeFile(t, "backward.jsonl", strings.Join(lines, "\n"))
+	_, a, _ := runEvalctl(t, "", "calibrate", "--config", cfg, "--labels", forward, "--summary", "json", traces)
+	_, b, _ := runEvalctl(t, "", "calibrate", "--config", cfg, "--labels", backward, "--summary", "json", traces)
+	if a == "" || a != b {
+		t.Errorf("the summary depends on the labels' order:\n%s\n---\n%s", a, b)
 	}
 }
 
