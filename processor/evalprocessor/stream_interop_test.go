@@ -64,7 +64,8 @@ func fileExists(path string) bool {
 }
 
 // scored is what a mode made of a fixture: per evaluated span, its eval.*
-// attributes; the result records, each as its span and attributes.
+// attributes; the result records, each as its span, attributes and
+// resource.
 type scored struct {
 	results map[pcommon.SpanID]map[string]any
 	records map[string]bool
@@ -118,9 +119,9 @@ func scoreOneByOne(t *testing.T, mode string, evs []evaluators.Config, td ptrace
 			})
 		}
 		for _, got := range m.logs.AllLogs() {
-			adapter.ForEachLogRecord(got, func(lr plog.LogRecord, _ plog.ResourceLogs, _ plog.ScopeLogs) {
+			adapter.ForEachLogRecord(got, func(lr plog.LogRecord, rl plog.ResourceLogs, _ plog.ScopeLogs) {
 				if lr.EventName() == "gen_ai.evaluation.result" {
-					out.records[fmt.Sprint(lr.TraceID(), lr.SpanID(), lr.Attributes().AsRaw())] = true
+					out.records[fmt.Sprint(lr.TraceID(), lr.SpanID(), lr.Attributes().AsRaw(), rl.Resource().Attributes().AsRaw())] = true
 				}
 			})
 		}
