@@ -229,6 +229,23 @@ func (h *heldSet) released(ts []*heldTrace, now time.Time) {
 	}
 }
 
+// refresh remembers the released ids among ids as released at now: they
+// got late items, and a trace is forgotten only once it has had none for
+// the retention (memory.go), however long it goes on after its release.
+func (h *heldSet) refresh(ids []pcommon.TraceID, now time.Time) {
+	forgotten := 0
+	h.dirMu.Lock()
+	for _, id := range ids {
+		if st := h.dir[id]; st.done() && !h.mem.current(st, now) {
+			forgotten += h.mem.markDone(h.dir, id, now)
+		}
+	}
+	h.dirMu.Unlock()
+	if forgotten > 0 {
+		h.tel.decisionsForgotten.Add(context.Background(), int64(forgotten))
+	}
+}
+
 // expire forgets released ids whose retention has passed at now.
 func (h *heldSet) expire(now time.Time) {
 	if h.mem.needsExpiry(now) {

@@ -93,6 +93,8 @@ func add(ctx context.Context, c metric.Int64Counter, n int) {
 type ingestMsg struct {
 	chunks []*chunk
 	undo   []pcommon.TraceID
+	// refresh are released trace ids that got late items (refreshLate).
+	refresh []pcommon.TraceID
 	// restored: the chunks were read back from storage (durable_restore.go);
 	// unscored, when set, forwards their traces at once, unscored, for
 	// that reason (too_old).
@@ -122,6 +124,7 @@ func consume[B pdata, I any](ctx context.Context, p *evalProcessor, in *ingestPa
 	}
 	r := routeItems(p.held, in, b)
 	add(ctx, in.invalid, r.invalid)
+	p.refreshLate(r.lateIDs)
 	if r.held == 0 {
 		p.lifeMu.RUnlock()
 		if r.late > 0 {
@@ -176,6 +179,22 @@ func consume[B pdata, I any](ctx context.Context, p *evalProcessor, in *ingestPa
 		in.newPartition.Add(ctx, int64(r.started))
 	}
 	return nil
+}
+
+// refreshLate has the loop remember the released traces ids as released
+// now, so a trace that goes on after it was scored (a long conversation
+// past max_hold) is late for as long as its items keep coming and never
+// held and scored again. Best effort: with the loop's queue full it is
+// skipped, never waited for. The caller holds lifeMu for reading while
+// running.
+func (p *evalProcessor) refreshLate(ids []pcommon.TraceID) {
+	if len(ids) == 0 {
+		return
+	}
+	select {
+	case p.in <- ingestMsg{refresh: ids, at: p.clk.now()}:
+	default:
+	}
 }
 
 // forwardSync counts err, the answer of the next consumer to what a
@@ -261,6 +280,9 @@ type routing struct {
 	late    int // items of released traces (lateAll), or their GenAI items
 	invalid int // items with an empty trace id (forwarded, never held)
 	started int // traces this request starts holding
+	// lateIDs are the released traces this request has items of: they
+	// stay released while items keep coming (heldSet.refresh).
+	lateIDs []pcommon.TraceID
 }
 
 // routeItems decides, per trace id in b, where its items go. A trace is
@@ -330,6 +352,9 @@ func routeItems[B pdata, I any](h *heldSet, in *ingestPath[B, I], b B) routing {
 						r.dec = make(map[pcommon.TraceID]decision, max(len(genai), 4))
 					}
 					r.dec[id] = d
+					if d == decLate {
+						r.lateIDs = append(r.lateIDs, id)
+					}
 				}
 			}
 			lastID, last, first = id, d, false

@@ -58,6 +58,9 @@ func (p *evalProcessor) ingest(m ingestMsg) {
 	if now.IsZero() {
 		now = p.clk.now()
 	}
+	if len(m.refresh) > 0 {
+		p.held.refresh(m.refresh, now)
+	}
 	var full []*heldTrace
 	for _, c := range m.chunks {
 		ok, t := p.held.add(c, now, m.restored, m.unscored != "")

@@ -88,6 +88,13 @@ func (d *decisions) markDone(dir map[pcommon.TraceID]traceState, id pcommon.Trac
 	return forgotten
 }
 
+// current says whether markDone at now would put an id into the bucket
+// tagged tag, where it is already: the newest, still open at now.
+func (d *decisions) current(tag traceState, now time.Time) bool {
+	n := len(d.buckets)
+	return n > 0 && d.buckets[n-1].tag == tag && now.Before(d.buckets[n-1].start.Add(d.width))
+}
+
 // expire forgets the buckets whose retention has passed at now.
 func (d *decisions) expire(dir map[pcommon.TraceID]traceState, now time.Time) {
 	for len(d.buckets) > 0 && !now.Before(d.buckets[0].start.Add(d.retention+d.width)) {

@@ -38,6 +38,7 @@ func consumeStream[B pdata, I any](ctx context.Context, p *evalProcessor, in *in
 	}
 	r := routeItems(p.held, in, b)
 	add(ctx, in.invalid, r.invalid)
+	p.refreshLate(r.lateIDs)
 	var chunks []*chunk
 	if r.held > 0 {
 		// Before b goes on: the next consumer may change it.
