@@ -67,6 +67,11 @@ type machineResult struct {
 	HasVer  bool
 	Dims    []dimValue
 	At      int64 // arrival, unix ns
+	// Humans is, per human evaluation name that paired with it, the
+	// latest label given: a label with the agent span's id and one without
+	// a span id label the same result, and the second is a resend or a
+	// relabel, not a second pair.
+	Humans map[string]string
 }
 
 // humanLabel is a human label: the first label given (pass or fail: what
@@ -190,9 +195,16 @@ func (j *agreementJoin) addMachine(key joinKey, m *machineResult, ev *joinEvents
 	j.insertMachine(key, m)
 	isFirst := j.first[traceName{key.Trace, key.Name}] == key.Span
 	for _, h := range j.humansFor(key.Name) {
-		j.tryPair(joinKey{key.Trace, key.Span, h}, key.Name, m, ev)
+		keys := []joinKey{{key.Trace, key.Span, h}}
 		if isFirst && !key.Span.IsEmpty() {
-			j.tryPair(joinKey{Trace: key.Trace, Name: h}, key.Name, m, ev)
+			keys = append(keys, joinKey{Trace: key.Trace, Name: h})
+			// Both waiting: the one that came first is the pair's.
+			if a, b := j.humans[keys[0]], j.humans[keys[1]]; a != nil && b != nil && b.At < a.At {
+				keys[0], keys[1] = keys[1], keys[0]
+			}
+		}
+		for _, hk := range keys {
+			j.tryPair(hk, key.Name, m, ev)
 		}
 	}
 	j.evict(ev)
@@ -214,7 +226,44 @@ func (j *agreementJoin) tryPair(hk joinKey, machineName string, m *machineResult
 		return
 	}
 	h.Paired = append(h.Paired, machineName)
-	ev.pairs = append(ev.pairs, pairEvent{machineName: machineName, machine: m, humanLabel: h.Label})
+	// A relabel found here has no record left to read dimensions from:
+	// it gets the machine result's.
+	j.meet(hk.Name, h.Label, h.Last, machineName, m, func() []dimValue { return m.Dims }, ev)
+}
+
+// meet counts a human label (first: its first label, last: its latest) of
+// the evaluation hname with machine result m of machineName: a pair, unless
+// another label of hname for the same result paired with m already (one
+// with and one without a span id), which makes this one a resend or, when
+// it says otherwise than the latest, a relabel.
+func (j *agreementJoin) meet(hname, first, last, machineName string, m *machineResult, dims func() []dimValue, ev *joinEvents) {
+	j.dirty = true
+	if prev, ok := m.Humans[hname]; ok {
+		if prev != last {
+			m.Humans[hname] = last
+			ev.relabels = append(ev.relabels, relabelEvent{name: hname, label: last, dims: dims()})
+		}
+		return
+	}
+	if m.Humans == nil {
+		m.Humans = map[string]string{}
+	}
+	m.Humans[hname] = last
+	ev.pairs = append(ev.pairs, pairEvent{machineName: machineName, machine: m, humanLabel: first})
+}
+
+// machineOf is the machine result of machineName that a label with key
+// labels: the one on its span, or without a span id the trace's first.
+func (j *agreementJoin) machineOf(key joinKey, machineName string) *machineResult {
+	mk := joinKey{key.Trace, key.Span, machineName}
+	if key.Span.IsEmpty() {
+		sp, ok := j.first[traceName{key.Trace, machineName}]
+		if !ok {
+			return nil
+		}
+		mk.Span = sp
+	}
+	return j.machines[mk]
 }
 
 // addHuman remembers a label and pairs it with its machine result if that
@@ -226,23 +275,20 @@ func (j *agreementJoin) addHuman(key joinKey, label string, at int64, dims func(
 			h.Last = label
 			j.dirty = true
 			ev.relabels = append(ev.relabels, relabelEvent{name: key.Name, label: label, dims: dims()})
+			for _, mname := range h.Paired { // what the results it labels last heard
+				if m := j.machineOf(key, mname); m != nil && m.Humans != nil {
+					m.Humans[key.Name] = label
+				}
+			}
 		}
 		return
 	}
 	h := &humanLabel{Label: label, Last: label, At: at}
 	j.insertHuman(key, h)
 	for _, mname := range j.machinesFor(key.Name) {
-		mk := joinKey{key.Trace, key.Span, mname}
-		if key.Span.IsEmpty() {
-			sp, ok := j.first[traceName{key.Trace, mname}]
-			if !ok {
-				continue
-			}
-			mk.Span = sp
-		}
-		if m := j.machines[mk]; m != nil {
+		if m := j.machineOf(key, mname); m != nil {
 			h.Paired = append(h.Paired, mname)
-			ev.pairs = append(ev.pairs, pairEvent{machineName: mname, machine: m, humanLabel: label})
+			j.meet(key.Name, label, label, mname, m, dims, ev)
 		}
 	}
 	j.evict(ev)

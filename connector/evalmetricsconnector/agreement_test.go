@@ -185,6 +185,35 @@ func TestAgreementLabelSpellings(t *testing.T) {
 	}, pairsOf(t, sink, metricPairs))
 }
 
+// A label without a span id labels the trace's agent case: the same
+// target as a label with the agent span's id. For one name, the first of
+// the two counts, in any order of arrival; the other is a resend, or a
+// relabel when it says otherwise (as evalctl calibrate reads them).
+func TestAgreementLabelWithAndWithoutSpanID(t *testing.T) {
+	c, sink, _ := logsConnector(t, map[string]any{}, componenttest.NewNopHost())
+	ctx := context.Background()
+	send := func(ld plog.Logs) { require.NoError(t, c.ConsumeLogs(ctx, ld)) }
+	one := func(rs ...result) plog.Logs { return resultLogs("1", rs...) }
+
+	send(one(machine("pass", 1))) // trace 1: machine, spanless, spanned
+	send(spanless("task_done", "fail", 1))
+	send(one(label("task_done", "fail", 1, 0)))
+	send(one(label("task_done", "pass", 2, 0))) // trace 2: spanned, spanless (another label), machine
+	send(spanless("task_done", "fail", 2))
+	send(one(machine("pass", 2)))
+	send(spanless("task_done", "pass", 3)) // trace 3: spanless, machine, spanned
+	send(one(machine("fail", 3)))
+	send(one(label("task_done", "pass", 3, 0)))
+	require.NoError(t, c.Shutdown(ctx))
+
+	require.Equal(t, map[string]int64{
+		cellKey("fail", "pass"): 1, cellKey("pass", "pass"): 1, cellKey("pass", "fail"): 1, cellKey("fail", "fail"): 0,
+	}, pairsOf(t, sink, metricPairs))
+	require.Equal(t, map[string]int64{
+		"eval.human.label=fail,gen_ai.agent.name=resource_agent,gen_ai.evaluation.name=task_done,service.name=travel,service.version=1": 1,
+	}, pairsOf(t, sink, metricRelabels))
+}
+
 // window: a result waits that long for its other side; max_pending: the
 // oldest is forgotten beyond it. Both are counted.
 func TestAgreementWindowAndMaxPending(t *testing.T) {
