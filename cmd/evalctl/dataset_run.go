@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -30,6 +31,10 @@ type datasetRun struct {
 	caseOf map[pcommon.TraceID]string
 	// outcome of each pinned case that ran, by id.
 	outcome map[string]*datasetOutcome
+	// unread names the parts of a pin ("tool calls", "output") that no
+	// evaluator of agent cases reads (probeReaders): a case pinning one
+	// fails, since nothing compares the replay with it.
+	unread map[string]bool
 }
 
 type datasetOutcome struct {
@@ -140,6 +145,57 @@ func (r *datasetRun) prepare(traces [][]adapter.SpanRef, stderr io.Writer) {
 	}
 }
 
+// Probe expectations: what probeReaders asks the evaluators about.
+const (
+	pinProbeTool   = "evalctl_pin_probe"
+	pinProbeOutput = "evalctl pin probe"
+)
+
+// probeReaders finds which parts of a pin the evaluators of agent cases
+// read, by asking each deterministic and CEL one about a probe case with
+// and without that expectation (the probe expects exactly what the case
+// did, so a reader's verdict changes). Judges and remote evaluators are
+// not asked (a call costs and may read anything): with one of them, every
+// part counts as read.
+func (r *datasetRun) probeReaders(insts []*evaluators.Instance) {
+	r.unread = map[string]bool{"tool calls": true, "output": true}
+	base := adapter.Case{Level: adapter.LevelAgent, Input: "evalctl pin probe input", Output: pinProbeOutput,
+		ToolCalls: []adapter.ToolCall{{Name: pinProbeTool, Arguments: map[string]any{}, RawArguments: "{}", Result: "ok", HasResult: true}}}
+	calls, output := base, base
+	calls.Expected = adapter.Expectations{ToolCalls: []adapter.ExpectedCall{{Name: pinProbeTool}}, HasToolCalls: true}
+	output.Expected = adapter.Expectations{Output: pinProbeOutput, HasOutput: true}
+	for _, in := range insts {
+		if in.Level != adapter.LevelAgent {
+			continue
+		}
+		if in.EvaluatorType != evaluators.EvaluatorTypeDeterministic && in.EvaluatorType != evaluators.EvaluatorTypeCEL {
+			clear(r.unread)
+			return
+		}
+		without, ok := probeEvaluate(in, base)
+		if !ok {
+			clear(r.unread)
+			return
+		}
+		for part, c := range map[string]adapter.Case{"tool calls": calls, "output": output} {
+			if with, ok := probeEvaluate(in, c); !ok || with.Status != without.Status || with.Score != without.Score || with.Reason != without.Reason {
+				delete(r.unread, part)
+			}
+		}
+	}
+}
+
+// probeEvaluate is in's verdict on c; ok is false when it panicked.
+func probeEvaluate(in *evaluators.Instance, c adapter.Case) (res evaluators.Result, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	res = in.Evaluator.Evaluate(context.Background(), &c)
+	return res, true
+}
+
 // observe records the results of a trace that replays a pinned case: its
 // agent cases' results.
 func (r *datasetRun) observe(spans []adapter.SpanRef, rep engine.Report) {
@@ -198,9 +254,12 @@ func (r *datasetRun) summary() *datasetSummary {
 			v.Status, v.TraceIDs = "failed", o.traces
 			v.Failures = append(v.Failures, "no evaluator scored it")
 			d.Failed++
-		case len(o.failures) > 0:
+		case len(o.failures) > 0 || len(r.unreadParts(c)) > 0:
 			d.Run++
 			v.Status, v.TraceIDs, v.Failures = "failed", o.traces, slices.Clone(o.failures)
+			for _, part := range r.unreadParts(c) {
+				v.Failures = append(v.Failures, fmt.Sprintf("pinned %s not checked: no evaluator of agent cases in the config compares %s with an expectation", part, part))
+			}
 			d.Failed++
 		default:
 			d.Run++
@@ -210,6 +269,18 @@ func (r *datasetRun) summary() *datasetSummary {
 		d.Cases = append(d.Cases, v)
 	}
 	return d
+}
+
+// unreadParts are the parts c pins that no evaluator reads.
+func (r *datasetRun) unreadParts(c *dataset.Case) []string {
+	var out []string
+	if len(c.Expected.ToolCalls) > 0 && r.unread["tool calls"] {
+		out = append(out, "tool calls")
+	}
+	if _, ok := c.Expected.OutputText(); ok && r.unread["output"] {
+		out = append(out, "output")
+	}
+	return out
 }
 
 // record appends each pinned case's outcome, with its results and their

@@ -626,3 +626,47 @@ func TestRunDatasetCaseFileMissingFromManifest(t *testing.T) {
 		t.Errorf("exit %d, dataset %+v; want 2 pinned, %s not run, exit 1\n%s", code, d, wrong, stderr)
 	}
 }
+
+// No false green: a pin that no evaluator of the config reads (only
+// tool_error here, which never looks at expected tool calls or output) is
+// not checked, so its case fails and says why, instead of passing on
+// whatever else was scored.
+func TestRunDatasetPinReadByNoEvaluator(t *testing.T) {
+	dir, cfg, prod := datasetSetup(t)
+	ds := filepath.Join(dir, "ds")
+	_, got := addJSON(t, ds, "--config", cfg, prod)
+	refund := got.AddedIDs[0]
+	if code, _, stderr := runEvalctl(t, "", "dataset", "pin", ds, refund, "--tool-calls", `["lookup_order", "refund"]`); code != exitOK {
+		t.Fatal(stderr)
+	}
+	// The replay calls refund before lookup_order, without a tool error.
+	replay := writeTraces(t, dir, "replay.jsonl", dsTraces(t, dsRun{prompt: refundPrompt, answer: "Refunded.", trace: 0x11,
+		attrs: map[string]any{dataset.AttrCaseID: refund},
+		calls: []dsCall{{name: "refund", args: `{"order": 42}`}, {name: "lookup_order", args: `{"order": 42}`}}}))
+	errorsOnly := writeFile(t, "errors-only.yaml", "evaluators:\n  - type: tool_error\n    name: no_tool_errors\n")
+	code, out, stderr := runEvalctl(t, "", "run", "--config", errorsOnly, "--dataset", ds, "--summary", "json", replay)
+	var sum struct {
+		Dataset datasetSummary `json:"dataset"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	d := sum.Dataset
+	if code != exitFailed || d.Failed != 1 || len(d.Cases) != 1 || !strings.Contains(strings.Join(d.Cases[0].Failures, ";"), "tool calls") {
+		t.Errorf("exit %d, dataset %+v; want the case failed: no evaluator reads its pinned tool calls\n%s", code, d, stderr)
+	}
+
+	// With an evaluator that compares them, the wrong order fails on its own
+	// account, and the right order passes.
+	code, out, _ = runEvalctl(t, "", "run", "--config", cfg, "--dataset", ds, "--summary", "json", replay)
+	_ = json.Unmarshal([]byte(out), &sum)
+	if d := sum.Dataset; code != exitFailed || d.Failed != 1 || strings.Contains(strings.Join(d.Cases[0].Failures, ";"), "no evaluator") {
+		t.Errorf("tool_trajectory configured: exit %d, %+v", code, d)
+	}
+	right := writeTraces(t, dir, "right.jsonl", dsTraces(t, dsRun{prompt: refundPrompt, answer: "Refunded.", trace: 0x12,
+		attrs: map[string]any{dataset.AttrCaseID: refund},
+		calls: []dsCall{{name: "lookup_order", args: `{"order": 42}`}, {name: "refund", args: `{"order": 42}`}}}))
+	if code, out, stderr := runEvalctl(t, "", "run", "--config", cfg, "--dataset", ds, right); code != exitOK {
+		t.Errorf("right order: exit %d\n%s\n%s", code, out, stderr)
+	}
+}

@@ -177,6 +177,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer func() { _ = eng.Shutdown(ctx) }()
 	if replays != nil {
+		replays.probeReaders(eng.Instances())
 		replays.prepare(traces, stderr)
 		sum.observe = replays.observe
 	}
