@@ -24,12 +24,15 @@ import (
 // export returns. What is asserted is order and presence, never how long
 // anything took.
 
-// streamConfig is testdata/stream-bounds.yaml for these settings.
-func streamConfig(t *testing.T, otlp, backend, mode, wait, maxHold, maxTraceSpans string) string {
+// streamConfig is testdata/stream-bounds.yaml for these settings, and
+// the URL of the collector's own metrics.
+func streamConfig(t *testing.T, otlp, backend, mode, wait, maxHold, maxTraceSpans string) (config, metrics string) {
+	prom := testkit.FreeAddr(t)
 	return testkit.Config(t, "testdata/stream-bounds.yaml", map[string]string{
 		"OTLP": otlp, "Backend": backend, "Mode": mode,
 		"Wait": wait, "MaxHold": maxHold, "MaxTraceSpans": maxTraceSpans,
-	})
+		"PromPort": prom[strings.LastIndex(prom, ":")+1:],
+	}), "http://" + prom + "/metrics"
 }
 
 // conversation is one long agent conversation in one trace: a root request
@@ -162,7 +165,8 @@ func TestStreamModeBoundsLongConversation(t *testing.T) {
 			grpcAddr := freeAddr(t)
 			var c *conversation
 			t.Run("run", func(t *testing.T) { // the collector stops when this ends
-				startCollector(t, streamConfig(t, grpcAddr, be.URL, "stream", tc.wait, tc.maxHold, tc.maxTraceSpans))
+				config, metrics := streamConfig(t, grpcAddr, be.URL, "stream", tc.wait, tc.maxHold, tc.maxTraceSpans)
+				startCollector(t, config)
 				tp := newSDK(t, grpcAddr, "concierge")
 				defer func() { _ = tp.Shutdown(context.Background()) }()
 				c = startConversation(t, be, tp.Tracer("stream-bounds"))
@@ -192,6 +196,16 @@ func TestStreamModeBoundsLongConversation(t *testing.T) {
 					c.turn(i, false, after)
 				}
 				c.end(c.root, after)
+
+				// The bound is counted once, and the seven spans after it
+				// as late (docs/contract.md §17).
+				m := testkit.Scrape(t, metrics)
+				if n := m.Total("otelcol_processor_eval_traces_released_early", map[string]string{"reason": tc.name}); n != 1 {
+					t.Errorf("otelcol_processor_eval_traces_released_early{reason=%q} = %v, want 1", tc.name, n)
+				}
+				if n := m.Total("otelcol_processor_eval_spans_late", nil); n != 7 {
+					t.Errorf("otelcol_processor_eval_spans_late = %v, want 7 (turns 4 and 5, the root)", n)
+				}
 			})
 			if c == nil || t.Failed() {
 				return
@@ -283,7 +297,8 @@ func TestStreamModeOutOfOrderTrace(t *testing.T) {
 			var agentID pcommon.SpanID
 			ids := map[pcommon.SpanID]string{}
 			t.Run("run", func(t *testing.T) {
-				startCollector(t, streamConfig(t, grpcAddr, be.URL, mode, "2s", "1h", "100000"))
+				config, _ := streamConfig(t, grpcAddr, be.URL, mode, "2s", "1h", "100000")
+				startCollector(t, config)
 				tp := newSDK(t, grpcAddr, "concierge")
 				defer func() { _ = tp.Shutdown(context.Background()) }()
 				tr := tp.Tracer("out-of-order")
