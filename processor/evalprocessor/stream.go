@@ -189,12 +189,21 @@ func agentNameOf(rep engine.Report, id pcommon.SpanID, ref adapter.SpanRef) stri
 // evaluator instances names: their eval.<name>.* attributes, eval.failed
 // and their gen_ai.evaluation.result events, so the result span carries
 // exactly what hold mode leaves on the evaluated span; and the span's
-// describing attributes (annotator.Describing), so monitors group result spans by
-// the evaluated span's attributes as in hold mode (docs/contract.md §26).
-// Its ids, name and times are the caller's to set.
+// describing attributes (annotator.Describing, at most maxDescribing), so
+// monitors group result spans by the evaluated span's attributes as in
+// hold mode (docs/contract.md §26). Its ids, name and times are the
+// caller's to set.
 func toResultSpan(span ptrace.Span, names []string) {
+	describing := 0
 	span.Attributes().RemoveIf(func(k string, v pcommon.Value) bool {
-		return k != annotator.AttrFailed && !resultKeyOf(k, names) && !annotator.Describing(k, v)
+		if k == annotator.AttrFailed || resultKeyOf(k, names) {
+			return false
+		}
+		if describing < maxDescribing && annotator.Describing(k, v) {
+			describing++
+			return false
+		}
+		return true
 	})
 	span.Events().RemoveIf(func(ev ptrace.SpanEvent) bool {
 		if ev.Name() != annotator.EventName {

@@ -2,6 +2,7 @@ package evalprocessor
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,9 @@ func TestStreamModeResultSpansKeepTheEvaluatedSpansDescribingAttributes(t *testi
 	agent.Attributes().PutStr("input.value", "short content")
 	agent.Attributes().PutStr("app.notes", strings.Repeat("n", 300))
 	agent.Attributes().PutStr("eval.expected.output", "Booked.")
+	for i := range 200 { // beyond maxDescribing
+		agent.Attributes().PutInt(fmt.Sprintf("app.flag_%03d", i), int64(i))
+	}
 	ctx := context.Background()
 	require.NoError(t, stream.tr.ConsumeTraces(ctx, first))
 	require.NoError(t, stream.tr.ConsumeTraces(ctx, second))
@@ -63,6 +67,14 @@ func TestStreamModeResultSpansKeepTheEvaluatedSpansDescribingAttributes(t *testi
 		assert.False(t, ok, "%s is not copied onto the result span", k)
 	}
 	assert.Equal(t, "true", strAttr(onAgent, adapter.AttrGenerated))
+	flags := 0
+	for k := range onAgent.Attributes().All() {
+		if strings.HasPrefix(k, "app.flag_") {
+			flags++
+		}
+	}
+	assert.Less(t, flags, maxDescribing, "at most maxDescribing describing attributes, tenant.id and the rest among them")
+	assert.Equal(t, "failed", strAttr(onAgent, "eval.tool_error.status"), "the results are all there")
 }
 
 // A trace with LLM and tool spans under a root that is no GenAI span (a web

@@ -304,9 +304,9 @@ func keepRoot(s, dst ptrace.Span) {
 	}
 }
 
-// maxRootDescribing bounds the describing attributes kept of a root (the
-// SDKs' default attribute count limit).
-const maxRootDescribing = 128
+// maxDescribing bounds the describing attributes kept of a root, and
+// copied onto a result span (the SDKs' default attribute count limit).
+const maxDescribing = 128
 
 type keyValue struct {
 	k string
@@ -315,7 +315,7 @@ type keyValue struct {
 
 // rootKept is what a root span that is no GenAI span keeps of its
 // attributes, in their order: the §3 ones, and those that describe it
-// (annotator.Describing, at most maxRootDescribing): an agent case
+// (annotator.Describing, at most maxDescribing): an agent case
 // anchored on the root reads them in `when` conditions and `cel`, and its
 // result span carries them for monitors, as in hold mode.
 func rootKept(attrs pcommon.Map) []keyValue {
@@ -324,7 +324,7 @@ func rootKept(attrs pcommon.Map) []keyValue {
 	for k, v := range attrs.All() {
 		switch {
 		case slices.Contains(rootAttrs[:], k):
-		case describing < maxRootDescribing && annotator.Describing(k, v):
+		case describing < maxDescribing && annotator.Describing(k, v):
 			describing++
 		default:
 			continue
