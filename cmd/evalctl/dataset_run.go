@@ -31,13 +31,16 @@ type datasetRun struct {
 	caseOf map[pcommon.TraceID]string
 	// outcome of each pinned case that ran, by id.
 	outcome map[string]*datasetOutcome
-	// unread names the parts of a pin ("tool calls", "output") that no
-	// evaluator of agent cases reads (probeReaders): a case pinning one
-	// fails, since nothing compares the replay with it.
-	unread map[string]bool
+	// readers are, per part of a pin ("tool calls", "output"), the
+	// evaluators of agent cases that read it (probeReaders); nil when an
+	// evaluator could not be asked. A case pinning a part that none of
+	// them scored on its replay fails: nothing compared the replay with it.
+	readers map[string]map[string]bool
 }
 
 type datasetOutcome struct {
+	// read: the parts of the pin that a reader scored (probeReaders).
+	read     map[string]bool
 	traces   []string
 	failures []string // "<evaluator>: <reason>" of what did not pass
 	scored   int
@@ -158,7 +161,7 @@ const (
 // not asked (a call costs and may read anything): with one of them, every
 // part counts as read.
 func (r *datasetRun) probeReaders(insts []*evaluators.Instance) {
-	r.unread = map[string]bool{"tool calls": true, "output": true}
+	r.readers = map[string]map[string]bool{"tool calls": {}, "output": {}}
 	base := adapter.Case{Level: adapter.LevelAgent, Input: "evalctl pin probe input", Output: pinProbeOutput,
 		ToolCalls: []adapter.ToolCall{{Name: pinProbeTool, Arguments: map[string]any{}, RawArguments: "{}", Result: "ok", HasResult: true}}}
 	calls, output := base, base
@@ -169,17 +172,17 @@ func (r *datasetRun) probeReaders(insts []*evaluators.Instance) {
 			continue
 		}
 		if in.EvaluatorType != evaluators.EvaluatorTypeDeterministic && in.EvaluatorType != evaluators.EvaluatorTypeCEL {
-			clear(r.unread)
+			r.readers = nil
 			return
 		}
 		without, ok := probeEvaluate(in, base)
 		if !ok {
-			clear(r.unread)
+			r.readers = nil
 			return
 		}
 		for part, c := range map[string]adapter.Case{"tool calls": calls, "output": output} {
 			if with, ok := probeEvaluate(in, c); !ok || with.Status != without.Status || with.Score != without.Score || with.Reason != without.Reason {
-				delete(r.unread, part)
+				r.readers[part][in.Name] = true
 			}
 		}
 	}
@@ -206,7 +209,7 @@ func (r *datasetRun) observe(spans []adapter.SpanRef, rep engine.Report) {
 	}
 	o := r.outcome[id]
 	if o == nil {
-		o = &datasetOutcome{}
+		o = &datasetOutcome{read: map[string]bool{}}
 		r.outcome[id] = o
 	}
 	o.traces = append(o.traces, tid.String())
@@ -221,6 +224,11 @@ func (r *datasetRun) observe(spans []adapter.SpanRef, rep engine.Report) {
 				dr.Score = &s
 			}
 			o.results = append(o.results, dr)
+			for part, names := range r.readers {
+				if names[res.Name] && res.Scored() {
+					o.read[part] = true
+				}
+			}
 			switch res.Status {
 			case evaluators.StatusPassed:
 				o.scored++
@@ -254,11 +262,11 @@ func (r *datasetRun) summary() *datasetSummary {
 			v.Status, v.TraceIDs = "failed", o.traces
 			v.Failures = append(v.Failures, "no evaluator scored it")
 			d.Failed++
-		case len(o.failures) > 0 || len(r.unreadParts(c)) > 0:
+		case len(o.failures) > 0 || len(r.unchecked(c, o)) > 0:
 			d.Run++
 			v.Status, v.TraceIDs, v.Failures = "failed", o.traces, slices.Clone(o.failures)
-			for _, part := range r.unreadParts(c) {
-				v.Failures = append(v.Failures, fmt.Sprintf("pinned %s not checked: no evaluator of agent cases in the config compares %s with an expectation", part, part))
+			for _, part := range r.unchecked(c, o) {
+				v.Failures = append(v.Failures, fmt.Sprintf("pinned %s not checked: no evaluator that compares %s with an expectation scored the replay", part, part))
 			}
 			d.Failed++
 		default:
@@ -271,13 +279,16 @@ func (r *datasetRun) summary() *datasetSummary {
 	return d
 }
 
-// unreadParts are the parts c pins that no evaluator reads.
-func (r *datasetRun) unreadParts(c *dataset.Case) []string {
+// unchecked are the parts c pins that no reader scored on its replay o.
+func (r *datasetRun) unchecked(c *dataset.Case, o *datasetOutcome) []string {
+	if r.readers == nil {
+		return nil
+	}
 	var out []string
-	if len(c.Expected.ToolCalls) > 0 && r.unread["tool calls"] {
+	if len(c.Expected.ToolCalls) > 0 && !o.read["tool calls"] {
 		out = append(out, "tool calls")
 	}
-	if _, ok := c.Expected.OutputText(); ok && r.unread["output"] {
+	if _, ok := c.Expected.OutputText(); ok && !o.read["output"] {
 		out = append(out, "output")
 	}
 	return out

@@ -656,6 +656,16 @@ func TestRunDatasetPinReadByNoEvaluator(t *testing.T) {
 		t.Errorf("exit %d, dataset %+v; want the case failed: no evaluator reads its pinned tool calls\n%s", code, d, stderr)
 	}
 
+	// A reader that did not run on the replay (its `when` selects another
+	// agent) checks nothing either.
+	elsewhere := writeFile(t, "elsewhere.yaml", "evaluators:\n  - type: tool_error\n    name: no_tool_errors\n"+
+		"  - type: tool_trajectory\n    name: refund_flow\n    when: ['attributes[\"gen_ai.agent.name\"] == \"nobody\"']\n")
+	code, out, stderr = runEvalctl(t, "", "run", "--config", elsewhere, "--dataset", ds, "--summary", "json", replay)
+	_ = json.Unmarshal([]byte(out), &sum)
+	if d := sum.Dataset; code != exitFailed || d.Failed != 1 || !strings.Contains(strings.Join(d.Cases[0].Failures, ";"), "pinned tool calls not checked") {
+		t.Errorf("reader not run: exit %d, %+v\n%s", code, d, stderr)
+	}
+
 	// With an evaluator that compares them, the wrong order fails on its own
 	// account, and the right order passes.
 	code, out, _ = runEvalctl(t, "", "run", "--config", cfg, "--dataset", ds, "--summary", "json", replay)
