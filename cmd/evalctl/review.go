@@ -123,7 +123,8 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 type reviewer struct {
 	dir         string
 	defaultName string
-	hosts       []string // the Host headers answered
+	hosts       []string // the Host headers answered, besides IP literals
+	port        string   // the port an IP literal Host must name
 	token       string
 	mu          sync.Mutex
 }
@@ -135,14 +136,26 @@ func newReviewer(dir, defaultName, addr string) (*reviewer, error) {
 	}
 	_, port, _ := net.SplitHostPort(addr)
 	hosts := []string{addr, "localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
-	return &reviewer{dir: dir, defaultName: defaultName, hosts: hosts, token: hex.EncodeToString(b)}, nil
+	return &reviewer{dir: dir, defaultName: defaultName, hosts: hosts, port: port, token: hex.EncodeToString(b)}, nil
+}
+
+// answers says whether the page answers a request with this Host header:
+// the address it listens on, localhost, or any IP literal with its port
+// (listening on every interface, it is reached by the machine's address;
+// an IP literal cannot be a DNS name rebound to this machine).
+func (rv *reviewer) answers(host string) bool {
+	if slices.Contains(rv.hosts, host) {
+		return true
+	}
+	h, port, err := net.SplitHostPort(host)
+	return err == nil && port == rv.port && net.ParseIP(h) != nil
 }
 
 func (rv *reviewer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; form-action 'self'; img-src data:")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	if !slices.Contains(rv.hosts, r.Host) {
+	if !rv.answers(r.Host) {
 		http.Error(w, "evalctl review answers only for "+rv.hosts[0], http.StatusMisdirectedRequest)
 		return
 	}

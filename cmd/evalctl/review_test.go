@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,10 +26,17 @@ import (
 func startReview(t *testing.T, dir string) string {
 	t.Helper()
 	addr := testkit.FreeAddr(t)
+	return startReviewOn(t, dir, addr, addr)
+}
+
+// startReviewOn runs `evalctl review DIR --listen listen` and returns the
+// base URL on addr (a loopback address that reaches it).
+func startReviewOn(t *testing.T, dir, listen, addr string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb testkit.LockedBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"review", dir, "--listen", addr}, nil, &out, &errb) }()
+	go func() { done <- run(ctx, []string{"review", dir, "--listen", listen}, nil, &out, &errb) }()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != exitOK {
@@ -98,6 +106,36 @@ func TestReviewRefusesWhatIsNotItsOwn(t *testing.T) {
 	}
 	if !equalMaps(before, snapshot(t, ds)) {
 		t.Error("a refused request changed the dataset")
+	}
+}
+
+// Listening on every interface (--listen 0.0.0.0:PORT) is for reviewers on
+// other machines: a request addressed to any IP of the machine is
+// answered (an IP literal cannot be a rebound DNS name), one addressed to
+// another host name still is not.
+func TestReviewOnAllInterfacesAnswersItsAddresses(t *testing.T) {
+	dir, cfg, prod := datasetSetup(t)
+	ds := filepath.Join(dir, "ds")
+	addJSON(t, ds, "--config", cfg, prod)
+	addr := testkit.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	base := startReviewOn(t, ds, "0.0.0.0:"+port, addr)
+	client := &http.Client{}
+	defer client.CloseIdleConnections()
+	for host, want := range map[string]int{
+		"192.0.2.7:" + port: http.StatusOK, "[2001:db8::7]:" + port: http.StatusOK, "localhost:" + port: http.StatusOK,
+		"attacker.example:" + port: http.StatusMisdirectedRequest, "192.0.2.7:1": http.StatusMisdirectedRequest,
+	} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/", nil)
+		req.Host = host
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
 	}
 }
 
