@@ -7,6 +7,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
+// MaxDescribing bounds the describing attributes a span evalbridge makes
+// copies from the span it is about (the SDKs' default attribute count
+// limit).
+const MaxDescribing = 128
+
 // maxDescribingValue bounds a string attribute a result span keeps of its
 // evaluated span: the webhook's monitors group by at most 256 bytes of a
 // value.

@@ -65,6 +65,10 @@ type lateTarget struct {
 	spanID   pcommon.SpanID
 	spanName string
 	resource pcommon.Resource
+	// describing is the evaluated span's describing attributes
+	// (annotator.Describing), so monitors group a late result by them as
+	// they group results on time.
+	describing pcommon.Map
 	// info is the case's agent and model, for the result events.
 	info annotator.CaseInfo
 	// origin is what the caller's ScoreOptions.Origin said of the
@@ -107,7 +111,7 @@ func (e *Engine) newJudgeTask(in *instance, c *adapter.Case, ref adapter.SpanRef
 			res := pcommon.NewResource()
 			ref.Resource().CopyTo(res)
 			*target = &lateTarget{traceID: c.TraceID, spanID: c.SpanID, spanName: ref.Span.Name(), resource: res,
-				info: annotator.CaseInfo{AgentName: c.AgentName, Model: c.Model}}
+				describing: describingOf(ref.Span.Attributes()), info: annotator.CaseInfo{AgentName: c.AgentName, Model: c.Model}}
 			if origin != nil {
 				(*target).origin = origin(ref)
 			}
@@ -310,14 +314,36 @@ func (e *Engine) deliverLate(jctx context.Context, t *judgeTask, r evaluators.Re
 	link.SetTraceID(t.target.traceID)
 	link.SetSpanID(t.target.spanID)
 	attrs := sp.Attributes()
+	t.target.describing.CopyTo(attrs)
+	copied := []string{AttrTargetSpanName}
+	for k, v := range attrs.All() {
+		if v.Type() == pcommon.ValueTypeStr {
+			copied = append(copied, k)
+		}
+	}
 	attrs.PutBool(AttrLate, true)
 	attrs.PutBool(adapter.AttrGenerated, true) // never a case again (loop safety)
 	attrs.PutStr(AttrTargetSpanName, t.target.spanName)
 	results := []evaluators.Result{r}
 	e.redactResults(results)
-	e.redactCopied(attrs, AttrTargetSpanName)
+	e.redactCopied(attrs, copied...)
 	annotator.AnnotateCase(sp, results, pcommon.NewTimestampFromTime(now), e.redactInfo(t.target.info))
 	sink(td, t.target.origin)
+}
+
+// describingOf is a copy of the describing attributes of attrs, at most
+// annotator.MaxDescribing.
+func describingOf(attrs pcommon.Map) pcommon.Map {
+	out := pcommon.NewMap()
+	for k, v := range attrs.All() {
+		if out.Len() == annotator.MaxDescribing {
+			break
+		}
+		if annotator.Describing(k, v) {
+			v.CopyTo(out.PutEmpty(k))
+		}
+	}
+	return out
 }
 
 // Attributes of a late-result span besides the eval.<name>.* results.

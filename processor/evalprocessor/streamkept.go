@@ -305,8 +305,8 @@ func keepRoot(s, dst ptrace.Span) {
 }
 
 // maxDescribing bounds the describing attributes kept of a root, and
-// copied onto a result span (the SDKs' default attribute count limit).
-const maxDescribing = 128
+// copied onto a result span.
+const maxDescribing = annotator.MaxDescribing
 
 type keyValue struct {
 	k string
