@@ -95,6 +95,28 @@ func newArgMatcher(o *argumentOptions, base *argMatcher, option string) (*argMat
 	return &m, nil
 }
 
+// spelling is the `arguments:` option that gives m over base: the settings
+// in which they differ, for the version (version.go); nil when none.
+func (m *argMatcher) spelling(base *argMatcher) map[string]any {
+	out := map[string]any{}
+	if m.mode != base.mode {
+		out["mode"] = m.mode
+	}
+	if m.trim != base.trim {
+		out["trim_strings"] = m.trim
+	}
+	if m.caseInsensitive != base.caseInsensitive {
+		out["case_insensitive"] = m.caseInsensitive
+	}
+	if m.fuzzyThreshold != base.fuzzyThreshold {
+		out["fuzzy_threshold"] = m.fuzzyThreshold
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // matches reports whether actual arguments satisfy the expected ones.
 // A nil map is an empty object.
 //

@@ -51,6 +51,29 @@ func newCallComparer(o callCompareOptions) (*callComparer, error) {
 	return cc, nil
 }
 
+// canonicalOptions spells `expected`, `arguments` and `tool_arguments` as
+// decoded (spelledOptions): a tool's entry by what it changes over
+// `arguments`, and without the entries that change nothing.
+func (cc *callComparer) canonicalOptions(kept map[string]any) map[string]any {
+	kept = respelled(kept, []string{"expected"}, map[string]any{"expected": expectedCallsSpelling(cc.cfg, cc.hasCfg)})
+	var def any
+	if s := cc.def.spelling(defaultMatcher); s != nil {
+		def = s
+	}
+	kept = respelled(kept, []string{"arguments"}, map[string]any{"arguments": def})
+	perTool := map[string]any{}
+	for tool, m := range cc.perTool {
+		if s := m.spelling(cc.def); s != nil {
+			perTool[tool] = s
+		}
+	}
+	var tools any
+	if len(perTool) > 0 {
+		tools = perTool
+	}
+	return respelled(kept, []string{"tool_arguments"}, map[string]any{"tool_arguments": tools})
+}
+
 func (cc *callComparer) matcher(tool string) *argMatcher {
 	if m, ok := cc.perTool[tool]; ok {
 		return m

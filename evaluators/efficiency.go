@@ -35,6 +35,14 @@ func newToolEfficiency(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 	return &toolEfficiency{m: m, metricsOff: metricsOff(deps.NoMetrics)}, nil
 }
 
+func (t *toolEfficiency) canonicalOptions(kept map[string]any) map[string]any {
+	var s any
+	if sp := t.m.spelling(defaultMatcher); sp != nil {
+		s = sp
+	}
+	return respelled(kept, []string{"arguments"}, map[string]any{"arguments": s})
+}
+
 func (t *toolEfficiency) same(a, b *adapter.ToolCall) bool {
 	return a.Name == b.Name && t.m.matches(a.Arguments, b.Arguments)
 }

@@ -67,6 +67,12 @@ func parseLimitDuration(v any) (time.Duration, error) {
 	return d, nil
 }
 
+// canonicalOptions spells `max` as a Go duration (spelledOptions): 2s,
+// 2000ms, 2 and "2" are one limit.
+func (l *latency) canonicalOptions(kept map[string]any) map[string]any {
+	return respelled(kept, []string{"max"}, map[string]any{"max": l.max.String()})
+}
+
 func (l *latency) Evaluate(_ context.Context, c *adapter.Case) Result {
 	// Bad timestamps are the adapter's problem (counted there); here they
 	// are an error, never a latency that passes.
@@ -117,6 +123,16 @@ func newTokenUsage(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 		}
 	}
 	return &tokenUsage{o: o, metricsOff: metricsOff(deps.NoMetrics)}, nil
+}
+
+// canonicalOptions spells `max`, the alias of `max_total`, as `max_total`
+// (spelledOptions).
+func (t *tokenUsage) canonicalOptions(kept map[string]any) map[string]any {
+	var total any
+	if t.o.MaxTotal != nil {
+		total = *t.o.MaxTotal
+	}
+	return respelled(kept, []string{"max", "max_total"}, map[string]any{"max_total": total})
 }
 
 // Evaluate checks every limit whose count is known; it skips only when no

@@ -153,6 +153,27 @@ func (e expectedOption) parse() (calls []adapter.ExpectedCall, ok bool, err erro
 	return calls, true, nil
 }
 
+// expectedCallsSpelling is the `expected` option that decodes to calls, in
+// one of its spellings (a list of {name} and {name, arguments} objects),
+// for the version (version.go); nil when none is configured.
+func expectedCallsSpelling(calls []adapter.ExpectedCall, has bool) any {
+	if !has {
+		return nil
+	}
+	out := make([]any, len(calls))
+	for i, c := range calls {
+		m := map[string]any{"name": c.Name}
+		if c.HasArguments {
+			m["arguments"] = c.Arguments
+			if c.Arguments == nil {
+				m["arguments"] = map[string]any{}
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
 // expectation picks the case's expected tool calls, else the configured ones.
 func expectation(c *adapter.Case, cfg []adapter.ExpectedCall, hasCfg bool) ([]adapter.ExpectedCall, string, bool) {
 	if c.Expected.HasToolCalls {

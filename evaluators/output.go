@@ -92,6 +92,25 @@ func newExactMatch(opts *confmap.Conf, _ Deps) (Evaluator, error) {
 	return &exactMatch{o: o, cfg: cfg, hasCfg: has}, nil
 }
 
+// canonicalOptions spells the expected output as decoded (spelledOptions):
+// `expected` or its alias `expected_output`, a JSON value as YAML or as a
+// string holding it.
+func (e *exactMatch) canonicalOptions(kept map[string]any) map[string]any {
+	return respelled(kept, expectedOutputNames, map[string]any{"expected": expectedOutputSpelling(e.cfg, e.hasCfg)})
+}
+
+// expectedOutputNames are the option and its alias that expectedOutputOption
+// decodes.
+var expectedOutputNames = []string{"expected", "expected_output"}
+
+// expectedOutputSpelling is the configured expected output, nil when none.
+func expectedOutputSpelling(cfg any, has bool) any {
+	if !has {
+		return nil
+	}
+	return cfg
+}
+
 func (e *exactMatch) Evaluate(_ context.Context, c *adapter.Case) Result {
 	expected, skip := outputToCompare(c, e.cfg, e.hasCfg)
 	if skip != nil {
@@ -266,6 +285,13 @@ func (d *structDiff) add(s string) {
 	if len(d.diffs) < 5 {
 		d.diffs = append(d.diffs, s)
 	}
+}
+
+// canonicalOptions spells the expected output as exact_match does, and
+// `mode`, `strict` and `lenient` as `mode` (spelledOptions).
+func (e *structuralMatch) canonicalOptions(kept map[string]any) map[string]any {
+	kept = respelled(kept, expectedOutputNames, map[string]any{"expected": expectedOutputSpelling(e.cfg, e.hasCfg)})
+	return respelled(kept, []string{"mode", "strict", "lenient"}, map[string]any{"mode": map[bool]string{true: "lenient", false: "strict"}[e.lenient]})
 }
 
 func (e *structuralMatch) Evaluate(ctx context.Context, c *adapter.Case) Result {

@@ -194,6 +194,26 @@ func (r *retrieval) matches(retrieved, expected string) bool {
 	return retrieved == expected
 }
 
+// canonicalOptions spells `expected` (or `expected_documents`) as decoded,
+// and `match` and `field` as the strategy and the field they decode to
+// (spelledOptions): `match: {field: id}`, `match: "field: id"` and
+// `field: id` are one option.
+func (r *retrieval) canonicalOptions(kept map[string]any) map[string]any {
+	var docs any
+	if r.hasCfg {
+		docs = r.cfg
+	}
+	kept = respelled(kept, []string{"expected", "expected_documents"}, map[string]any{"expected": docs})
+	var match, field any
+	if r.match != "equality" {
+		match = r.match
+	}
+	if r.field != "" {
+		field = r.field
+	}
+	return respelled(kept, []string{"match", "field"}, map[string]any{"match": match, "field": field})
+}
+
 func (r *retrieval) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	expDocs, has := c.Expected.Documents, c.Expected.HasDocuments
 	if !has {

@@ -64,6 +64,10 @@ func newModeCalls(opts *confmap.Conf, deps Deps, score callsScorer, modes ...str
 	return &modeCalls{mode: o.Mode, cc: cc, score: score, metricsOff: metricsOff(deps.NoMetrics)}, nil
 }
 
+func (t *modeCalls) canonicalOptions(kept map[string]any) map[string]any {
+	return t.cc.canonicalOptions(kept)
+}
+
 func (t *modeCalls) Evaluate(ctx context.Context, c *adapter.Case) Result {
 	exp, act, r, done := callsToCompare(c, t.cc.cfg, t.cc.hasCfg)
 	if done {
@@ -269,6 +273,10 @@ func newToolCallAccuracy(opts *confmap.Conf, deps Deps) (Evaluator, error) {
 		return nil, err
 	}
 	return &toolCallAccuracy{o: o, cfg: cfg, hasCfg: has, metricsOff: metricsOff(deps.NoMetrics)}, nil
+}
+
+func (t *toolCallAccuracy) canonicalOptions(kept map[string]any) map[string]any {
+	return respelled(kept, []string{"expected"}, map[string]any{"expected": expectedCallsSpelling(t.cfg, t.hasCfg)})
 }
 
 func (t *toolCallAccuracy) Evaluate(_ context.Context, c *adapter.Case) Result {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,6 +280,31 @@ func normalizeJSON(m map[string]any) map[string]any {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// canonicalOptions spells `tools` as the definitions it decodes to
+// (spelledOptions), by name: a list or a JSON string, wrapped as functions
+// or not, the schema under any of its names. Descriptions are left out:
+// only names and schemas decide a verdict.
+func (v *toolCallValidity) canonicalOptions(kept map[string]any) map[string]any {
+	raw, ok := kept["tools"]
+	if !ok {
+		return kept
+	}
+	defs, err := parseToolsOption(raw)
+	if err != nil {
+		return kept
+	}
+	slices.SortFunc(defs, func(a, b toolDef) int { return strings.Compare(a.Name, b.Name) })
+	tools := make([]any, len(defs))
+	for i, d := range defs {
+		m := map[string]any{"name": d.Name}
+		if d.Parameters != nil {
+			m["parameters"] = d.Parameters
+		}
+		tools[i] = m
+	}
+	return respelled(kept, []string{"tools"}, map[string]any{"tools": tools})
 }
 
 func (v *toolCallValidity) Evaluate(ctx context.Context, c *adapter.Case) Result {

@@ -27,7 +27,9 @@ import (
 //     max_tool_calls after its default;
 //   - the options, each after defaults: an option is left out when the
 //     evaluator built without it is the same as with it (sameBehaviour), so
-//     writing a default out changes nothing;
+//     writing a default out changes nothing; and as decoded, not as spelt
+//     (spelledOptions: 2s, 2000ms and 2 are one limit, expected calls as
+//     names, objects or JSON one expectation, an alias its option);
 //   - with a judge: the judge's Behaviour (model, temperature, max_tokens,
 //     json_response, max_field_bytes) and the prompts the instance asks on
 //     fixed probe cases (probeCases), which hold the prompt templates, the
@@ -158,25 +160,59 @@ func effectiveOptions(f factory, c *Config, deps Deps) map[string]any {
 	if len(c.Options) == 0 {
 		return nil
 	}
-	out := make(map[string]any, len(c.Options))
-	for k, v := range c.Options {
-		out[k] = canonicalValue(v)
-	}
-	if err != nil {
-		return out
-	}
-	for _, k := range slices.Sorted(maps.Keys(out)) {
-		without := maps.Clone(c.Options)
-		delete(without, k)
-		ev, err := f.New(confmap.NewFromStringMap(without), deps)
-		if err == nil && sameBehaviour(reflect.ValueOf(full), reflect.ValueOf(ev), map[[2]uintptr]bool{}) {
-			delete(out, k)
+	kept := maps.Clone(c.Options)
+	if err == nil {
+		// One at a time, in key order, each against what is still kept:
+		// an option and its alias written together (max: 5, max_total: 5)
+		// lose one, not both.
+		for _, k := range slices.Sorted(maps.Keys(c.Options)) {
+			without := maps.Clone(kept)
+			delete(without, k)
+			ev, err := f.New(confmap.NewFromStringMap(without), deps)
+			if err == nil && sameBehaviour(reflect.ValueOf(full), reflect.ValueOf(ev), map[[2]uintptr]bool{}) {
+				kept = without
+			}
+		}
+		if s, ok := full.(spelledOptions); ok && len(kept) > 0 {
+			kept = s.canonicalOptions(kept)
 		}
 	}
-	if len(out) == 0 {
+	if len(kept) == 0 {
 		return nil
 	}
+	out := make(map[string]any, len(kept))
+	for k, v := range kept {
+		out[k] = canonicalValue(v)
+	}
 	return out
+}
+
+// spelledOptions is implemented by an evaluator whose options can be
+// written several ways that mean the same: a duration as 2s, 2000ms or 2;
+// expected calls as names, objects or a JSON string; an option or its
+// alias. Given the options the version keeps, as written, it returns them
+// in one spelling of what it decoded, so that the version hashes what the
+// evaluator was built from, not how the config said it.
+type spelledOptions interface {
+	canonicalOptions(kept map[string]any) map[string]any
+}
+
+// respelled replaces, in kept, the options names (an option and its
+// aliases) by spelling, the one way of writing what they decoded to, when
+// kept has any of them. A nil value in spelling is left out.
+func respelled(kept map[string]any, names []string, spelling map[string]any) map[string]any {
+	if !slices.ContainsFunc(names, func(n string) bool { _, ok := kept[n]; return ok }) {
+		return kept
+	}
+	for _, n := range names {
+		delete(kept, n)
+	}
+	for k, v := range spelling {
+		if v != nil {
+			kept[k] = v
+		}
+	}
+	return kept
 }
 
 // canonicalValue is v as encoding/json reads it back: every number a

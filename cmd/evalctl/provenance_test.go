@@ -88,6 +88,37 @@ func TestSummariesCarryVersion(t *testing.T) {
 // evaluator is not comparable with the baseline and its gate fails with
 // that reason, however good the new rate; --allow-version-change compares
 // it and says the version changed. The unchanged evaluator is compared.
+// TestBaselineComparableAcrossSpellings: the same evaluators spelt another
+// way (a limit in milliseconds, a default written out) keep their versions,
+// so a baseline taken with one config gates a run with the other
+// (docs/contract.md §24), not "not comparable: version changed".
+func TestBaselineComparableAcrossSpellings(t *testing.T) {
+	dir, cfg := gateSetup(t)
+	code, baseline, stderr := runEvalctl(t, "", "run", "--config", cfg, "--summary", "json", suiteFile(t, dir, 95, 100))
+	if code != exitFailed {
+		t.Fatalf("baseline run: exit %d\n%s", code, stderr)
+	}
+	basePath := filepath.Join(dir, "baseline.json")
+	if err := os.WriteFile(basePath, []byte(baseline), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	respelt := filepath.Join(dir, "respelt.yaml")
+	if err := os.WriteFile(respelt, []byte("evaluators:\n  - type: tool_error\n    name: no_tool_errors\n    threshold: 1\n"+
+		"  - type: latency\n    max: 10000ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	better := suiteFile(t, dir, 100, 100)
+	_, now, _ := runEvalctl(t, "", "run", "--config", respelt, "--summary", "json", better)
+	if got, want := summaryVersions(t, now), summaryVersions(t, baseline); got["latency"] != want["latency"] || got["no_tool_errors"] != want["no_tool_errors"] {
+		t.Errorf("versions %v, want the baseline's %v", got, want)
+	}
+	code, out, _ := runEvalctl(t, "", "run", "--config", respelt, "--baseline", basePath, better)
+	if code != exitOK || strings.Contains(out, "not comparable") || !strings.Contains(out, "ok   baseline      latency:") ||
+		!strings.Contains(out, "ok   baseline      no_tool_errors:") {
+		t.Errorf("respelt config: exit %d, want 0 and both gates compared\n%s", code, out)
+	}
+}
+
 func TestBaselineRefusesAnotherVersion(t *testing.T) {
 	dir, cfg := gateSetup(t)
 	code, baseline, stderr := runEvalctl(t, "", "run", "--config", cfg, "--summary", "json", suiteFile(t, dir, 95, 100))

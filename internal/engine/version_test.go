@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
@@ -226,4 +227,147 @@ func TestResultsCarryProvenance(t *testing.T) {
 		seen[name.Str()] = [2]string{v.Str(), ty.Str()}
 	}
 	require.Equal(t, want, seen)
+}
+
+// versionSpellingJudge is the judge the spelling tables' judge types ask.
+const versionSpellingJudge = `
+judges:
+  default: {endpoint: http://judge.local/v1, model: gpt-judge}
+evaluators:
+`
+
+// versionOfEntry is the version of one `evaluators:` entry, given as a YAML
+// flow map (name v).
+func versionOfEntry(t *testing.T, entry string) string {
+	t.Helper()
+	return versionsOf(t, versionSpellingJudge+"  - "+entry+"\n")["v"]
+}
+
+// TestVersionSameForEquivalentSpellings: the version hashes what the
+// evaluator was built from after decoding, not how the config spells it
+// (docs/contract.md §24): a duration, a number, the expected tool calls, an
+// option and its alias, written any way that means the same, give one
+// version.
+func TestVersionSameForEquivalentSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		what      string
+		spellings []string
+	}{
+		{"latency max as a duration, in milliseconds, as seconds", []string{
+			`{type: latency, name: v, max: 2s}`,
+			`{type: latency, name: v, max: 2000ms}`,
+			`{type: latency, name: v, max: 2}`,
+			`{type: latency, name: v, max: 2.0}`,
+			`{type: latency, name: v, max: "2"}`,
+			`{type: latency, name: v, max: " 2s "}`,
+		}},
+		{"latency max below a second", []string{
+			`{type: latency, name: v, max: 1500ms}`,
+			`{type: latency, name: v, max: 1.5s}`,
+			`{type: latency, name: v, max: 1.5}`,
+		}},
+		{"expected calls as names, objects, JSON", []string{
+			`{type: tool_trajectory, name: v, expected: [search_flights, book_hotel]}`,
+			`{type: tool_trajectory, name: v, expected: [{name: search_flights}, {name: book_hotel}]}`,
+			`{type: tool_trajectory, name: v, expected: [{name: search_flights, arguments: null}, book_hotel]}`,
+			`{type: tool_trajectory, name: v, expected: '["search_flights", "book_hotel"]'}`,
+			`{type: tool_trajectory, name: v, expected: '[{"name": "search_flights"}, {"name": "book_hotel"}]'}`,
+		}},
+		{"expected calls with arguments as a map, a JSON object, in any key order", []string{
+			`{type: tool_correctness, name: v, expected: [{name: book_hotel, arguments: {city: Lisbon, nights: 5}}]}`,
+			`{type: tool_correctness, name: v, expected: [{name: book_hotel, arguments: {nights: 5.0, city: Lisbon}}]}`,
+			`{type: tool_correctness, name: v, expected: [{name: book_hotel, arguments: '{"nights": 5, "city": "Lisbon"}'}]}`,
+			`{type: tool_correctness, name: v, expected: '[{"arguments": {"city": "Lisbon", "nights": 5}, "name": "book_hotel"}]'}`,
+		}},
+		{"tool_call_accuracy expected", []string{
+			`{type: tool_call_accuracy, name: v, expected: [search_flights]}`,
+			`{type: tool_call_accuracy, name: v, expected: [{name: search_flights}]}`,
+		}},
+		{"argument matching with its defaults written out", []string{
+			`{type: tool_trajectory, name: v, arguments: {mode: subset}}`,
+			`{type: tool_trajectory, name: v, arguments: {mode: subset, trim_strings: false, case_insensitive: false, fuzzy_threshold: 0.8}}`,
+		}},
+		{"argument matching of one tool with the inherited settings written out", []string{
+			`{type: tool_trajectory, name: v, arguments: {mode: subset}, tool_arguments: {book_hotel: {case_insensitive: true}}}`,
+			`{type: tool_trajectory, name: v, arguments: {mode: subset}, tool_arguments: {book_hotel: {mode: subset, case_insensitive: true}}}`,
+		}},
+		{"token_usage max and its alias max_total", []string{
+			`{type: token_usage, name: v, max_total: 4000}`,
+			`{type: token_usage, name: v, max: 4000}`,
+			`{type: token_usage, name: v, max: 4000, max_total: 4000}`,
+		}},
+		{"exact_match expected and its alias expected_output", []string{
+			`{type: exact_match, name: v, expected: Paris}`,
+			`{type: exact_match, name: v, expected_output: Paris}`,
+		}},
+		{"exact_match expected JSON as YAML or as a string", []string{
+			`{type: exact_match, name: v, expected: {city: Paris, n: 2}}`,
+			`{type: exact_match, name: v, expected: '{"n": 2, "city": "Paris"}'}`,
+			`{type: exact_match, name: v, expected_output: '{"city":"Paris","n":2.0}'}`,
+		}},
+		{"structural_match lenient, three ways", []string{
+			`{type: structural_match, name: v, mode: lenient}`,
+			`{type: structural_match, name: v, lenient: true}`,
+			`{type: structural_match, name: v, strict: false}`,
+		}},
+		{"retrieval expected documents and its alias, as a list or JSON", []string{
+			`{type: retrieval_recall, name: v, expected: [d1, d2]}`,
+			`{type: retrieval_recall, name: v, expected_documents: [d1, d2]}`,
+			`{type: retrieval_recall, name: v, expected: '["d1", "d2"]'}`,
+		}},
+		{"retrieval matching by id, three ways", []string{
+			`{type: retrieval_precision, name: v, field: id}`,
+			`{type: retrieval_precision, name: v, match: {field: id}}`,
+			`{type: retrieval_precision, name: v, match: "field: id"}`,
+		}},
+		{"tool definitions as a list, as JSON, wrapped as functions", []string{
+			`{type: tool_call_validity, name: v, tools: [{name: book, parameters: {type: object, required: [city]}}]}`,
+			`{type: tool_call_validity, name: v, tools: '[{"name": "book", "parameters": {"required": ["city"], "type": "object"}}]'}`,
+			`{type: tool_call_validity, name: v, tools: [{type: function, function: {name: book, parameters: {type: object, required: [city]}}}]}`,
+			`{type: tool_call_validity, name: v, tools: [{name: book, input_schema: '{"type": "object", "required": ["city"]}'}]}`,
+		}},
+		{"threshold as an integer or a float", []string{
+			`{type: task_completion, name: v, judge: default, threshold: 1}`,
+			`{type: task_completion, name: v, judge: default, threshold: 1.0}`,
+		}},
+	} {
+		want := versionOfEntry(t, tc.spellings[0])
+		for _, s := range tc.spellings[1:] {
+			assert.Equal(t, want, versionOfEntry(t, s), "%s: %s and %s give different versions", tc.what, tc.spellings[0], s)
+		}
+	}
+}
+
+// TestVersionDiffersForDifferentBehaviour: what looks alike but decides
+// verdicts differently keeps different versions.
+func TestVersionDiffersForDifferentBehaviour(t *testing.T) {
+	for _, tc := range []struct{ what, a, b string }{
+		{"latency max", `{type: latency, name: v, max: 2s}`, `{type: latency, name: v, max: 3s}`},
+		{"latency max in seconds", `{type: latency, name: v, max: 2}`, `{type: latency, name: v, max: 2.5}`},
+		{"latency max in milliseconds", `{type: latency, name: v, max: 2000ms}`, `{type: latency, name: v, max: 2001ms}`},
+		{"expected calls order", `{type: tool_trajectory, name: v, expected: [a, b]}`, `{type: tool_trajectory, name: v, expected: [b, a]}`},
+		{"expected call without arguments and with none", `{type: tool_trajectory, name: v, expected: [{name: a}]}`,
+			`{type: tool_trajectory, name: v, expected: [{name: a, arguments: {}}]}`},
+		{"expected call arguments", `{type: tool_trajectory, name: v, expected: [{name: a, arguments: {n: 5}}]}`,
+			`{type: tool_trajectory, name: v, expected: [{name: a, arguments: {n: "5"}}]}`},
+		{"expected calls given or not", `{type: tool_trajectory, name: v}`, `{type: tool_trajectory, name: v, expected: []}`},
+		{"argument mode", `{type: tool_trajectory, name: v, arguments: {mode: subset}}`, `{type: tool_trajectory, name: v, arguments: {mode: superset}}`},
+		{"argument matching of one tool", `{type: tool_trajectory, name: v, arguments: {mode: subset}}`,
+			`{type: tool_trajectory, name: v, arguments: {mode: subset}, tool_arguments: {book: {mode: exact}}}`},
+		{"trajectory mode", `{type: tool_trajectory, name: v, mode: strict}`, `{type: tool_trajectory, name: v, mode: any_order}`},
+		{"token limit on what", `{type: token_usage, name: v, max_total: 4000}`, `{type: token_usage, name: v, max_input: 4000}`},
+		{"token limit", `{type: token_usage, name: v, max: 4000}`, `{type: token_usage, name: v, max: 4001}`},
+		{"exact_match expected", `{type: exact_match, name: v, expected: Paris}`, `{type: exact_match, name: v, expected: paris}`},
+		{"exact_match JSON or text", `{type: exact_match, name: v, expected: '{"a": 1}'}`, `{type: exact_match, name: v, expected: '{"a": 2}'}`},
+		{"structural_match mode", `{type: structural_match, name: v, lenient: true}`, `{type: structural_match, name: v, lenient: false}`},
+		{"retrieval expected", `{type: retrieval_recall, name: v, expected: [d1, d2]}`, `{type: retrieval_recall, name: v, expected: [d2, d3]}`},
+		{"retrieval field", `{type: retrieval_precision, name: v, field: id}`, `{type: retrieval_precision, name: v, field: content}`},
+		{"retrieval match", `{type: retrieval_precision, name: v, match: containment}`, `{type: retrieval_precision, name: v, match: case_insensitive}`},
+		{"tool definitions", `{type: tool_call_validity, name: v, tools: [{name: book, parameters: {type: object, required: [city]}}]}`,
+			`{type: tool_call_validity, name: v, tools: [{name: book, parameters: {type: object, required: [day]}}]}`},
+		{"judge threshold", `{type: task_completion, name: v, judge: default, threshold: 0.7001}`, `{type: task_completion, name: v, judge: default}`},
+		{"judge tasks", `{type: task_completion, name: v, judge: default, tasks: [a]}`, `{type: task_completion, name: v, judge: default, tasks: [b]}`},
+	} {
+		assert.NotEqual(t, versionOfEntry(t, tc.a), versionOfEntry(t, tc.b), "%s: %s and %s give one version", tc.what, tc.a, tc.b)
+	}
 }
