@@ -173,6 +173,7 @@ func effectiveOptions(f factory, c *Config, deps Deps) map[string]any {
 				kept = without
 			}
 		}
+		kept = listsAsLists(f, kept, full, deps)
 		if s, ok := full.(spelledOptions); ok && len(kept) > 0 {
 			kept = s.canonicalOptions(kept)
 		}
@@ -185,6 +186,32 @@ func effectiveOptions(f factory, c *Config, deps Deps) map[string]any {
 		out[k] = canonicalValue(v)
 	}
 	return out
+}
+
+// listsAsLists spells as a list every option of kept written as a string
+// that the evaluator decodes as the list of its comma-separated parts
+// (the collector's config reads `tasks: "a,b"` as `tasks: [a, b]`): the
+// evaluator built with the list instead is the same as full.
+func listsAsLists(f factory, kept map[string]any, full Evaluator, deps Deps) map[string]any {
+	for _, k := range slices.Sorted(maps.Keys(kept)) {
+		s, ok := kept[k].(string)
+		if !ok {
+			continue
+		}
+		list := []any{}
+		if s != "" {
+			for part := range strings.SplitSeq(s, ",") {
+				list = append(list, part)
+			}
+		}
+		with := maps.Clone(kept)
+		with[k] = list
+		ev, err := f.New(confmap.NewFromStringMap(with), deps)
+		if err == nil && sameBehaviour(reflect.ValueOf(full), reflect.ValueOf(ev), map[[2]uintptr]bool{}) {
+			kept = with
+		}
+	}
+	return kept
 }
 
 // spelledOptions is implemented by an evaluator whose options can be

@@ -326,6 +326,14 @@ func TestVersionSameForEquivalentSpellings(t *testing.T) {
 			`{type: tool_call_validity, name: v, tools: [{type: function, function: {name: book, parameters: {type: object, required: [city]}}}]}`,
 			`{type: tool_call_validity, name: v, tools: [{name: book, input_schema: '{"type": "object", "required": ["city"]}'}]}`,
 		}},
+		{"a list as a list or as a comma-separated string", []string{
+			`{type: task_completion, name: v, judge: default, tasks: [find a flight, book it]}`,
+			`{type: task_completion, name: v, judge: default, tasks: "find a flight,book it"}`,
+		}},
+		{"llm_judge inputs as a list or as one string", []string{
+			`{type: llm_judge, name: v, judge: default, criteria: "The answer is polite.", inputs: [output]}`,
+			`{type: llm_judge, name: v, judge: default, criteria: "The answer is polite.", inputs: output}`,
+		}},
 		{"threshold as an integer or a float", []string{
 			`{type: task_completion, name: v, judge: default, threshold: 1}`,
 			`{type: task_completion, name: v, judge: default, threshold: 1.0}`,
@@ -367,6 +375,9 @@ func TestVersionDiffersForDifferentBehaviour(t *testing.T) {
 			`{type: tool_call_validity, name: v, tools: [{name: book, parameters: {type: object, required: [day]}}]}`},
 		{"judge threshold", `{type: task_completion, name: v, judge: default, threshold: 0.7001}`, `{type: task_completion, name: v, judge: default}`},
 		{"judge tasks", `{type: task_completion, name: v, judge: default, tasks: [a]}`, `{type: task_completion, name: v, judge: default, tasks: [b]}`},
+		{"judge tasks, one or two", `{type: task_completion, name: v, judge: default, tasks: "a,b"}`, `{type: task_completion, name: v, judge: default, tasks: ["a,b"]}`},
+		{"criteria", `{type: llm_judge, name: v, judge: default, criteria: "a,b"}`, `{type: llm_judge, name: v, judge: default, criteria: "a;b"}`},
+		{"exact_match expected with a comma", `{type: exact_match, name: v, expected: "a,b"}`, `{type: exact_match, name: v, expected: [a, b]}`},
 	} {
 		assert.NotEqual(t, versionOfEntry(t, tc.a), versionOfEntry(t, tc.b), "%s: %s and %s give one version", tc.what, tc.a, tc.b)
 	}
