@@ -28,13 +28,10 @@ func (c *Config) Validate() error {
 }
 
 // plainFor is how long stream mode keeps what it kept of a trace
-// uncompressed after the trace's last part arrived (streamkept.go says
-// why): a quarter of wait, at most 250 ms. Long enough to join the
-// requests an agent run's spans come in when they come close together;
-// with a longer window the uncompressed bytes showed in the heap (at 1 s
-// and wait 10 s, +5.6 MiB on average at 300 traces/s).
+// uncompressed after the trace's last part arrived: a quarter of wait, at
+// most a second (streamkept.go says why).
 func (c *Config) plainFor() time.Duration {
-	return min(c.Wait/4, 250*time.Millisecond)
+	return min(c.Wait/4, time.Second)
 }
 
 // tickInterval is how often held traces are checked for release: a tenth

@@ -545,7 +545,7 @@ func compressJoined(a []byte, nb int, fill func([]byte) bool) ([]byte, bool) {
 // next, merge) compressed every byte two to three times, a tenth of
 // stream mode's CPU end to end; a trace scored before then is never
 // compressed at all. What stays uncompressed is bounded by plainFor (a
-// quarter of wait, at most 250 ms) of traffic.
+// quarter of wait, at most a second) of traffic.
 func (t *heldTrace) packPlain() {
 	out := t.kept[:0]
 	for i := range t.kept {
