@@ -15,8 +15,7 @@ import (
 
 // BenchmarkStreamKept reports what stream mode keeps of a GenAI trace
 // (kept-B/trace) against its OTLP protobuf size (otlp-B/trace) and their
-// ratio (kept/otlp; docs/contract.md §26 asks for at most 0.5), and what it
-// keeps while the trace is not yet quiet, uncompressed (plain/otlp): on the
+// ratio (kept/otlp; docs/contract.md §26 asks for at most 0.5): on the
 // traces real instrumentation libraries sent (interop/testdata) and on an
 // agent run with HTTP spans under its tools.
 //
@@ -67,9 +66,9 @@ func agentWithHTTP(tr byte) ptrace.Traces {
 }
 
 func benchKept(b *testing.B, tds []ptrace.Traces) {
-	otlp, kept, plain, traces := 0, 0, 0, 0
+	otlp, kept, traces := 0, 0, 0
 	for i := 0; i < b.N; i++ {
-		otlp, kept, plain, traces = 0, 0, 0, 0
+		otlp, kept, traces = 0, 0, 0
 		for _, td := range tds {
 			raw, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 			require.NoError(b, err)
@@ -78,9 +77,6 @@ func benchKept(b *testing.B, tds []ptrace.Traces) {
 			adapter.ForEachSpan(td, func(r adapter.SpanRef) { dec[r.Span.TraceID()] = decHoldNew })
 			byTrace := map[pcommon.TraceID]*heldTrace{}
 			chunks := keepSpans(td, dec, 0)
-			for _, c := range chunks {
-				plain += len(c.kept.raw) + 16*len(c.kept.stubs)
-			}
 			packAll(chunks)
 			for _, c := range chunks {
 				t := byTrace[c.id]
@@ -99,7 +95,4 @@ func benchKept(b *testing.B, tds []ptrace.Traces) {
 	b.ReportMetric(float64(otlp)/float64(traces), "otlp-B/trace")
 	b.ReportMetric(float64(kept)/float64(traces), "kept-B/trace")
 	b.ReportMetric(float64(kept)/float64(otlp), "kept/otlp")
-	// Until a trace has been quiet for plainFor its protobuf is kept
-	// uncompressed (packPlain): this much of its OTLP size.
-	b.ReportMetric(float64(plain)/float64(otlp), "plain/otlp")
 }
