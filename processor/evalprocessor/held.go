@@ -51,8 +51,8 @@ func newHeldSet(cfg *Config, tel *telemetry, logger *zap.Logger) *heldSet {
 		wait: cfg.Wait, rootGrace: cfg.RootGrace, maxHold: cfg.MaxHold,
 		maxTraces: cfg.MaxTraces, maxTraceSpans: cfg.MaxTraceSpans,
 		tel: tel, logger: logger,
-		dir:      make(map[pcommon.TraceID]traceState),
-		mem:      newDecisions(cfg.Wait, cfg.Timeout, maxRememberedIDs),
+		dir:    make(map[pcommon.TraceID]traceState),
+		mem:    newDecisions(cfg.Wait, cfg.Timeout, maxRememberedIDs),
 		traces:   make(map[pcommon.TraceID]*heldTrace),
 		plainFor: cfg.plainFor(),
 	}
