@@ -27,13 +27,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// plainFor is how long stream mode keeps what it kept of a trace
-// uncompressed after the trace's last part arrived: a quarter of wait, at
-// most a second (streamkept.go says why).
-func (c *Config) plainFor() time.Duration {
-	return min(c.Wait/4, time.Second)
-}
-
 // tickInterval is how often held traces are checked for release: a tenth
 // of the shortest grace, within [1ms, 1s]. A trace is released at most one
 // interval after its time has come.

@@ -40,10 +40,7 @@ type heldSet struct {
 
 	// loop-owned
 	traces map[pcommon.TraceID]*heldTrace
-	lists  [4]traceList // 0: every held trace by last span; 1: those whose root arrived; 2: every held trace by first span; 3: stream mode's with uncompressed kept parts, by last span
-	// plainFor is how long stream mode keeps a trace's kept protobuf
-	// uncompressed after its last part arrived (streamkept.go).
-	plainFor time.Duration
+	lists  [3]traceList // 0: every held trace by last span; 1: those whose root arrived; 2: every held trace by first span
 }
 
 func newHeldSet(cfg *Config, tel *telemetry, logger *zap.Logger) *heldSet {
@@ -53,10 +50,9 @@ func newHeldSet(cfg *Config, tel *telemetry, logger *zap.Logger) *heldSet {
 		tel: tel, logger: logger,
 		dir:    make(map[pcommon.TraceID]traceState),
 		mem:    newDecisions(cfg.Wait, cfg.Timeout, maxRememberedIDs),
-		traces:   make(map[pcommon.TraceID]*heldTrace),
-		plainFor: cfg.plainFor(),
+		traces: make(map[pcommon.TraceID]*heldTrace),
 	}
-	h.lists[0].idx, h.lists[1].idx, h.lists[2].idx, h.lists[3].idx = 0, 1, 2, 3
+	h.lists[0].idx, h.lists[1].idx, h.lists[2].idx = 0, 1, 2
 	return h
 }
 
@@ -117,9 +113,6 @@ func (h *heldSet) add(c *chunk, now time.Time, restored, unbounded bool) (ok boo
 	t.lastSeen = now
 	if c.kept != nil {
 		t.keep(c) // stream mode
-		if c.kept.plain != nil {
-			h.lists[3].moveToBack(t)
-		}
 	} else if c.isLogs {
 		if n := t.dropRestoredLogs(c, restored); n > 0 {
 			h.tel.recordsRedelivered.Add(context.Background(), int64(n))
@@ -201,18 +194,8 @@ func (h *heldSet) unhold(t *heldTrace) *heldTrace {
 	h.lists[0].remove(t)
 	h.lists[1].remove(t)
 	h.lists[2].remove(t)
-	h.lists[3].remove(t)
 	delete(h.traces, t.id)
 	return t
-}
-
-// compressQuiet compresses the kept parts of the stream-mode traces whose
-// last part arrived plainFor before now (streamkept.go, packPlain).
-func (h *heldSet) compressQuiet(now time.Time) {
-	for t := h.lists[3].head; t != nil && !now.Before(t.lastSeen.Add(h.plainFor)); t = h.lists[3].head {
-		t.packPlain()
-		h.lists[3].remove(t)
-	}
 }
 
 // released remembers the ids of ts as released at now: their later spans
@@ -327,8 +310,8 @@ type heldTrace struct {
 	// keptKeys are the storage keys of the kept parts (durable_kept.go).
 	keptKeys []string
 
-	prev, next [4]*heldTrace
-	in         [4]bool
+	prev, next [3]*heldTrace
+	in         [3]bool
 }
 
 // size is what max_trace_spans bounds: spans plus GenAI log records held.

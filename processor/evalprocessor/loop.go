@@ -23,7 +23,6 @@ func (p *evalProcessor) loop(tick ticker) {
 			// before anything is released (p.in is buffered).
 			p.drainIngest()
 			p.release(p.held.due(now), now, true, "")
-			p.held.compressQuiet(now)
 			p.held.expire(now)
 		case <-p.stop:
 			// No consume call sends any more (Shutdown saw to it); take

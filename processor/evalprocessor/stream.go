@@ -60,7 +60,7 @@ func consumeStream[B pdata, I any](ctx context.Context, p *evalProcessor, in *in
 	}
 	if len(chunks) > 0 {
 		at := p.clk.now()
-		keepPlain(chunks) // already packed with storage (persistKept)
+		packAll(chunks)
 		p.in <- ingestMsg{chunks: chunks, at: at}
 	}
 	p.lifeMu.RUnlock()

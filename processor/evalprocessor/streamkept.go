@@ -28,9 +28,6 @@ type keptPart struct {
 	route route
 	// packed is the compressed protobuf of the GenAI spans (or records).
 	packed []byte
-	// plain, instead of packed, is that protobuf uncompressed, until the
-	// trace has been quiet for plainFor (packPlain).
-	plain []byte
 	// stubs are the other spans, ids only.
 	stubs  []spanStub
 	isLogs bool
@@ -63,27 +60,16 @@ func (a *keptArena) add() []byte {
 }
 
 // packAll sets packed on every chunk's part from its protobuf and gives
-// the call's arena back: before a part is persisted (durable_kept.go).
-func packAll(chunks []*chunk) { settle(chunks, true) }
-
-// keepPlain sets plain on every chunk's part, a copy of its protobuf, and
-// gives the call's arena back; the loop compresses the parts once their
-// trace has been quiet for plainFor (packPlain).
-func keepPlain(chunks []*chunk) { settle(chunks, false) }
-
-func settle(chunks []*chunk, pack bool) {
+// the call's arena back.
+func packAll(chunks []*chunk) {
 	var arena *keptArena
 	for _, c := range chunks {
 		k := c.kept
 		if k == nil {
 			continue
 		}
-		switch {
-		case k.raw == nil:
-		case pack:
+		if k.raw != nil {
 			k.packed = compress(k.raw)
-		default:
-			k.plain = bytes.Clone(k.raw)
 		}
 		arena = k.arena
 		k.raw, k.arena = nil, nil
@@ -105,7 +91,7 @@ const keptPartOverhead = 96
 
 // size is the bytes the part keeps.
 func (k *keptPart) size() int {
-	return keptPartOverhead + len(k.packed) + len(k.plain) + 16*len(k.stubs)
+	return keptPartOverhead + len(k.packed) + 16*len(k.stubs)
 }
 
 // rootAttrs are the §3 attributes a root span that is not a GenAI span
@@ -472,20 +458,6 @@ func (k *keptPart) merge(next *keptPart) bool {
 		return false
 	}
 	switch {
-	case next.plain != nil:
-		// Uncompressed parts are joined as they are (compressed once,
-		// together, by packPlain); one after a compressed part stays a
-		// part of its own until then.
-		switch {
-		case k.plain != nil && len(k.plain)+len(next.plain) <= maxMergedRaw:
-			k.plain = append(k.plain, next.plain...)
-		case k.plain == nil && len(k.packed) == 0:
-			k.plain = next.plain
-		default:
-			return false
-		}
-	case k.plain != nil && len(next.packed) > 0:
-		return false
 	case len(next.packed) == 0:
 	case len(k.packed) == 0:
 		k.packed = next.packed
@@ -505,21 +477,9 @@ func (k *keptPart) merge(next *keptPart) bool {
 // decompress to; false past maxMergedRaw or maxMergeGrowth, or when either
 // does not decode.
 func compressTogether(a, b []byte) ([]byte, bool) {
-	nb, err := s2.DecodedLen(b)
-	if err != nil {
-		return nil, false
-	}
-	return compressJoined(a, nb, func(dst []byte) bool {
-		_, err := s2.Decode(dst, b)
-		return err == nil
-	})
-}
-
-// compressJoined is the compressed concatenation of what a decompresses to
-// and the nb bytes fill writes after it, under compressTogether's bounds.
-func compressJoined(a []byte, nb int, fill func([]byte) bool) ([]byte, bool) {
-	na, err := s2.DecodedLen(a)
-	if err != nil || na+nb > maxMergedRaw || na > maxMergeGrowth*nb {
+	na, errA := s2.DecodedLen(a)
+	nb, errB := s2.DecodedLen(b)
+	if errA != nil || errB != nil || na+nb > maxMergedRaw || na > maxMergeGrowth*nb {
 		return nil, false
 	}
 	bp := packBuf.Get().(*[]byte)
@@ -531,41 +491,10 @@ func compressJoined(a []byte, nb int, fill func([]byte) bool) ([]byte, bool) {
 	if _, err := s2.Decode(raw[:na], a); err != nil {
 		return nil, false
 	}
-	if !fill(raw[na:]) {
+	if _, err := s2.Decode(raw[na:], b); err != nil {
 		return nil, false
 	}
 	return compress(raw), true
-}
-
-// packPlain compresses t's uncompressed kept parts, each into the part
-// before it when that one is compressed and merge's bounds allow, else on
-// its own. Stream mode keeps a trace's protobuf uncompressed until the
-// trace has been quiet for plainFor: the requests of one agent run come
-// close together, and compressing each as it came (then again with the
-// next, merge) compressed every byte two to three times, a tenth of
-// stream mode's CPU end to end; a trace scored before then is never
-// compressed at all. What stays uncompressed is bounded by plainFor (a
-// quarter of wait, at most a second) of traffic.
-func (t *heldTrace) packPlain() {
-	out := t.kept[:0]
-	for i := range t.kept {
-		k := t.kept[i]
-		if k.plain != nil {
-			if n := len(out); n > 0 && out[n-1].packed != nil && out[n-1].route == k.route && out[n-1].isLogs == k.isLogs {
-				prev := &out[n-1]
-				if packed, ok := compressJoined(prev.packed, len(k.plain), func(dst []byte) bool { copy(dst, k.plain); return true }); ok {
-					prev.packed = packed
-					prev.stubs = append(prev.stubs, k.stubs...)
-					prev.n += k.n
-					continue
-				}
-			}
-			k.packed, k.plain = compress(k.plain), nil
-		}
-		out = append(out, k)
-	}
-	clear(t.kept[len(out):])
-	t.kept = out
 }
 
 // keptBytes is what stream mode keeps of t.
@@ -585,13 +514,7 @@ func (t *heldTrace) unpack() error {
 	for i := range t.kept {
 		k := &t.kept[i]
 		if k.isLogs {
-			var ld plog.Logs
-			var err error
-			if k.plain != nil {
-				ld, err = logsUnmarshaler.UnmarshalLogs(k.plain)
-			} else {
-				ld, err = unpackLogs(k.packed)
-			}
+			ld, err := unpackLogs(k.packed)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -602,14 +525,9 @@ func (t *heldTrace) unpack() error {
 			continue
 		}
 		td := ptrace.NewTraces()
-		if k.plain != nil || len(k.packed) > 0 {
+		if len(k.packed) > 0 {
 			var err error
-			if k.plain != nil {
-				td, err = tracesUnmarshaler.UnmarshalTraces(k.plain)
-			} else {
-				td, err = unpackTraces(k.packed)
-			}
-			if err != nil {
+			if td, err = unpackTraces(k.packed); err != nil {
 				errs = append(errs, err)
 				td = ptrace.NewTraces()
 			}

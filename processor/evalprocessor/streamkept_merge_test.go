@@ -3,14 +3,11 @@ package evalprocessor
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/zap"
 
 	"github.com/evalbridge/evalbridge/adapter"
 )
@@ -137,83 +134,4 @@ func TestStreamKeptPartsMergeOnlyWhereTheyMay(t *testing.T) {
 	require.Len(t, ht.parts, 2)
 	assert.Equal(t, 0, ht.parts[0].spans)
 	assert.Equal(t, 1, ht.parts[1].spans)
-}
-
-// Stream mode keeps a trace's protobuf uncompressed while its requests
-// come (they are joined as they are) and compresses it once the trace has
-// been quiet for plainFor: the same bytes as compressing each request and
-// merging, with each byte compressed once. A part that comes after is
-// plain until quiet, then compressed into the part before it; a trace
-// scored before it was quiet is read uncompressed.
-func TestStreamKeptPlainUntilQuiet(t *testing.T) {
-	cfg := createDefaultConfig()
-	cfg.Wait = time.Second
-	require.Equal(t, 250*time.Millisecond, cfg.plainFor())
-	tel, err := newTelemetry(componenttest.NewNopTelemetrySettings())
-	require.NoError(t, err)
-	h := newHeldSet(cfg, tel, zap.NewNop())
-
-	tools := strings.Repeat(`{"name":"search_flights","parameters":{"from":"string","to":"string","date":"string"}},`, 12)
-	request := func(tr, i byte) ptrace.Traces {
-		b := richBatch()
-		b.llm(tr, 10+i, "book me a flight").Attributes().PutStr("gen_ai.tool.definitions", tools)
-		b.tool(tr, 20+i, "search_flights", false)
-		b.plain(tr, 30+i, 20+i)
-		return b.td
-	}
-	plainKept := func(td ptrace.Traces, tr byte) *chunk {
-		chunks := keepSpans(td, map[pcommon.TraceID]decision{tid(tr): decHoldNew}, 0)
-		require.Len(t, chunks, 1)
-		keepPlain(chunks)
-		return chunks[0]
-	}
-	t0 := time.Unix(1_700_000_000, 0)
-	packedWay := &heldTrace{id: tid(1)}
-	for i := byte(0); i < 3; i++ {
-		td := request(1, i)
-		ok, _ := h.add(plainKept(td, 1), t0.Add(time.Duration(i)*100*time.Millisecond), false, false)
-		require.True(t, ok)
-		packedWay.keep(keptRequest(t, td, 1, 0))
-	}
-	ht := h.traces[tid(1)]
-	require.Len(t, ht.kept, 1, "joined as they came")
-	require.NotNil(t, ht.kept[0].plain)
-	require.Nil(t, ht.kept[0].packed)
-
-	h.compressQuiet(t0.Add(449 * time.Millisecond))
-	require.NotNil(t, ht.kept[0].plain, "not quiet for plainFor yet")
-	h.compressQuiet(t0.Add(450 * time.Millisecond))
-	require.Len(t, ht.kept, 1)
-	require.Nil(t, ht.kept[0].plain)
-	require.Len(t, packedWay.kept, 1)
-	assert.Equal(t, packedWay.kept[0].packed, ht.kept[0].packed, "the bytes compressing each request and merging keeps")
-	assert.Equal(t, 9, ht.kept[0].n)
-
-	// A request after that: plain until quiet, then into the part before.
-	_, _ = h.add(plainKept(request(1, 3), 1), t0.Add(2*time.Second), false, false)
-	require.Len(t, ht.kept, 2)
-	require.NotNil(t, ht.kept[1].plain)
-	h.compressQuiet(t0.Add(2*time.Second + 250*time.Millisecond))
-	require.Len(t, ht.kept, 1, "compressed into the part before it")
-	assert.Equal(t, 12, ht.kept[0].n)
-	require.NoError(t, ht.unpack())
-	require.Len(t, ht.parts, 1)
-	assert.Equal(t, 12, ht.parts[0].spans)
-
-	// Released before it was quiet: read uncompressed, every span there.
-	_, _ = h.add(plainKept(request(2, 0), 2), t0, false, false)
-	ht2 := h.unhold(h.traces[tid(2)])
-	require.NotNil(t, ht2.kept[0].plain)
-	require.NoError(t, ht2.unpack())
-	require.Len(t, ht2.parts, 1)
-	assert.Equal(t, 3, ht2.parts[0].spans)
-	var tools2 string
-	adapter.ForEachSpan(ht2.parts[0].td, func(r adapter.SpanRef) {
-		if v, ok := r.Span.Attributes().Get("gen_ai.tool.definitions"); ok {
-			tools2 = v.Str()
-		}
-	})
-	assert.Equal(t, tools, tools2)
-	h.compressQuiet(t0.Add(time.Hour)) // the released trace is no longer listed
-	assert.Nil(t, h.lists[3].head)
 }
