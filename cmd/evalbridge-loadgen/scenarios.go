@@ -57,6 +57,18 @@ func scenarios(short bool) []scenario {
 		f(&c)
 		return c
 	}
+	// hostileLoad is the hostile scenarios' load: every hostile kind once
+	// at t=0.5s, under 20 normal traces/s for 4 s.
+	hostileLoad := func(seed uint64) loadConfig {
+		return with(func(c *loadConfig) {
+			c.rate = 20
+			c.duration = 4 * time.Second
+			c.hostileAt = 500 * time.Millisecond
+			c.hostileKinds = hostileKinds
+			c.scale = scale
+			c.seed = seed
+		})
+	}
 	const holdEval = "wait: 1s\n    timeout: 5s"
 	all := []scenario{
 		{
@@ -85,14 +97,7 @@ func scenarios(short bool) []scenario {
 		{
 			name: "hostile", about: "every hostile kind once at t=0.5s, under 20 normal traces/s for 4 s",
 			eval: holdEval, evals: hostileEvaluators,
-			load: with(func(c *loadConfig) {
-				c.rate = 20
-				c.duration = 4 * time.Second
-				c.hostileAt = 500 * time.Millisecond
-				c.hostileKinds = hostileKinds
-				c.scale = scale
-				c.seed = 5
-			}),
+			load:  hostileLoad(5),
 			drain: 60 * time.Second, allAcked: true, scoreWait: time.Second,
 		},
 		{
@@ -147,14 +152,7 @@ func scenarios(short bool) []scenario {
 		{
 			name: "stream_hostile", about: "mode: stream under the hostile scenario's load: every hostile kind once at t=0.5s, under 20 normal traces/s for 4 s",
 			eval: "mode: stream\n    " + holdEval, evals: hostileEvaluators,
-			load: with(func(c *loadConfig) {
-				c.rate = 20
-				c.duration = 4 * time.Second
-				c.hostileAt = 500 * time.Millisecond
-				c.hostileKinds = hostileKinds
-				c.scale = scale
-				c.seed = 16
-			}),
+			load:  hostileLoad(16),
 			drain: 60 * time.Second, allAcked: true, allScored: true, scoreWait: time.Second,
 		},
 		{
