@@ -13,6 +13,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/evalbridge/evalbridge/internal/humanlabel"
 )
 
 // humanLabel is one person's verdict on one evaluation of one span (or,
@@ -35,29 +37,10 @@ type labelFile struct {
 
 func (lf *labelFile) drop(why string) { lf.dropped[why]++ }
 
-// Human label values (§25's default mapping, the one evalmetrics and the
-// webhook exporter use): anything else is not a verdict.
-var (
-	passLabels = []string{"pass", "thumbs_up", "good"}
-	failLabels = []string{"fail", "thumbs_down", "bad"}
-)
-
-// labelVerdict maps a label string to pass or fail; ok is false for one the
-// mapping does not know. Case and surrounding space do not matter.
-func labelVerdict(s string) (pass, ok bool) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	for _, p := range passLabels {
-		if s == p {
-			return true, true
-		}
-	}
-	for _, f := range failLabels {
-		if s == f {
-			return false, true
-		}
-	}
-	return false, false
-}
+// labelVerdict maps a label string to pass or fail through §25's default
+// mapping, the one evalmetrics and the webhook exporter use; ok is false
+// for one the mapping does not know (not a verdict).
+var labelVerdict = humanlabel.Default().Verdict
 
 // jsonLabel is a line of a JSONL labels file. Fields it does not name are
 // ignored (an annotation tool's export carries more).
@@ -127,7 +110,7 @@ func (lf *labelFile) read(name string, b []byte) error {
 		}
 		pass, ok := labelVerdict(jl.Label)
 		if !ok {
-			lf.drop(fmt.Sprintf("label %q is not one of %s or %s", jl.Label, strings.Join(passLabels, "/"), strings.Join(failLabels, "/")))
+			lf.drop(fmt.Sprintf("label %q is not one of %s or %s", jl.Label, strings.Join(humanlabel.DefaultPass, "/"), strings.Join(humanlabel.DefaultFail, "/")))
 			continue
 		}
 		l.Pass = pass

@@ -6,12 +6,12 @@ import (
 	"encoding/gob"
 	"fmt"
 	"slices"
-	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 
+	"github.com/evalbridge/evalbridge/internal/humanlabel"
 	"github.com/evalbridge/evalbridge/internal/storageext"
 )
 
@@ -116,7 +116,7 @@ type joinEvents struct {
 // mutex.
 type agreementJoin struct {
 	cfg        *AgreementConfig
-	labels     map[string]string   // human score label -> pass/fail
+	labels     humanlabel.Mapping  // human score labels
 	machinesOf map[string][]string // human name -> machine names, when pairs is set
 	humansOf   map[string][]string // machine name -> human names, when pairs is set
 
@@ -131,16 +131,10 @@ type agreementJoin struct {
 func newAgreementJoin(cfg *AgreementConfig) *agreementJoin {
 	j := &agreementJoin{
 		cfg:      cfg,
-		labels:   map[string]string{},
+		labels:   humanlabel.NewMapping(cfg.Labels.Pass, cfg.Labels.Fail),
 		machines: map[joinKey]*machineResult{},
 		first:    map[traceName]pcommon.SpanID{},
 		humans:   map[joinKey]*humanLabel{},
-	}
-	for _, l := range cfg.Labels.Pass {
-		j.labels[normLabel(l)] = labelPass
-	}
-	for _, l := range cfg.Labels.Fail {
-		j.labels[normLabel(l)] = labelFail
 	}
 	if len(cfg.Pairs) > 0 {
 		j.machinesOf, j.humansOf = map[string][]string{}, map[string][]string{}
@@ -166,16 +160,14 @@ func (j *agreementJoin) humansFor(machine string) []string {
 	return j.humansOf[machine]
 }
 
-// normLabel is how a human score label is compared with the mapping:
-// trimmed and case-insensitively, as evalctl calibrate and the webhook
-// exporter compare it (an SDK's "Thumbs_Up" is thumbs_up).
-func normLabel(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-
 // humanLabelOf is a human result's label: its score.label through the
 // mapping, else score.value 1 (pass) or 0 (fail).
 func (j *agreementJoin) humanLabelOf(label string, hasLabel bool, score float64, hasScore bool) (string, bool) {
-	if l, ok := j.labels[normLabel(label)]; hasLabel && ok {
-		return l, true
+	if pass, ok := j.labels.Verdict(label); hasLabel && ok {
+		if pass {
+			return labelPass, true
+		}
+		return labelFail, true
 	}
 	switch {
 	case hasScore && score == 1:

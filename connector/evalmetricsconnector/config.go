@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/evalbridge/evalbridge/internal/humanlabel"
 )
 
 // Config is the `connectors: evalmetrics:` block.
@@ -105,8 +107,8 @@ type LabelMapping struct {
 
 // Defaults of agreement (§25).
 var (
-	DefaultPassLabels = []string{"pass", "thumbs_up", "good"}
-	DefaultFailLabels = []string{"fail", "thumbs_down", "bad"}
+	DefaultPassLabels = humanlabel.DefaultPass
+	DefaultFailLabels = humanlabel.DefaultFail
 )
 
 const (
@@ -130,19 +132,12 @@ func (a *AgreementConfig) Validate() error {
 	if len(a.Labels.Pass) == 0 || len(a.Labels.Fail) == 0 {
 		errs = append(errs, errors.New("agreement: labels: both pass and fail need at least one label"))
 	}
-	// Labels are compared as normLabel reads them.
-	pass, empty := map[string]bool{}, false
-	for _, l := range a.Labels.Pass {
-		pass[normLabel(l)] = true
-		empty = empty || normLabel(l) == ""
+	// Labels are compared as humanlabel reads them.
+	both, blank := humanlabel.Overlap(a.Labels.Pass, a.Labels.Fail)
+	for _, l := range both {
+		errs = append(errs, fmt.Errorf("agreement: labels: %q is both pass and fail", l))
 	}
-	for _, l := range a.Labels.Fail {
-		if pass[normLabel(l)] {
-			errs = append(errs, fmt.Errorf("agreement: labels: %q is both pass and fail", l))
-		}
-		empty = empty || normLabel(l) == ""
-	}
-	if empty {
+	if blank {
 		errs = append(errs, errors.New("agreement: labels: empty label"))
 	}
 	if a.Window <= 0 {

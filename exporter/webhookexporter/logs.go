@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/evalbridge/evalbridge/annotator"
 	"github.com/evalbridge/evalbridge/evaluators"
+	"github.com/evalbridge/evalbridge/internal/humanlabel"
 )
 
 // Results as log records (docs/contract.md §25): in a logs pipeline the
@@ -50,38 +52,24 @@ type LabelsConfig struct {
 // NewDefaultLabels is `labels:` when not set: the evaluators' own labels
 // and the usual feedback ones.
 func NewDefaultLabels() LabelsConfig {
-	return LabelsConfig{Pass: []string{"pass", "thumbs_up", "good"}, Fail: []string{"fail", "thumbs_down", "bad"}}
+	return LabelsConfig{Pass: slices.Clone(humanlabel.DefaultPass), Fail: slices.Clone(humanlabel.DefaultFail)}
 }
 
 // Validate: no label on both sides.
 func (l *LabelsConfig) Validate() error {
 	var errs []error
-	pass := map[string]bool{}
-	for _, p := range l.Pass {
-		pass[normLabel(p)] = true
-	}
-	for _, f := range l.Fail {
-		if pass[normLabel(f)] {
-			errs = append(errs, fmt.Errorf("labels: %q is both pass and fail", f))
-		}
+	both, _ := humanlabel.Overlap(l.Pass, l.Fail)
+	for _, f := range both {
+		errs = append(errs, fmt.Errorf("labels: %q is both pass and fail", f))
 	}
 	return errors.Join(errs...)
 }
 
-func normLabel(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-
 // outcomes is the labels mapping, compiled.
-type outcomes map[string]evaluators.Status
+type outcomes humanlabel.Mapping
 
 func newOutcomes(l LabelsConfig) outcomes {
-	o := outcomes{}
-	for _, p := range l.Pass {
-		o[normLabel(p)] = evaluators.StatusPassed
-	}
-	for _, f := range l.Fail {
-		o[normLabel(f)] = evaluators.StatusFailed
-	}
-	return o
+	return outcomes(humanlabel.NewMapping(l.Pass, l.Fail))
 }
 
 // isResultRecord says lr is a gen_ai.evaluation.result event (EventName,
@@ -153,7 +141,12 @@ func (o outcomes) resultSpan(lr plog.LogRecord, span ptrace.Span) {
 	}
 	var status evaluators.Status
 	if v, ok := lr.Attributes().Get(attrScoreLabel); ok {
-		status = o[normLabel(v.AsString())]
+		if pass, known := humanlabel.Mapping(o).Verdict(v.AsString()); known {
+			status = evaluators.StatusFailed
+			if pass {
+				status = evaluators.StatusPassed
+			}
+		}
 	}
 	if status == "" {
 		if _, ok := lr.Attributes().Get(attrErrorType); !ok {
