@@ -73,7 +73,7 @@ const (
 // under a copy of its span's resource (stream mode sends the results of a
 // trace's spans under one resource together; so does this).
 func addResultSpans(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	var out ptrace.ResourceSpansSlice
+	out := ptrace.NewResourceSpansSlice()
 	var lastRS ptrace.ResourceSpans
 	var results ptrace.SpanSlice
 	now := pcommon.NewTimestampFromTime(time.Now())
@@ -82,10 +82,7 @@ func addResultSpans(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) 
 		if op, ok := s.Attributes().Get(attrOperation); !ok || op.Str() != "invoke_agent" {
 			return
 		}
-		if out == (ptrace.ResourceSpansSlice{}) {
-			out = ptrace.NewResourceSpansSlice()
-		}
-		if results == (ptrace.SpanSlice{}) || lastRS != r.ResourceSpans {
+		if out.Len() == 0 || lastRS != r.ResourceSpans {
 			rs := out.AppendEmpty()
 			r.Resource().CopyTo(rs.Resource())
 			ss := rs.ScopeSpans().AppendEmpty()
@@ -107,6 +104,8 @@ func addResultSpans(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) 
 		if v, ok := s.Attributes().Get(attrModel); ok {
 			info.Model = v.Str()
 		} else {
+			// The load generator's agent spans name no model; eval's
+			// results carry the one of the run's chat spans.
 			info.Model = "gpt-4o"
 		}
 		annotator.AnnotateCase(rsp, fixedResults, now, info)
@@ -122,8 +121,6 @@ func addResultSpans(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) 
 			attrs.PutStr(attrAgentName, info.AgentName)
 		}
 	})
-	if out != (ptrace.ResourceSpansSlice{}) {
-		out.MoveAndAppendTo(td.ResourceSpans())
-	}
+	out.MoveAndAppendTo(td.ResourceSpans())
 	return td, nil
 }
