@@ -57,6 +57,9 @@ func cardsInRun(text string, groups []span, out []span) []span {
 	if p := runStart - 2; p >= 0 && text[p] == '0' && (text[p+1] == 'x' || text[p+1] == 'X') && !isAlnum(before(text, p)) {
 		return out // a hex literal: 0x4111…
 	}
+	if inHexID(text, runStart, runEnd) {
+		return out
+	}
 	var ds [19]byte
 	for a := 0; a < len(groups) && !(glued && a > 0); {
 		best := -1
@@ -184,4 +187,33 @@ func groupedCodeBefore(text string, i int) bool {
 		digit = digit || isDigit(c)
 	}
 	return letter && digit
+}
+
+// inHexID says whether the digits [start, end) are part of a hexadecimal
+// id or hash: a word of at least 16 hex digits with a letter among them
+// (a trace or span id, a digest). Random hex ids hold a 16-digit run that
+// passes the Luhn check often enough that webhook alerts named
+// "250488e[REDACTED:credit_card#1]fa0ff…" as their trace.
+func inHexID(text string, start, end int) bool {
+	for start > 0 && isAlnum(text[start-1]) {
+		start--
+	}
+	for end < len(text) && isAlnum(text[end]) {
+		end++
+	}
+	if end-start < 16 {
+		return false
+	}
+	letter := false
+	for i := start; i < end; i++ {
+		c := text[i] | 0x20
+		switch {
+		case isDigit(text[i]):
+		case c >= 'a' && c <= 'f':
+			letter = true
+		default:
+			return false
+		}
+	}
+	return letter
 }

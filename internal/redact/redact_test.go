@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,4 +158,30 @@ func TestNumberingAfterExistingPlaceholders(t *testing.T) {
 	r, err = New(cfg, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "*** and ***", r.Text("a@example.com and b@example.com"))
+}
+
+// Trace and span ids are hex: a run of decimal digits inside one is no card
+// number, however it checks out, in text and in JSON; a card written next
+// to one still is.
+func TestCardNotInHexIDs(t *testing.T) {
+	r, err := New(NewDefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "2504e4111111111111111fa0ff66f035" // 32 hex digits, a Luhn-valid 4111… run inside
+	for _, in := range []string{
+		id,
+		`{"trace_id":"` + id + `","span_id":"3babca309401826e"}`,
+		"https://jaeger.example.com/trace/" + id + "?uiFind=3babca309401826e",
+		"sha256:4111111111111111abcdef0123",
+	} {
+		if got := r.Text(in); got != in {
+			t.Errorf("Text(%q) = %q: an id is not a card", in, got)
+		}
+	}
+	for _, in := range []string{"Card:4111111111111111", "card 4111 1111 1111 1111 for " + id, "4111111111111111"} {
+		if got := r.Text(in); !strings.Contains(got, "[REDACTED:credit_card") {
+			t.Errorf("Text(%q) = %q: the card was not masked", in, got)
+		}
+	}
 }
